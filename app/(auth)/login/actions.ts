@@ -1,0 +1,41 @@
+"use server";
+/** The login form's server action: the only door for password sign-in from the console. */
+import { AuthError, CredentialsSignin } from "next-auth";
+import { signIn } from "@/lib/auth/next-auth";
+
+export type LoginState = { error: string | null };
+
+function safeRedirect(value: FormDataEntryValue | null): string {
+  const path = typeof value === "string" ? value : "/";
+  return path.startsWith("/") && !path.startsWith("//") ? path : "/";
+}
+
+export async function loginAction(_prev: LoginState, form: FormData): Promise<LoginState> {
+  const email = form.get("email");
+  const password = form.get("password");
+  if (typeof email !== "string" || typeof password !== "string" || !email || !password) {
+    return { error: "Enter your email and password." };
+  }
+  try {
+    await signIn("credentials", { email, password, redirectTo: safeRedirect(form.get("from")) });
+  } catch (error) {
+    if (error instanceof CredentialsSignin) {
+      return {
+        error:
+          error.code === "rate_limited"
+            ? "Too many failed attempts for this account. Wait a few minutes and try again."
+            : "Wrong email or password.",
+      };
+    }
+    if (error instanceof AuthError) {
+      console.error("sign-in failed", error);
+      return { error: "Sign-in failed. Try again." };
+    }
+    throw error; // next's redirect after success
+  }
+  return { error: null };
+}
+
+export async function oidcLoginAction(form: FormData): Promise<void> {
+  await signIn("oidc", { redirectTo: safeRedirect(form.get("from")) });
+}

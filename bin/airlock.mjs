@@ -1,0 +1,21 @@
+#!/usr/bin/env node
+// `npx airlock …`: runs the TypeScript CLI on the project's pinned Node 26 (node_modules/node),
+// whatever Node invoked this file, so commands behave the same as npm scripts.
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const pinned = join(root, "node_modules", "node", "bin", "node");
+const node = existsSync(pinned) ? pinned : process.execPath;
+const result = spawnSync(
+  node,
+  ["--conditions=react-server", "--import", import.meta.resolve("tsx"), join(root, "lib", "cli", "main.ts"), ...process.argv.slice(2)],
+  { stdio: "inherit", cwd: process.cwd() },
+);
+if (result.error) {
+  console.error(`airlock: could not start Node: ${result.error.message}`);
+  process.exit(1);
+}
+process.exit(result.status ?? 1);

@@ -1,0 +1,87 @@
+/**
+ * Starts what the browser tests run against: a throwaway PostgreSQL (migrated, demo-seeded with
+ * a known password) and `next start` on E2E_PORT with the built app. Returns the teardown that
+ * stops both. The seeded credentials reach the tests through e2e/.state.json.
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import type { FullConfig } from "@playwright/test";
+import { applyMigrations } from "../lib/db/migrate";
+import { startPostgres } from "../lib/db/postgres-server";
+import { createPrismaClient } from "../lib/db";
+import { seedDemo } from "../lib/demo/seed";
+
+export const STATE_FILE = join(import.meta.dirname, ".state.json");
+
+async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url, { redirect: "manual" });
+      if (res.status < 500) return;
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`next start did not answer at ${url} within ${timeoutMs} ms`);
+}
+
+export default async function globalSetup(config: FullConfig) {
+  const baseURL = config.projects[0]?.use.baseURL ?? "http://127.0.0.1:3100";
+  const port = new URL(baseURL).port;
+  const postgres = await startPostgres({ persistent: false });
+  await applyMigrations(postgres.url);
+  const password = randomBytes(12).toString("base64url");
+  const db = createPrismaClient(postgres.url);
+  const credentials = await seedDemo(db, { password });
+  await db.$disconnect();
+  if (!credentials) throw new Error("seeding the e2e database did nothing");
+  await writeFile(STATE_FILE, JSON.stringify({ databaseUrl: postgres.url, credentials }), { mode: 0o600 });
+
+  const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
+  const server = spawn(process.execPath, [nextBin, "start", "-p", port, "-H", "127.0.0.1"], {
+    cwd: join(import.meta.dirname, ".."),
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      NODE_ENV: "production",
+      DATABASE_URL: postgres.url,
+      AUTH_SECRET: randomBytes(32).toString("base64url"),
+      AIRLOCK_LOGIN_MAX_FAILURES: "3",
+    },
+    stdio: ["ignore", "inherit", "inherit"],
+    detached: true,
+  });
+  try {
+    await waitForHttp(`${baseURL}/login`, 60_000);
+  } catch (error) {
+    if (server.pid) process.kill(-server.pid, "SIGKILL");
+    await postgres.stop();
+    throw error;
+  }
+
+  return async () => {
+    if (server.pid && server.exitCode === null) {
+      process.kill(-server.pid, "SIGTERM");
+      await new Promise((done) => {
+        const timer = setTimeout(() => {
+          try {
+            if (server.pid) process.kill(-server.pid, "SIGKILL");
+          } catch {
+            /* gone */
+          }
+          done(null);
+        }, 5_000);
+        server.once("exit", () => {
+          clearTimeout(timer);
+          done(null);
+        });
+      });
+    }
+    await postgres.stop();
+  };
+}

@@ -1,0 +1,42 @@
+// @ts-check
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  {
+    ignores: ["node_modules/", ".next/", "lib/generated/", "next-env.d.ts", "test-results/", "playwright-report/", ".airlock/"],
+  },
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/ban-ts-comment": "error",
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "MemberExpression[object.name='process'][property.name='env']",
+          message: "Read configuration through lib/env.ts only.",
+        },
+      ],
+    },
+  },
+  {
+    // lib/env.ts is the one reader of process.env; build-time configs and test wiring are outside the app.
+    files: ["lib/env.ts", "prisma.config.ts", "playwright.config.ts", "scripts/prisma-generate.mjs", "e2e/**", "lib/testing/**", "bench/**"],
+    rules: { "no-restricted-syntax": "off" },
+  },
+  {
+    // Client code never reaches server modules or the database client.
+    files: ["components/**/*.{ts,tsx}"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["@/lib/generated/*", "@prisma/*"], message: "Components must not touch the database." },
+            { group: ["@/lib/db", "@/lib/db/*", "@/lib/*/service", "@/lib/*/presenter"], message: "Server modules stay on the server; pass DTOs as props." },
+          ],
+        },
+      ],
+    },
+  },
+);

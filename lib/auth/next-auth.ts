@@ -1,0 +1,74 @@
+/**
+ * next-auth (v5) configuration: password sign-in (argon2id, rate-limited, audited — lib/auth/users.ts)
+ * and, when AIRLOCK_OIDC_* are set, single sign-on through any OIDC provider. SSO never creates
+ * accounts: the email must belong to an existing, enabled user, whose role an admin set.
+ *
+ * Sessions are JWTs holding only the user id; the role is re-read from the database on every
+ * request (currentActor), so a role change or a disabled account takes effect at once.
+ */
+import NextAuth, { CredentialsSignin, type NextAuthConfig } from "next-auth";
+import Credentials from "next-auth/providers/credentials";
+import { env } from "@/lib/env";
+import { prisma } from "@/lib/db";
+import { signInWithPassword } from "./users";
+
+export class RateLimitedSignin extends CredentialsSignin {
+  code = "rate_limited";
+}
+
+function buildConfig(): NextAuthConfig {
+  const config = env();
+  const providers: NextAuthConfig["providers"] = [
+    Credentials({
+      credentials: { email: { type: "email" }, password: { type: "password" } },
+      async authorize(credentials) {
+        const result = await signInWithPassword(prisma(), credentials?.email, credentials?.password);
+        if (result.ok) return { id: result.user.id, email: result.user.email, name: result.user.name };
+        if (result.reason === "rate_limited") throw new RateLimitedSignin();
+        return null;
+      },
+    }),
+  ];
+  if (config.AIRLOCK_OIDC_ISSUER && config.AIRLOCK_OIDC_CLIENT_ID && config.AIRLOCK_OIDC_CLIENT_SECRET) {
+    providers.push({
+      id: "oidc",
+      name: "Single sign-on",
+      type: "oidc",
+      issuer: config.AIRLOCK_OIDC_ISSUER,
+      clientId: config.AIRLOCK_OIDC_CLIENT_ID,
+      clientSecret: config.AIRLOCK_OIDC_CLIENT_SECRET,
+    });
+  }
+  return {
+    secret: config.AUTH_SECRET,
+    trustHost: true,
+    session: { strategy: "jwt", maxAge: 12 * 60 * 60 },
+    pages: { signIn: "/login" },
+    providers,
+    callbacks: {
+      async signIn({ user, account }) {
+        if (account?.provider !== "oidc") return true;
+        const email = user.email?.trim().toLowerCase();
+        if (!email) return false;
+        const known = await prisma().user.findUnique({ where: { email } });
+        if (!known || known.disabledAt) return false;
+        user.id = known.id;
+        return true;
+      },
+      jwt({ token, user }) {
+        if (user?.id) token.sub = user.id;
+        return token;
+      },
+      session({ session, token }) {
+        if (token.sub) session.user.id = token.sub;
+        return session;
+      },
+    },
+  };
+}
+
+export const { handlers, auth, signIn, signOut } = NextAuth(() => buildConfig());
+
+export function oidcEnabled(): boolean {
+  return Boolean(env().AIRLOCK_OIDC_ISSUER);
+}

@@ -1,0 +1,185 @@
+/**
+ * `airlock` command line. Every command validates its arguments (node:util parseArgs, strict) and
+ * prints usage with exit code 2 when they are wrong; typed failures print one line and exit 1;
+ * success exits 0. Commands act as the `system:cli` actor — whoever can run this has the host's
+ * database credentials already — and every change they make is audited like any other.
+ */
+import { parseArgs } from "node:util";
+import { createAgent, listAgents, revokeAgent } from "@/lib/auth/agents";
+import { generatePassword } from "@/lib/auth/passwords";
+import { ROLES, type Actor, type Role } from "@/lib/auth/scopes";
+import { createUser } from "@/lib/auth/users";
+import { isAppError } from "@/lib/errors";
+import { withCliDatabase } from "./database";
+import { processIo, UsageError, type CliIo } from "./io";
+
+const CLI_ACTOR: Actor = { type: "system", name: "cli" };
+
+const USAGE = `Usage: airlock <command> [options]
+
+Commands:
+  user add --email E --role admin|reviewer|compliance [--name N] [--password-stdin]
+  agent add --name N --owner EMAIL [--scopes runs:submit,runs:read,tools:read,inputs:read] [--expires-days D]
+  agent revoke --name N
+  agent list [--json]
+  db migrate
+  db seed
+  exec FILE [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all] [--isolation strict|permission-only] [--timeout-ms N] [--json]
+  tools [--server S] [--dts] [--search Q]
+
+Without DATABASE_URL the commands use the embedded database under AIRLOCK_DATA_DIR (default ./.airlock).
+`;
+
+type Command = (args: string[], io: CliIo) => Promise<number>;
+
+type Options = NonNullable<Parameters<typeof parseArgs>[0]>["options"];
+
+function parse<const T extends Options>(args: string[], options: T, usage: string) {
+  try {
+    return parseArgs({ args, options, strict: true, allowPositionals: false });
+  } catch (error) {
+    throw new UsageError((error as Error).message, usage);
+  }
+}
+
+function required(value: unknown, flag: string, usage: string): string {
+  if (typeof value !== "string" || value.trim() === "") throw new UsageError(`${flag} is required`, usage);
+  return value;
+}
+
+const userAdd: Command = async (args, io) => {
+  const usage = "Usage: airlock user add --email E --role admin|reviewer|compliance [--name N] [--password-stdin]\n";
+  const { values } = parse(args, {
+    email: { type: "string" },
+    role: { type: "string" },
+    name: { type: "string" },
+    "password-stdin": { type: "boolean" },
+  }, usage);
+  const email = required(values.email, "--email", usage);
+  const role = required(values.role, "--role", usage);
+  if (!(ROLES as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(", ")}`, usage);
+  const password = values["password-stdin"] ? (await io.readStdin()).replace(/\r?\n$/, "") : generatePassword();
+  const user = await withCliDatabase((db) =>
+    db.$transaction((tx) => createUser(tx, CLI_ACTOR, { email, role: role as Role, name: values.name, password })),
+  );
+  io.stdout(`Added ${user.role} ${user.email}.\n`);
+  if (!values["password-stdin"]) io.stdout(`Password (shown once): ${password}\n`);
+  return 0;
+};
+
+const agentAdd: Command = async (args, io) => {
+  const usage = "Usage: airlock agent add --name N --owner EMAIL [--scopes a,b,...] [--expires-days D]\n";
+  const { values } = parse(args, {
+    name: { type: "string" },
+    owner: { type: "string" },
+    scopes: { type: "string" },
+    "expires-days": { type: "string" },
+  }, usage);
+  const name = required(values.name, "--name", usage);
+  const owner = required(values.owner, "--owner", usage);
+  let expiresAt: Date | undefined;
+  if (values["expires-days"] !== undefined) {
+    const days = Number(values["expires-days"]);
+    if (!Number.isInteger(days) || days < 1 || days > 3650) throw new UsageError("--expires-days must be a whole number from 1 to 3650", usage);
+    expiresAt = new Date(Date.now() + days * 86_400_000);
+  }
+  const scopes = values.scopes?.split(",").map((s) => s.trim()).filter(Boolean);
+  const created = await withCliDatabase((db) =>
+    db.$transaction((tx) =>
+      createAgent(tx, CLI_ACTOR, { name, ownerEmail: owner, scopes: scopes as never, expiresAt }),
+    ),
+  );
+  io.stdout(`Added agent ${created.name} (scopes: ${created.scopes.join(", ")}).\n`);
+  io.stdout(`Token (shown once, store it now): ${created.token}\n`);
+  return 0;
+};
+
+const agentRevoke: Command = async (args, io) => {
+  const usage = "Usage: airlock agent revoke --name N\n";
+  const { values } = parse(args, { name: { type: "string" } }, usage);
+  const name = required(values.name, "--name", usage);
+  const result = await withCliDatabase((db) => db.$transaction((tx) => revokeAgent(tx, CLI_ACTOR, name)));
+  io.stdout(`Revoked agent ${name} and ${result.revokedTokens} token(s).\n`);
+  return 0;
+};
+
+const agentList: Command = async (args, io) => {
+  const usage = "Usage: airlock agent list [--json]\n";
+  const { values } = parse(args, { json: { type: "boolean" } }, usage);
+  const agents = await withCliDatabase((db) => listAgents(db));
+  if (values.json) {
+    io.stdout(JSON.stringify(agents, null, 2) + "\n");
+  } else if (agents.length === 0) {
+    io.stdout("No agents.\n");
+  } else {
+    for (const agent of agents) {
+      io.stdout(`${agent.name}\towner=${agent.owner}\t${agent.revokedAt ? "revoked" : "active"}\n`);
+    }
+  }
+  return 0;
+};
+
+const dbMigrate: Command = async (args, io) => {
+  parse(args, {}, "Usage: airlock db migrate\n");
+  const applied = await withCliDatabase(async (_db, { appliedMigrations }) => appliedMigrations);
+  io.stdout(applied.length === 0 ? "Database is up to date.\n" : `Applied migrations: ${applied.join(", ")}\n`);
+  return 0;
+};
+
+const dbSeed: Command = async (args, io) => {
+  parse(args, {}, "Usage: airlock db seed\n");
+  const { seedDemo } = await import("@/lib/demo/seed");
+  const { env } = await import("@/lib/env");
+  const credentials = await withCliDatabase((db) => seedDemo(db, { password: env().AIRLOCK_DEMO_PASSWORD }));
+  if (!credentials) {
+    io.stdout("The database already has users; nothing seeded.\n");
+    return 0;
+  }
+  for (const user of credentials.users) io.stdout(`${user.role}\t${user.email}\t${user.password}\n`);
+  io.stdout(`agent\t${credentials.agent.name}\t${credentials.agent.token}\n`);
+  return 0;
+};
+
+const COMMANDS: Record<string, Command> = {
+  "user add": userAdd,
+  "agent add": agentAdd,
+  "agent revoke": agentRevoke,
+  "agent list": agentList,
+  "db migrate": dbMigrate,
+  "db seed": dbSeed,
+  exec: async (args, io) => (await import("./exec")).execCommand(args, io),
+  tools: async (args, io) => (await import("./tools")).toolsCommand(args, io),
+};
+
+export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
+  const [first, second, ...rest] = argv;
+  const key = first && second && COMMANDS[`${first} ${second}`] ? `${first} ${second}` : first;
+  const command = key ? COMMANDS[key] : undefined;
+  if (first === "--help" || first === "help") {
+    io.stdout(USAGE);
+    return 0;
+  }
+  if (!command) {
+    io.stderr(first ? `airlock: unknown command "${argv.slice(0, 2).join(" ")}"\n${USAGE}` : USAGE);
+    return 2;
+  }
+  const args = key === first ? argv.slice(1) : rest;
+  try {
+    return await command(args, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`airlock: ${error.message}\n${error.usage}`);
+      return 2;
+    }
+    if (isAppError(error)) {
+      io.stderr(`airlock: ${error.message}\n`);
+      return 1;
+    }
+    io.stderr(`airlock: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runCli(process.argv.slice(2)).then((code) => process.exit(code));
+}

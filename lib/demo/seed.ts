@@ -1,0 +1,42 @@
+/**
+ * Demo data for a first start: one person per role (two reviewers, so the two-person rule can be
+ * tried), and one agent with a token. Passwords come from AIRLOCK_DEMO_PASSWORD or are generated;
+ * nothing is a constant in the code. Seeding happens once: if any user exists, it does nothing.
+ */
+import type { Db } from "@/lib/db";
+import { createAgent } from "@/lib/auth/agents";
+import { generatePassword } from "@/lib/auth/passwords";
+import type { Actor, Role } from "@/lib/auth/scopes";
+import { createUser } from "@/lib/auth/users";
+
+export const DEMO_USERS: { email: string; name: string; role: Role }[] = [
+  { email: "admin@airlock.local", name: "Ada Admin", role: "admin" },
+  { email: "reviewer@airlock.local", name: "Rita Reviewer", role: "reviewer" },
+  { email: "reviewer2@airlock.local", name: "Rafael Reviewer", role: "reviewer" },
+  { email: "compliance@airlock.local", name: "Carla Compliance", role: "compliance" },
+];
+
+export const DEMO_AGENT = "demo-agent";
+
+export type DemoCredentials = {
+  users: { email: string; role: Role; password: string }[];
+  agent: { name: string; token: string };
+};
+
+export async function seedDemo(db: Db, options: { password?: string } = {}): Promise<DemoCredentials | null> {
+  const actor: Actor = { type: "system", name: "seed" };
+  return db.$transaction(
+    async (tx) => {
+      if ((await tx.user.count()) > 0) return null;
+      const users: DemoCredentials["users"] = [];
+      for (const user of DEMO_USERS) {
+        const password = options.password ?? generatePassword();
+        await createUser(tx, actor, { ...user, password });
+        users.push({ email: user.email, role: user.role, password });
+      }
+      const agent = await createAgent(tx, actor, { name: DEMO_AGENT, ownerEmail: "admin@airlock.local" });
+      return { users, agent: { name: agent.name, token: agent.token } };
+    },
+    { timeout: 60_000 },
+  );
+}

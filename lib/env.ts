@@ -1,0 +1,103 @@
+/**
+ * The only reader of process.env. Configuration is parsed once with a closed zod schema; each
+ * problem is reported with the variable's name and how to fix it, and start-up stops there.
+ * Unknown AIRLOCK_* variables are refused so that a typo cannot silently fall back to a default.
+ */
+import { z } from "zod";
+
+const port = z.coerce.number().int().min(1).max(65535);
+const optionalString = z
+  .string()
+  .trim()
+  .transform((value) => (value === "" ? undefined : value))
+  .optional();
+
+const schema = z
+  .object({
+    NODE_ENV: z.enum(["development", "production", "test"]).default("production"),
+    DATABASE_URL: optionalString.pipe(
+      z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://")
+        .optional(),
+    ),
+    PORT: port.default(3000),
+    AIRLOCK_HOST: z.string().min(1).default("127.0.0.1"),
+    AIRLOCK_DATA_DIR: z.string().min(1).default(".airlock"),
+    AIRLOCK_PUBLIC_URL: optionalString.pipe(z.url().optional()),
+    AIRLOCK_DEMO_PASSWORD: optionalString.pipe(z.string().min(12, "must be at least 12 characters").optional()),
+    AIRLOCK_CONFIG: optionalString,
+    AIRLOCK_ALLOWED_HOSTS: optionalString,
+    AIRLOCK_LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
+    AIRLOCK_LOGIN_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
+    AUTH_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
+    AIRLOCK_OIDC_ISSUER: optionalString.pipe(z.url().optional()),
+    AIRLOCK_OIDC_CLIENT_ID: optionalString,
+    AIRLOCK_OIDC_CLIENT_SECRET: optionalString,
+  })
+  .superRefine((value, ctx) => {
+    const oidc = [value.AIRLOCK_OIDC_ISSUER, value.AIRLOCK_OIDC_CLIENT_ID, value.AIRLOCK_OIDC_CLIENT_SECRET];
+    if (oidc.some(Boolean) && !oidc.every(Boolean)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["AIRLOCK_OIDC_ISSUER"],
+        message: "set AIRLOCK_OIDC_ISSUER, AIRLOCK_OIDC_CLIENT_ID and AIRLOCK_OIDC_CLIENT_SECRET together, or none",
+      });
+    }
+  });
+
+export type Env = z.infer<typeof schema>;
+
+/** Every variable Airlock reads; the README's table lists the same names. */
+export const ENV_KEYS = Object.keys(schema.shape) as (keyof Env)[];
+
+const KNOWN_PREFIXED = new Set<string>(ENV_KEYS.filter((key) => key.startsWith("AIRLOCK_")));
+
+export class EnvError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "EnvError";
+  }
+}
+
+export function parseEnv(source: Record<string, string | undefined>): Env {
+  const problems: string[] = [];
+  for (const key of Object.keys(source)) {
+    if (key.startsWith("AIRLOCK_") && !KNOWN_PREFIXED.has(key)) {
+      problems.push(`${key} is not a setting Airlock knows; remove it or check its spelling (see README).`);
+    }
+  }
+  const picked = Object.fromEntries(ENV_KEYS.map((key) => [key, source[key]]));
+  const parsed = schema.safeParse(picked);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const name = String(issue.path[0] ?? "environment");
+      problems.push(`${name} ${issue.message}; fix it in the environment (see README).`);
+    }
+  }
+  if (problems.length > 0 || !parsed.success) throw new EnvError(problems);
+  return parsed.data;
+}
+
+let cached: Env | undefined;
+
+/** The validated configuration of this process. Throws EnvError naming each bad variable. */
+export function env(): Env {
+  cached ??= parseEnv(process.env);
+  return cached;
+}
+
+/**
+ * For launchers (scripts/start.ts) that prepare values for child processes, e.g. the embedded
+ * database's URL: sets them in this process and re-validates.
+ */
+export function setEnvForChildren(values: Record<string, string>): Env {
+  Object.assign(process.env, values);
+  cached = undefined;
+  return env();
+}
+
+/** The environment a child process of the app inherits (the Next server, workers). */
+export function childProcessEnv(): NodeJS.ProcessEnv {
+  return { ...process.env };
+}

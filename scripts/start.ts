@@ -1,0 +1,212 @@
+/**
+ * `npm start` (and `npm run dev` with --dev): one command from a fresh clone to a running console.
+ *
+ *  1. validates the environment (lib/env.ts) and that PORT is free — each failure is one line, exit 1;
+ *  2. uses DATABASE_URL if set (never starting its own), otherwise starts the embedded PostgreSQL
+ *     under AIRLOCK_DATA_DIR (data kept between starts);
+ *  3. applies migrations, seeds the demo on the first start and prints its logins and agent token;
+ *  4. builds the app when no build exists or sources changed since the last one;
+ *  5. serves it with `next start`, and on Ctrl-C / SIGTERM stops the server and the database,
+ *     leaving no process behind.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
+import { applyMigrations, assertDatabaseReachable } from "@/lib/db/migrate";
+import { startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
+import { createPrismaClient } from "@/lib/db";
+import { seedDemo, type DemoCredentials } from "@/lib/demo/seed";
+import { env, EnvError, setEnvForChildren, childProcessEnv } from "@/lib/env";
+
+const dev = process.argv.includes("--dev");
+const root = resolve(import.meta.dirname, "..");
+const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
+
+function fail(message: string): never {
+  console.error(`airlock: ${message}`);
+  process.exit(1);
+}
+
+async function assertPortFree(port: number, host: string): Promise<void> {
+  await new Promise<void>((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(port, host, () => server.close(() => resolvePort()));
+  }).catch((error: NodeJS.ErrnoException) => {
+    fail(
+      error.code === "EADDRINUSE"
+        ? `PORT ${port} is already in use on ${host}; stop what is using it or set PORT to a free port.`
+        : `cannot listen on ${host}:${port} (${error.code ?? error.message}); check PORT and AIRLOCK_HOST.`,
+    );
+  });
+}
+
+/** A secret for session cookies: AUTH_SECRET, or one generated once and kept in the data dir. */
+async function authSecret(dataDir: string): Promise<string> {
+  const configured = env().AUTH_SECRET;
+  if (configured) return configured;
+  const file = join(dataDir, "auth-secret");
+  if (existsSync(file)) return (await readFile(file, "utf8")).trim();
+  const secret = randomBytes(32).toString("base64url");
+  await writeFile(file, secret + "\n", { mode: 0o600 });
+  return secret;
+}
+
+async function newestMtime(dir: string): Promise<number> {
+  let newest = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || entry.parentPath.includes("node_modules") || entry.parentPath.includes("generated")) continue;
+    newest = Math.max(newest, (await stat(join(entry.parentPath, entry.name))).mtimeMs);
+  }
+  return newest;
+}
+
+async function buildIfNeeded(): Promise<void> {
+  const buildId = join(root, ".next", "BUILD_ID");
+  if (existsSync(buildId)) {
+    const built = (await stat(buildId)).mtimeMs;
+    const sources = Math.max(...(await Promise.all(["app", "components", "lib"].map((d) => newestMtime(join(root, d))))));
+    if (sources <= built) return;
+    console.log("Sources changed since the last build; rebuilding the console…");
+  } else {
+    console.log("Building the console (first start only; about a minute)…");
+  }
+  const child = spawn(process.execPath, [nextBin, "build"], { cwd: root, stdio: "inherit", env: childProcessEnv() });
+  const code = await new Promise<number | null>((done) => child.on("exit", done));
+  if (code !== 0) fail("the build failed (see above); fix it and run npm start again.");
+}
+
+function printBanner(url: string, credentials: DemoCredentials | null, credentialsFile: string | null) {
+  const lines = ["", `Airlock is running at ${url}`, ""];
+  if (credentials) {
+    lines.push("Demo logins (shown once):");
+    for (const user of credentials.users) lines.push(`  ${user.role.padEnd(10)} ${user.email.padEnd(28)} ${user.password}`);
+    lines.push("", `Agent token for ${credentials.agent.name} (shown once):`, `  ${credentials.agent.token}`);
+  } else if (credentialsFile && existsSync(credentialsFile)) {
+    lines.push(`Demo logins and the agent token from the first start: ${credentialsFile}`);
+  }
+  lines.push(
+    "",
+    "Point an MCP client at it:",
+    `  URL:    ${url}/api/mcp`,
+    "  Header: Authorization: Bearer <agent token>",
+    "",
+    "Press Ctrl-C to stop.",
+    "",
+  );
+  console.log(lines.join("\n"));
+}
+
+async function main() {
+  let config;
+  try {
+    config = env();
+  } catch (error) {
+    if (error instanceof EnvError) fail(error.message);
+    throw error;
+  }
+  const dataDir = resolve(config.AIRLOCK_DATA_DIR);
+  await mkdir(dataDir, { recursive: true, mode: 0o711 });
+  await assertPortFree(config.PORT, config.AIRLOCK_HOST);
+
+  let postgres: PostgresServer | null = null;
+  let server: ChildProcess | null = null;
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    if (server && server.exitCode === null && server.pid) {
+      try {
+        process.kill(-server.pid, "SIGTERM");
+      } catch {
+        /* already gone */
+      }
+      await new Promise((done) => {
+        const timer = setTimeout(() => {
+          try {
+            if (server?.pid) process.kill(-server.pid, "SIGKILL");
+          } catch {
+            /* already gone */
+          }
+          done(null);
+        }, 5_000);
+        server?.once("exit", () => {
+          clearTimeout(timer);
+          done(null);
+        });
+      });
+    }
+    if (postgres) {
+      await postgres.stop();
+      await rm(join(dataDir, "postgres.json"), { force: true });
+    }
+    process.exit(code);
+  };
+  process.on("SIGINT", () => void stop(0));
+  process.on("SIGTERM", () => void stop(0));
+
+  let databaseUrl = config.DATABASE_URL;
+  try {
+    if (databaseUrl) {
+      await assertDatabaseReachable(databaseUrl);
+    } else {
+      console.log(`Starting the embedded PostgreSQL (data in ${join(dataDir, "postgres")})…`);
+      postgres = await startPostgres({ persistent: true, dataDir: join(dataDir, "postgres") });
+      databaseUrl = postgres.url;
+      // Lets `npx airlock …` find this running database.
+      await writeFile(join(dataDir, "postgres.json"), JSON.stringify({ url: postgres.url, pid: process.pid }), { mode: 0o600 });
+    }
+    await applyMigrations(databaseUrl);
+  } catch (error) {
+    console.error(`airlock: ${error instanceof Error ? error.message : String(error)}`);
+    return stop(1);
+  }
+
+  const db = createPrismaClient(databaseUrl);
+  const credentials = await seedDemo(db, { password: config.AIRLOCK_DEMO_PASSWORD });
+  await db.$disconnect();
+  const credentialsFile = join(dataDir, "demo-credentials.txt");
+  if (credentials) {
+    const text = [
+      ...credentials.users.map((u) => `${u.role}\t${u.email}\t${u.password}`),
+      `agent\t${credentials.agent.name}\t${credentials.agent.token}`,
+    ].join("\n");
+    await writeFile(credentialsFile, text + "\n", { mode: 0o600 });
+    await chmod(credentialsFile, 0o600);
+  }
+
+  setEnvForChildren({ DATABASE_URL: databaseUrl, AUTH_SECRET: await authSecret(dataDir) });
+  if (!dev) await buildIfNeeded();
+
+  const url = config.AIRLOCK_PUBLIC_URL ?? `http://${config.AIRLOCK_HOST === "0.0.0.0" ? "localhost" : config.AIRLOCK_HOST}:${config.PORT}`;
+  server = spawn(
+    process.execPath,
+    [nextBin, dev ? "dev" : "start", "-p", String(config.PORT), "-H", config.AIRLOCK_HOST],
+    { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: childProcessEnv(), detached: true },
+  );
+  let announced = false;
+  server.stdout?.on("data", (chunk: Buffer) => {
+    const text = chunk.toString();
+    if (!announced && /Ready|started server|Local:/i.test(text)) {
+      announced = true;
+      printBanner(url, credentials, credentialsFile);
+    } else if (announced) {
+      process.stdout.write(text);
+    }
+  });
+  server.on("exit", (code) => {
+    if (!stopping) {
+      console.error(`airlock: the web server exited (code ${code ?? "signal"}).`);
+      void stop(code ?? 1);
+    }
+  });
+}
+
+main().catch((error) => {
+  console.error(`airlock: ${error instanceof Error ? error.stack : String(error)}`);
+  process.exit(1);
+});
