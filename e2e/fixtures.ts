@@ -7,7 +7,6 @@ import { LoginPage } from "./pages/login-page";
 type State = { databaseUrl: string; credentials: DemoCredentials };
 
 export const test = base.extend<{ state: State; loginPage: LoginPage; loginAs: (role: "admin" | "reviewer" | "compliance") => Promise<void> }>({
-  // eslint-disable-next-line no-empty-pattern
   state: async ({}, use) => {
     await use(JSON.parse(readFileSync(STATE_FILE, "utf8")) as State);
   },

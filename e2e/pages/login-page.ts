@@ -14,6 +14,6 @@ export class LoginPage {
   }
 
   get error() {
-    return this.page.getByRole("alert");
+    return this.page.getByTestId("login-error");
   }
 }

@@ -44,6 +44,13 @@ function buildConfig(): NextAuthConfig {
     trustHost: true,
     session: { strategy: "jwt", maxAge: 12 * 60 * 60 },
     pages: { signIn: "/login" },
+    logger: {
+      // A wrong password is an expected outcome (already counted and audited), not a server error.
+      error(error) {
+        if (error instanceof CredentialsSignin) return;
+        console.error("[auth]", error);
+      },
+    },
     providers,
     callbacks: {
       async signIn({ user, account }) {

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setEnvForChildren } from "@/lib/env";
+import { authenticateAgentToken } from "@/lib/auth/agents";
+import { signInWithPassword } from "@/lib/auth/users";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import type { CliIo } from "./io";
+import { runCli } from "./main";
+
+function capture(stdin = ""): CliIo & { out: string; err: string } {
+  const io = {
+    out: "",
+    err: "",
+    stdout: (text: string) => void (io.out += text),
+    stderr: (text: string) => void (io.err += text),
+    readStdin: async () => stdin,
+  };
+  return io;
+}
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  setEnvForChildren({ DATABASE_URL: db.url });
+});
+afterAll(() => db?.drop());
+
+describe("airlock CLI", () => {
+  it.each([
+    [[], /Usage: airlock/],
+    [["frob"], /unknown command "frob"/],
+    [["user", "add", "--email", "a@b.c"], /--role is required/],
+    [["user", "add", "--email", "a@b.c", "--role", "root"], /--role must be one of admin, reviewer, compliance/],
+    [["agent", "add", "--name", "x", "--bogus"], /Unknown option '--bogus'/],
+    [["agent", "add", "--name", "x", "--owner", "o@x.y", "--expires-days", "soon"], /--expires-days must be a whole number/],
+  ])("%j prints usage and exits 2", async (argv, message) => {
+    const io = capture();
+    expect(await runCli(argv, io)).toBe(2);
+    expect(io.err).toMatch(message);
+    expect(io.err).toContain("Usage:");
+  });
+
+  it("adds a user with a password from stdin, who can then sign in", async () => {
+    const io = capture("a long enough password\n");
+    expect(await runCli(["user", "add", "--email", "ops@example.com", "--role", "admin", "--password-stdin"], io)).toBe(0);
+    expect(io.out).toContain("Added admin ops@example.com");
+    expect(io.out).not.toContain("a long enough password");
+    expect(await signInWithPassword(db.prisma, "ops@example.com", "a long enough password")).toMatchObject({ ok: true });
+  });
+
+  it("adds an agent and prints a working token once; revoke stops it", async () => {
+    const io = capture();
+    expect(await runCli(["agent", "add", "--name", "cli-bot", "--owner", "ops@example.com"], io)).toBe(0);
+    const token = /Token \(shown once, store it now\): (alk_\S+)/.exec(io.out)?.[1];
+    expect(token).toBeDefined();
+    expect(await authenticateAgentToken(db.prisma, token!)).toMatchObject({ name: "cli-bot" });
+
+    expect(await runCli(["agent", "revoke", "--name", "cli-bot"], capture())).toBe(0);
+    expect(await authenticateAgentToken(db.prisma, token!)).toBeNull();
+  });
+
+  it("reports a typed failure in one line with exit 1", async () => {
+    const io = capture();
+    expect(await runCli(["agent", "add", "--name", "orphan", "--owner", "nobody@example.com"], io)).toBe(1);
+    expect(io.err.trim()).toBe("airlock: No user with email nobody@example.com; add the owner first.");
+  });
+
+  it("db migrate says the database is up to date", async () => {
+    const io = capture();
+    expect(await runCli(["db", "migrate"], io)).toBe(0);
+    expect(io.out).toBe("Database is up to date.\n");
+  });
+});

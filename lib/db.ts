@@ -1,0 +1,44 @@
+/**
+ * The app's Prisma client (Prisma 7, `prisma-client` generator, pg driver adapter).
+ *
+ * - `prisma()`: the process-wide client for DATABASE_URL (read through lib/env.ts, the only
+ *   reader of process.env). Created on first use, so importing this module never connects and
+ *   never requires DATABASE_URL; cached on globalThis so Next's dev hot-reload does not open a
+ *   new pool on every edit.
+ * - `createPrismaClient(url)`: a separate client, for tests (one database per test file, see
+ *   lib/testing/db.ts) and the CLI. The caller disconnects it.
+ * - `Tx`: the client handed to `$transaction(async (tx) => …)`. Mutating services take a `tx`
+ *   so that their audit event commits or rolls back with the change itself.
+ *
+ * No `import "server-only"` here: that package throws outside the react-server condition, i.e.
+ * in vitest and the tsx CLI, which both use this module. Client code is kept away from lib/**
+ * by the ESLint import rule instead.
+ */
+import { PrismaPg } from "@prisma/adapter-pg";
+import { PrismaClient, type Prisma } from "@/lib/generated/prisma/client";
+import { env } from "@/lib/env";
+
+export type { PrismaClient };
+export type Tx = Prisma.TransactionClient;
+
+export function createPrismaClient(databaseUrl: string): PrismaClient {
+  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl }) });
+}
+
+const cache = globalThis as typeof globalThis & { __airlockPrisma?: PrismaClient };
+
+export function prisma(): PrismaClient {
+  if (!cache.__airlockPrisma) {
+    const url = env().DATABASE_URL;
+    if (!url) {
+      throw new Error(
+        "DATABASE_URL is not set. `npm start` sets it for the database it starts; otherwise set it to a PostgreSQL URL.",
+      );
+    }
+    cache.__airlockPrisma = createPrismaClient(url);
+  }
+  return cache.__airlockPrisma;
+}
+
+/** A database handle for read models and services that open their own transactions. */
+export type Db = PrismaClient;
