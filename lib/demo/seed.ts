@@ -8,6 +8,9 @@ import { createAgent } from "@/lib/auth/agents";
 import { generatePassword } from "@/lib/auth/passwords";
 import type { Actor, Role } from "@/lib/auth/scopes";
 import { createUser } from "@/lib/auth/users";
+import { defaultPolicyText } from "@/lib/policy/policy-set";
+import { publishPolicyText } from "@/lib/policy/store";
+import { createDataset } from "@/lib/runs/datasets";
 
 export const DEMO_USERS: { email: string; name: string; role: Role }[] = [
   { email: "admin@airlock.local", name: "Ada Admin", role: "admin" },
@@ -17,6 +20,21 @@ export const DEMO_USERS: { email: string; name: string; role: Role }[] = [
 ];
 
 export const DEMO_AGENT = "demo-agent";
+
+export const DEMO_DATASETS = [
+  {
+    name: "fx-rates.csv",
+    dataClass: "public",
+    mediaType: "text/csv",
+    content: "currency,usd_per_unit\nUSD,1\nEUR,1.08\nGBP,1.27\nJPY,0.0067\n",
+  },
+  {
+    name: "vip-customers.json",
+    dataClass: "pii",
+    mediaType: "application/json",
+    content: JSON.stringify([{ email: "ana.silva@example.com", tier: "gold" }, { email: "li.wei@example.com", tier: "platinum" }]),
+  },
+] as const;
 
 export type DemoCredentials = {
   users: { email: string; role: Role; password: string }[];
@@ -35,6 +53,8 @@ export async function seedDemo(db: Db, options: { password?: string } = {}): Pro
         users.push({ email: user.email, role: user.role, password });
       }
       const agent = await createAgent(tx, actor, { name: DEMO_AGENT, ownerEmail: "admin@airlock.local" });
+      await publishPolicyText(tx, actor, defaultPolicyText());
+      for (const dataset of DEMO_DATASETS) await createDataset(tx, actor, dataset);
       return { users, agent: { name: agent.name, token: agent.token } };
     },
     { timeout: 60_000 },

@@ -1,0 +1,107 @@
+/**
+ * `applyMigrations(url)`: the equivalent of `prisma migrate deploy`, run in-process.
+ *
+ * Route: Prisma's own schema engine as WebAssembly (see ./schema-engine.ts), driven through
+ * @prisma/adapter-pg. Not a re-implementation: the engine reads `prisma/migrations/*\/migration.sql`,
+ * takes Prisma's advisory lock, applies each pending migration and records it in
+ * `_prisma_migrations` (checksum = sha256 of migration.sql), exactly as the native CLI does, so
+ * `prisma migrate deploy` / `migrate status` elsewhere accept the result.
+ *
+ * Guarantees: idempotent (a second call applies nothing); refuses edited or failed migrations
+ * the way Prisma does (its error is passed on as the cause); an unreachable database is reported
+ * as such, naming DATABASE_URL, without the password.
+ *
+ * Only `migration.sql` is read from each folder; the `schema.prisma` copy kept beside it is for
+ * `scripts/migration-new.ts`.
+ */
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { AppError } from "@/lib/errors";
+import { NO_FILTERS, withSchemaEngine, type MigrationList } from "./schema-engine";
+
+/** prisma/migrations of this checkout. */
+export const MIGRATIONS_DIR = fileURLToPath(new URL("../../prisma/migrations", import.meta.url));
+
+export interface ApplyMigrationsOptions {
+  /** Defaults to prisma/migrations. */
+  migrationsDir?: string;
+}
+
+/** Reads the migrations folder the way Prisma's CLI does (sorted by folder name). */
+export async function readMigrationsList(migrationsDir: string = MIGRATIONS_DIR): Promise<MigrationList> {
+  const lockPath = "migration_lock.toml";
+  const lockContent = await readFile(join(migrationsDir, lockPath), "utf8").catch(() => null);
+  const entries = await readdir(migrationsDir, { withFileTypes: true });
+  const directories = entries
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort((a, b) => a.localeCompare(b));
+  const migrationDirectories = await Promise.all(
+    directories.map(async (name) => {
+      const content = await readFile(join(migrationsDir, name, "migration.sql"), "utf8").then(
+        (value) => ({ tag: "ok" as const, value }),
+        (error: Error) => ({ tag: "error" as const, value: error.message }),
+      );
+      return { path: name, migrationFile: { path: "migration.sql", content } };
+    }),
+  );
+  return {
+    baseDir: migrationsDir,
+    lockfile: { path: lockPath, content: lockContent },
+    shadowDbInitScript: "",
+    migrationDirectories,
+  };
+}
+
+/** `postgres://user@host:port/db` — the URL without its password, for messages. */
+export function describeDatabaseUrl(databaseUrl: string): string {
+  try {
+    const url = new URL(databaseUrl);
+    url.password = "";
+    url.search = "";
+    return url.toString();
+  } catch {
+    return "(unparseable URL)";
+  }
+}
+
+/** Fails with a message naming DATABASE_URL when the server cannot be reached or logged into. */
+export async function assertDatabaseReachable(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
+  try {
+    await client.connect();
+    await client.query("select 1");
+  } catch (error) {
+    throw new AppError(
+      "database_unavailable",
+      `Cannot connect to the database at DATABASE_URL (${describeDatabaseUrl(databaseUrl)}): ` +
+        `${error instanceof Error ? error.message : String(error)}. ` +
+        "Check that PostgreSQL is running and that DATABASE_URL is right, or unset it to let Airlock start its own.",
+      { cause: error, details: { database: describeDatabaseUrl(databaseUrl) } },
+    );
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+export async function applyMigrations(
+  databaseUrl: string,
+  options: ApplyMigrationsOptions = {},
+): Promise<{ applied: string[] }> {
+  const migrationsList = await readMigrationsList(options.migrationsDir);
+  await assertDatabaseReachable(databaseUrl);
+  try {
+    const output = await withSchemaEngine(databaseUrl, (engine) =>
+      engine.applyMigrations({ migrationsList, filters: NO_FILTERS }),
+    );
+    return { applied: output.appliedMigrationNames };
+  } catch (error) {
+    throw new Error(
+      `Applying migrations from ${migrationsList.baseDir} to ${describeDatabaseUrl(databaseUrl)} failed: ` +
+        `${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,348 @@
+/**
+ * analyzeScript against a small registry: capability extraction, every finding kind with its
+ * position, TypeScript type errors, the effect classification and a fuzz pass that must never
+ * make the analyser throw or fail internally.
+ */
+import { describe, expect, it } from "vitest";
+import { analyzeScript, type AnalysisInput, type ToolFacts } from "@/lib/intake/analyze";
+import type { FindingCode } from "@/lib/intake/findings";
+
+const TOOLS: ToolFacts[] = [
+  { server: "ledger", name: "listInvoices", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "financial", quarantined: false },
+  { server: "ledger", name: "getCustomer", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "pii", quarantined: false },
+  { server: "ledger", name: "addNote", annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false }, dataClass: "internal", quarantined: false },
+  { server: "ledger", name: "voidInvoice", annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: false }, dataClass: "financial", quarantined: false },
+  { server: "ledger", name: "archive", annotations: {}, dataClass: "internal", quarantined: false },
+  { server: "docs", name: "search", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "public", quarantined: false },
+  { server: "web", name: "fetchPage", annotations: { readOnlyHint: true }, dataClass: "public", quarantined: false },
+  { server: "ledger", name: "exportAll", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "financial", quarantined: true },
+];
+
+const DECLARATIONS = `declare const tools: {
+  ledger: {
+    listInvoices(args: { customerId?: string; status?: "open" | "paid"; limit?: number }): Promise<{ id: string; customerId: string; amount: number; status: string }[]>;
+    getCustomer(args: { id: string }): Promise<{ id: string; name: string; email: string }>;
+    addNote(args: { invoiceId: string; text: string }): Promise<{ ok: boolean }>;
+    voidInvoice(args: { id: string }): Promise<{ ok: boolean }>;
+    archive(args: { before: string }): Promise<{ archived: number }>;
+    exportAll(args: {}): Promise<string>;
+  };
+  docs: { search(args: { query: string }): Promise<{ title: string; url: string }[]> };
+  web: { fetchPage(args: { url: string }): Promise<string> };
+};`;
+
+function analyze(code: string, overrides: Partial<AnalysisInput> = {}) {
+  return analyzeScript({ code, language: "typescript", tools: TOOLS, declarations: DECLARATIONS, allowedPackages: ["lodash", "@std/csv"], ...overrides });
+}
+
+const at = (result: ReturnType<typeof analyze>, code: FindingCode) =>
+  result.findings.filter((f) => f.code === code).map((f) => [f.line, f.column]);
+
+const codes = (result: ReturnType<typeof analyze>) => result.findings.map((f) => f.code);
+
+describe("capability set", () => {
+  it("collects dot, bracket, template-literal and optional-chaining tool access, sorted and unique", () => {
+    const result = analyze(
+      [
+        'const rows = await tools.ledger.listInvoices({ status: "open" });',
+        'const c = await tools["ledger"]["getCustomer"]({ id: "c1" });',
+        "const hits = await tools[`docs`].search({ query: c.name });",
+        'await tools.ledger?.listInvoices?.({ limit: 1 });',
+        "return { rows, hits };",
+      ].join("\n"),
+    );
+    expect(result.capabilitySet).toEqual(["docs.search", "ledger.getCustomer", "ledger.listInvoices"]);
+    expect(result.findings).toEqual([]);
+  });
+
+  it("counts a tool that is referenced without being called", () => {
+    const result = analyze("const list = tools.ledger.listInvoices;\nreturn await list({});");
+    expect(result.capabilitySet).toEqual(["ledger.listInvoices"]);
+    expect(result.findings).toEqual([]);
+  });
+
+  it("ignores `tools` in type positions", () => {
+    const result = analyze("type L = typeof tools.ledger;\nconst n: number = 1;\nreturn n;");
+    expect(result.capabilitySet).toEqual([]);
+    expect(result.findings).toEqual([]);
+  });
+});
+
+describe("findings", () => {
+  it.each([
+    ["a computed server name", "const s = 'ledger';\nawait tools[s].listInvoices({});", [2, 7]],
+    ["a computed tool name", "const t = 'voidInvoice';\nawait tools.ledger[t]({ id: 'x' });", [2, 7]],
+    ["an alias of tools", "const t = tools;\nawait t.ledger.voidInvoice({ id: 'x' });", [1, 11]],
+    ["an alias of a server", "const l = tools.ledger;\nawait l.voidInvoice({ id: 'x' });", [1, 11]],
+    ["destructuring", "const { ledger } = tools;", [1, 20]],
+    ["passing tools to a function", "function run(t: unknown) { return t; }\nrun(tools);", [2, 5]],
+    ["spreading tools", "const copy = { ...tools };", [1, 19]],
+    ["a shorthand property", "const bag = { tools };", [1, 15]],
+    ["iterating over tools", "for (const k in tools) console.log(k);", [1, 17]],
+    ["declaring its own tools", "const tools = { ledger: {} };", [1, 7]],
+    ["assigning a tool", "(tools.ledger as any).voidInvoice = () => 1;", [1, 2]],
+    ["reaching tools through globalThis", "await globalThis.tools.ledger.voidInvoice({ id: 'x' });", [1, 7]],
+  ])("dynamic_tool_access: %s", (_label, code, position) => {
+    expect(at(analyze(code), "dynamic_tool_access")).toContainEqual(position);
+  });
+
+  it.each([
+    ["eval", "const x = 2;\nreturn eval('x + 1');", [2, 8]],
+    ["indirect eval", "return (0, eval)('1');", [1, 12]],
+    ["Function", "return Function('return 1')();", [1, 8]],
+    ["new Function", "return new Function('a', 'return a')(1);", [1, 12]],
+    ["setTimeout with a string", "setTimeout('doIt()', 10);", [1, 1]],
+    ["setInterval with a template", "const n = 1;\nsetInterval(`tick(${n})`, 10);", [2, 1]],
+    ["import() with a computed specifier", "const m = 'lodash';\nawait import(m);", [2, 7]],
+    ["the vm module", 'import vm from "node:vm";\nvm.runInNewContext("1");', [1, 1]],
+    ["a data: URL import", 'await import("data:text/javascript,export default 1");', [1, 7]],
+    ["the constructor of a constructor", "const f = [].constructor.constructor('return 1');", [1, 11]],
+    ["calling a constructor reached by name", "const AsyncFn = (async () => {}).constructor;\nconst g = (async () => {})['constructor']('return 1');", [2, 11]],
+    ["WebAssembly", "await WebAssembly.instantiate(new Uint8Array(8));", [1, 7]],
+  ])("eval_like: %s", (_label, code, position) => {
+    expect(at(analyze(code), "eval_like")).toContainEqual(position);
+  });
+
+  it("warns about timers whose callback is not a function literal, and accepts arrows", () => {
+    const result = analyze("const cb = () => 1;\nsetTimeout(cb, 5);\nsetTimeout(() => 1, 5);");
+    expect(at(result, "indirect_timer_callback")).toEqual([[2, 1]]);
+    expect(at(result, "eval_like")).toEqual([]);
+  });
+
+  it("warns about reading .constructor without calling it", () => {
+    expect(at(analyze("const c = ({}).constructor;"), "constructor_access")).toEqual([[1, 11]]);
+  });
+
+  it.each([
+    ["globalThis[x]", "const k = 'fetch';\nconst f = globalThis[k];", [2, 11]],
+    ["global[x]", "const k = 'x';\nreturn global[k];", [2, 8]],
+    ["top-level this[x]", "const k = 'x';\nreturn this[k];", [2, 8]],
+    ["an alias of globalThis", "const g = globalThis;", [1, 11]],
+    ["a declared globalThis", "const globalThis = { x: 1 };", [1, 7]],
+  ])("computed_global: %s", (_label, code, position) => {
+    const result = analyze(code, { language: "javascript" });
+    expect(at(result, "computed_global")).toContainEqual(position);
+  });
+
+  it("does not treat `this` inside a function as the global object", () => {
+    const result = analyze("function f(this: any, k: string) { return this[k]; }\nreturn f;");
+    expect(codes(result)).not.toContain("computed_global");
+  });
+
+  it("records a named read of the global object as info", () => {
+    const result = analyze("return globalThis.JSON.stringify({});");
+    expect(result.findings).toEqual([
+      { code: "global_object_access", severity: "info", message: "reads globalThis.JSON", line: 1, column: 8 },
+    ]);
+  });
+
+  it("flags process and require, directly and through the global object", () => {
+    const result = analyze("const env = process.env;\nconst fs = require('fs');\nconst p = globalThis.process;", { language: "javascript" });
+    expect(at(result, "process_access")).toEqual([[1, 13], [3, 11]]);
+    expect(at(result, "require_access")).toEqual([[2, 12]]);
+  });
+
+  it("refuses imports outside the allowlist, static and dynamic, and accepts allowlisted ones", () => {
+    const result = analyze(
+      [
+        'import _ from "lodash";',
+        'import fp from "lodash/fp";',
+        'import { parse } from "@std/csv/parse";',
+        'import fs from "node:fs";',
+        'import local from "./helper.js";',
+        'const ax = await import("axios");',
+        "return [_, fp, parse, fs, local, ax];",
+      ].join("\n"),
+    );
+    expect(at(result, "disallowed_import")).toEqual([[4, 1], [5, 1], [6, 18]]);
+    expect(result.imports).toEqual(["./helper.js", "@std/csv/parse", "axios", "lodash", "lodash/fp", "node:fs"]);
+  });
+
+  it("matches builtins with or without node:, and exact builtin subpaths", () => {
+    const result = analyze(
+      'import fs from "node:fs";\nimport { setTimeout as sleep } from "timers/promises";\nimport util from "node:util/types";\nreturn [fs, sleep, util];',
+      { allowedPackages: ["fs", "timers/promises"] },
+    );
+    expect(at(result, "disallowed_import")).toEqual([[3, 1]]);
+  });
+
+  it("refuses code-loading builtins even when allowlisted", () => {
+    const result = analyze('import { Worker } from "node:worker_threads";\nreturn Worker;', { allowedPackages: ["worker_threads"] });
+    expect(codes(result)).toEqual(["eval_like"]);
+  });
+
+  it("flags exports and imports after the first statement", () => {
+    const result = analyze('const a = 1;\nimport _ from "lodash";\nexport const b = a;', { language: "javascript" });
+    expect(at(result, "module_syntax")).toEqual([[2, 1], [3, 1]]);
+  });
+
+  it("flags unknown and quarantined tools once each, at their first use", () => {
+    const result = analyze(
+      "await tools.ledger.deleteEverything({});\nawait tools.ledger.deleteEverything({});\nawait tools.ledger.exportAll({});",
+      { language: "javascript" },
+    );
+    expect(result.findings).toEqual([
+      { code: "unknown_tool", severity: "critical", message: "tools.ledger.deleteEverything is not a registered tool", line: 1, column: 7 },
+      { code: "quarantined_tool", severity: "critical", message: expect.stringContaining("ledger.exportAll is quarantined"), line: 3, column: 7 },
+    ]);
+  });
+
+  it("warns about unbounded loops around tools that are not read-only, unknown ones included", () => {
+    const result = analyze(
+      [
+        "while (true) {",
+        '  const rows = await tools.ledger.listInvoices({ status: "open" });',
+        "  if (rows.length === 0) break;",
+        "}",
+        "for (;;) {",
+        '  await tools.ledger.addNote({ invoiceId: "1", text: "x" });',
+        "}",
+        "do { await tools.other.thing({}); } while (1);",
+      ].join("\n"),
+      { language: "javascript" },
+    );
+    expect(result.findings.filter((f) => f.code === "unbounded_loop")).toEqual([
+      { code: "unbounded_loop", severity: "warning", message: "loop without an exit condition calls ledger.addNote", line: 5, column: 1 },
+      { code: "unbounded_loop", severity: "warning", message: "loop without an exit condition calls other.thing", line: 8, column: 1 },
+    ]);
+  });
+
+  it("reports syntax errors as critical, with their position", () => {
+    const result = analyze("const x = ;\nreturn x;");
+    expect(result.findings).toEqual([expect.objectContaining({ code: "syntax_error", severity: "critical", line: 1, column: 11 })]);
+  });
+
+  it("treats TypeScript syntax in a JavaScript script as a syntax error", () => {
+    const result = analyze("const x: number = 1;\nreturn x;", { language: "javascript" });
+    expect(at(result, "syntax_error")).toEqual([[1, 10]]);
+  });
+});
+
+describe("type checking", () => {
+  it("reports type errors at their line and column in the submitted code", () => {
+    const result = analyze(
+      [
+        'import _ from "lodash";',
+        "",
+        'const rows = await tools.ledger.listInvoices({ status: "late" });',
+        "const total: string = rows.reduce((sum, r) => sum + r.amount, 0);",
+        "await tools.docs.search({ q: 'x' });",
+        "return total;",
+      ].join("\n"),
+    );
+    const errors = result.findings.filter((f) => f.code === "type_error");
+    expect(errors.map((f) => [f.line, f.column, f.severity])).toEqual([
+      [3, 48, "error"],
+      [4, 7, "error"],
+      [5, 27, "error"],
+    ]);
+    expect(errors[0]!.message).toMatch(/^TS2322: Type '"late"' is not assignable/);
+  });
+
+  it("knows the runtime contract: inputs, console, await and return at top level", () => {
+    const result = analyze(
+      [
+        "const names: string[] = inputs.list().map((input) => input.name);",
+        'const rows = inputs.csv("customers.csv");',
+        'const cfg = inputs.json("config.json");',
+        "console.table(rows);",
+        "console.log(names.length, rows[0]?.email, cfg.threshold);",
+        'const hits = await tools.docs.search({ query: inputs.text("q.txt") });',
+        "return { count: rows.length, hits };",
+      ].join("\n"),
+    );
+    expect(result.findings).toEqual([]);
+  });
+
+  it("does not report unresolvable imports as type errors (disallowed_import covers them)", () => {
+    const result = analyze('import x from "left-pad";\nreturn x;');
+    expect(codes(result)).toEqual(["disallowed_import"]);
+  });
+});
+
+describe("output and facts", () => {
+  it("strips types from TypeScript and keeps imports and the body contract", () => {
+    const result = analyze('import _ from "lodash";\ninterface Row { id: string }\nconst rows: Row[] = [];\nreturn _.size(rows as Row[]);');
+    expect(result.javascript).toBe('import _ from "lodash";\nconst rows = [];\nreturn _.size(rows);\n');
+  });
+
+  it("keeps a script without imports a plain function body", () => {
+    const result = analyze("const n: number = await (tools as any).ledger.listInvoices({});\nreturn n;");
+    expect(result.javascript).toBe("const n = await tools.ledger.listInvoices({});\nreturn n;\n");
+    expect(result.capabilitySet).toEqual(["ledger.listInvoices"]);
+  });
+
+  it("passes JavaScript through unchanged", () => {
+    const code = "const rows = await tools.ledger.listInvoices({});\nreturn rows.length;";
+    const result = analyze(code, { language: "javascript" });
+    expect(result.javascript).toBe(code);
+    expect(result.capabilitySet).toEqual(["ledger.listInvoices"]);
+  });
+
+  it.each([
+    ["no tools at all", "return 1;", { effect: "read_only", openWorld: false, dataClasses: [], toolCount: 0 }],
+    ["only read-only tools", "await tools.ledger.listInvoices({});\nawait tools.docs.search({ query: 'a' });", { effect: "read_only", openWorld: false, dataClasses: ["financial", "public"], toolCount: 2 }],
+    ["a write with destructiveHint false", "await tools.ledger.addNote({ invoiceId: '1', text: 'x' });", { effect: "write", openWorld: false, dataClasses: ["internal"], toolCount: 1 }],
+    ["a destructive tool", "await tools.ledger.addNote({ invoiceId: '1', text: 'x' });\nawait tools.ledger.voidInvoice({ id: '1' });", { effect: "destructive", openWorld: false, dataClasses: ["financial", "internal"], toolCount: 2 }],
+    ["a write tool without destructiveHint (MCP default: destructive)", "await tools.ledger.archive({ before: '2020' });", { effect: "destructive", openWorld: true, dataClasses: ["internal"], toolCount: 1 }],
+    ["an unknown tool", "await tools.ledger.listInvoices({});\nawait (tools as any).ledger.shred({});", { effect: "destructive", openWorld: true, dataClasses: ["financial"], toolCount: 2 }],
+    ["a read-only tool without openWorldHint (MCP default: open world)", "await tools.web.fetchPage({ url: 'https://example.com' });", { effect: "read_only", openWorld: true, dataClasses: ["public"], toolCount: 1 }],
+  ])("facts for %s", (_label, code, facts) => {
+    expect(analyze(code).facts).toEqual(facts);
+  });
+});
+
+describe("robustness", () => {
+  // A tiny deterministic PRNG so a failure can be reproduced from its seed.
+  function random(seed: number) {
+    let state = seed >>> 0;
+    return () => {
+      state = (state * 1664525 + 1013904223) >>> 0;
+      return state / 2 ** 32;
+    };
+  }
+
+  const FRAGMENTS = [
+    "tools", ".", "ledger", "[", "]", "(", ")", "{", "}", "await", "return", "const", "x", "=", ";", "\n",
+    "'", '"', "`", "${", "eval", "import", "from", "export", "globalThis", "this", "while", "for", "true",
+    "=>", "async", "function", "class", "new", "Function", "...", "?.", "as", "any", "<", ">", ":", ",",
+    "/*", "*/", "//", "\\", "0", "1e309", "listInvoices", "voidInvoice", "type", "interface", "enum",
+    "constructor", "setTimeout", "process", "require", "@", "#", "\u0000", "\u202e", "𝒳",
+  ];
+  const VALID = [
+    'import _ from "lodash";',
+    "const rows = await tools.ledger.listInvoices({ limit: 10 });",
+    "for (const r of rows) {",
+    "  if (r.amount > 100) await tools.ledger.addNote({ invoiceId: r.id, text: `big ${r.amount}` });",
+    "}",
+    "return rows.map((r) => r.id);",
+  ].join("\n");
+
+  it("never throws and never fails internally on random or mangled scripts", () => {
+    const next = random(20261130);
+    for (let i = 0; i < 150; i++) {
+      let code: string;
+      if (i % 2 === 0) {
+        const length = Math.floor(next() * 60);
+        code = Array.from({ length }, () => FRAGMENTS[Math.floor(next() * FRAGMENTS.length)]).join(next() < 0.5 ? " " : "");
+      } else {
+        const cut = Math.floor(next() * VALID.length);
+        const insert = FRAGMENTS[Math.floor(next() * FRAGMENTS.length)]!;
+        code = VALID.slice(0, cut) + insert + VALID.slice(cut + Math.floor(next() * 5));
+      }
+      const language = next() < 0.7 ? "typescript" : "javascript";
+      const result = analyze(code, { language });
+      expect(codes(result), `seed case ${i}: ${JSON.stringify(code)}`).not.toContain("analysis_error");
+      for (const f of result.findings) {
+        expect(f.line).toBeGreaterThanOrEqual(1);
+        expect(f.column).toBeGreaterThanOrEqual(1);
+      }
+    }
+  });
+
+  it("fails closed when the analyser itself breaks", () => {
+    const result = analyzeScript({ code: "return 1;", language: "typescript", tools: null as never, declarations: "", allowedPackages: [] });
+    expect(result.findings).toEqual([expect.objectContaining({ code: "analysis_error", severity: "critical" })]);
+    expect(result.facts.effect).toBe("destructive");
+  });
+});

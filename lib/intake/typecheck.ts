@@ -1,0 +1,220 @@
+/**
+ * Type-checking and stripping of agent scripts with the TypeScript compiler API (DESIGN.md
+ * step 2, "Script contract").
+ *
+ * A script is the body of an async function, optionally preceded by static imports. To check it,
+ * the leading imports stay at module level and the rest is wrapped in `async function` in memory;
+ * every diagnostic is mapped back to a line and column of the code as submitted.
+ *
+ * Guarantees: the script never touches the disk; the only files read are TypeScript's own lib
+ * .d.ts, once per process, and they are kept as parsed SourceFiles in a module-level cache, so
+ * a check costs one small program (tens of ms), not a re-parse of the standard library. The
+ * declarations text and the runtime contract are cached by content the same way.
+ *
+ * What the checker knows: ES2024 built-ins, the broker's `declare const tools`, the runtime's
+ * `inputs` and `console` (declared here, because they are Airlock's contract, not a tool's; they
+ * mirror lib/sandbox/child/bootstrap.mjs, where inputs are synchronous) and a few Node globals
+ * the sandbox provides. Imports are not resolved, so every imported binding is
+ * typed `any` (packages' own types are not loaded) and "cannot find module" is not a type error:
+ * the allowlist is enforced by analysis as `disallowed_import` instead.
+ */
+import path from "node:path";
+import ts from "typescript";
+
+const SCRIPT_FILE = "/airlock/script.ts";
+const DECLARATIONS_FILE = "/airlock/tools.d.ts";
+const CONTRACT_FILE = "/airlock/contract.d.ts";
+
+const WRAPPER_HEAD = "async function __airlockScript__() {";
+const WRAPPER_TAIL = "\n}\n";
+
+/** Cannot find module / its types: reported as disallowed_import by the walk instead. */
+const IGNORED_CODES = new Set([2307, 2792, 7016]);
+
+const CHECK_OPTIONS: ts.CompilerOptions = {
+  target: ts.ScriptTarget.ES2023,
+  module: ts.ModuleKind.ESNext,
+  moduleResolution: ts.ModuleResolutionKind.Bundler,
+  moduleDetection: ts.ModuleDetectionKind.Force,
+  lib: ["lib.es2024.d.ts"],
+  types: [],
+  strict: true,
+  // Agents write small helpers without annotations; that is not worth blocking a run over.
+  noImplicitAny: false,
+  verbatimModuleSyntax: true,
+  noResolve: true,
+  noEmit: true,
+  skipLibCheck: true,
+};
+
+/** Emit settings shared with the checker so what is checked is what runs. */
+const TRANSPILE_OPTIONS: ts.CompilerOptions = {
+  target: ts.ScriptTarget.ES2023,
+  module: ts.ModuleKind.ESNext,
+  moduleDetection: ts.ModuleDetectionKind.Force,
+  verbatimModuleSyntax: true,
+  removeComments: false,
+};
+
+const LIB_DIR = path.dirname(ts.getDefaultLibFilePath(CHECK_OPTIONS));
+const libCache = new Map<string, ts.SourceFile>();
+
+/** Small content-keyed cache: declarations change only when an upstream's tools change. */
+const CONTENT_CACHE_LIMIT = 16;
+const contentCache = new Map<string, ts.SourceFile>();
+
+function cachedByContent(fileName: string, text: string): ts.SourceFile {
+  const key = `${fileName}\0${text}`;
+  const hit = contentCache.get(key);
+  if (hit !== undefined) return hit;
+  const sf = ts.createSourceFile(fileName, text, CHECK_OPTIONS.target!, false);
+  if (contentCache.size >= CONTENT_CACHE_LIMIT) {
+    const oldest = contentCache.keys().next().value;
+    if (oldest !== undefined) contentCache.delete(oldest);
+  }
+  contentCache.set(key, sf);
+  return sf;
+}
+
+function libSourceFile(fileName: string): ts.SourceFile | undefined {
+  const cached = libCache.get(fileName);
+  if (cached !== undefined) return cached;
+  if (path.dirname(fileName) !== LIB_DIR) return undefined;
+  const text = ts.sys.readFile(fileName);
+  if (text === undefined) return undefined;
+  const sf = ts.createSourceFile(fileName, text, CHECK_OPTIONS.target!, false);
+  libCache.set(fileName, sf);
+  return sf;
+}
+
+/** The runtime contract every script sees. */
+const CONTRACT = [
+  "interface AirlockInputs {",
+  "  /** The datasets staged for this run. */",
+  "  list(): { name: string; size: number }[];",
+  "  text(name: string): string;",
+  "  bytes(name: string): Uint8Array;",
+  "  json(name: string): any;",
+  "  /** Rows keyed by the header line. */",
+  "  csv(name: string): Record<string, string>[];",
+  "}",
+  "declare const inputs: AirlockInputs;",
+  "interface AirlockConsole {",
+  ...["log", "info", "warn", "error", "debug", "trace", "dir", "table"].map((level) => `  ${level}(...data: unknown[]): void;`),
+  "}",
+  "declare const console: AirlockConsole;",
+  "declare function setTimeout(callback: (...args: any[]) => void, ms?: number, ...args: any[]): unknown;",
+  "declare function clearTimeout(handle: unknown): void;",
+  "declare function structuredClone<T>(value: T): T;",
+  "declare class URL { constructor(url: string, base?: string | URL); readonly href: string; readonly origin: string; readonly protocol: string; readonly host: string; readonly hostname: string; readonly pathname: string; readonly search: string; readonly searchParams: URLSearchParams; readonly hash: string; toString(): string; }",
+  "declare class URLSearchParams { constructor(init?: string | Record<string, string> | [string, string][]); get(name: string): string | null; getAll(name: string): string[]; has(name: string): boolean; set(name: string, value: string): void; append(name: string, value: string): void; toString(): string; }",
+  "declare class TextEncoder { encode(input?: string): Uint8Array; }",
+  "declare class TextDecoder { constructor(label?: string); decode(input?: ArrayBufferView | ArrayBuffer): string; }",
+].join("\n");
+
+export type ScriptDiagnostic = { message: string; line: number; column: number };
+
+/**
+ * A script is always a module (imports, top-level await); TypeScript only parses `await (x)`
+ * as an await when the file is marked as one, which this option is the public hook for.
+ */
+function markAsModule(file: ts.SourceFile): void {
+  (file as { externalModuleIndicator?: true }).externalModuleIndicator = true;
+}
+
+/** Parses submitted code (with parent links) the way it will be checked and run. */
+export function parseScript(code: string, language: "typescript" | "javascript"): ts.SourceFile {
+  return ts.createSourceFile(
+    SCRIPT_FILE,
+    code,
+    { languageVersion: CHECK_OPTIONS.target!, setExternalModuleIndicator: markAsModule },
+    true,
+    language === "typescript" ? ts.ScriptKind.TS : ts.ScriptKind.JS,
+  );
+}
+
+/** Where the leading imports end: the function wrapper starts there. */
+function leadingImportsEnd(script: ts.SourceFile): number {
+  let end = 0;
+  for (const statement of script.statements) {
+    if (!ts.isImportDeclaration(statement) && !ts.isImportEqualsDeclaration(statement)) break;
+    end = statement.end;
+  }
+  return end;
+}
+
+/**
+ * Type errors of a TypeScript script (`submitted`, as parsed by analysis) against
+ * `declarations`, located in the submitted code.
+ * Syntax errors are not reported here (transpile reports them without the wrapper).
+ */
+export function typeCheckScript(submitted: ts.SourceFile, declarations: string): ScriptDiagnostic[] {
+  const code = submitted.text;
+  const importsEnd = leadingImportsEnd(submitted);
+  const wrapped = code.slice(0, importsEnd) + WRAPPER_HEAD + code.slice(importsEnd) + WRAPPER_TAIL;
+  const files = new Map<string, ts.SourceFile>([
+    [SCRIPT_FILE, ts.createSourceFile(SCRIPT_FILE, wrapped, CHECK_OPTIONS.target!, false, ts.ScriptKind.TS)],
+    [DECLARATIONS_FILE, cachedByContent(DECLARATIONS_FILE, declarations)],
+    [CONTRACT_FILE, cachedByContent(CONTRACT_FILE, CONTRACT)],
+  ]);
+
+  const host: ts.CompilerHost = {
+    getSourceFile: (fileName) => files.get(fileName) ?? libSourceFile(fileName),
+    getDefaultLibFileName: (options) => ts.getDefaultLibFilePath(options),
+    getDefaultLibLocation: () => LIB_DIR,
+    writeFile: () => {},
+    getCurrentDirectory: () => "/airlock",
+    getCanonicalFileName: (fileName) => fileName,
+    useCaseSensitiveFileNames: () => true,
+    getNewLine: () => "\n",
+    fileExists: (fileName) => files.has(fileName) || libSourceFile(fileName) !== undefined,
+    readFile: (fileName) => files.get(fileName)?.text ?? libSourceFile(fileName)?.text,
+  };
+  const program = ts.createProgram({
+    rootNames: [CONTRACT_FILE, DECLARATIONS_FILE, SCRIPT_FILE],
+    options: CHECK_OPTIONS,
+    host,
+  });
+  const script = program.getSourceFile(SCRIPT_FILE)!;
+
+  const toOriginal = (offset: number): number => {
+    if (offset < importsEnd) return offset;
+    const shifted = offset - WRAPPER_HEAD.length;
+    return Math.min(Math.max(shifted, importsEnd), code.length);
+  };
+  return program
+    .getSemanticDiagnostics(script)
+    .filter((d) => !IGNORED_CODES.has(d.code))
+    .map((d) => {
+      const { line, character } = submitted.getLineAndCharacterOfPosition(toOriginal(d.start ?? 0));
+      return {
+        message: `TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`,
+        line: line + 1,
+        column: character + 1,
+      };
+    });
+}
+
+export type TranspileOutput = { javascript: string; syntaxErrors: ScriptDiagnostic[] };
+
+/** Strips types (TypeScript) or only parses (JavaScript, returned unchanged). */
+export function transpileScript(submitted: ts.SourceFile, language: "typescript" | "javascript"): TranspileOutput {
+  const code = submitted.text;
+  const out = ts.transpileModule(code, {
+    compilerOptions: TRANSPILE_OPTIONS,
+    fileName: language === "typescript" ? "script.ts" : "script.js",
+    reportDiagnostics: true,
+  });
+  const syntaxErrors = (out.diagnostics ?? []).map((d) => {
+    const { line, character } = submitted.getLineAndCharacterOfPosition(d.start ?? 0);
+    return {
+      message: `TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`,
+      line: line + 1,
+      column: character + 1,
+    };
+  });
+  // A module without imports gets `export {};` appended to stay one; a script body must not end
+  // in an export (and one written by the agent is a module_syntax finding anyway).
+  const javascript = language === "typescript" ? out.outputText.replace(/export \{\};\n?$/, "") : code;
+  return { javascript, syntaxErrors };
+}

@@ -1,0 +1,179 @@
+/**
+ * The agent-facing MCP server (issue 4): five tools whose names and argument names are a public
+ * contract. Built per request for one authenticated agent (lib/mcp/http.ts), so every handler
+ * acts as that agent and nobody else.
+ *
+ * Error contract:
+ * - malformed calls (unknown tool, arguments that fail the closed schema, oversize code) are
+ *   JSON-RPC protocol errors (InvalidParams) with a message naming the problem;
+ * - outcomes an agent should act on (policy denial, rejection, failed run, budget exceeded,
+ *   missing scope, unknown run, idempotency conflict) are tool results with `isError: true` and a
+ *   typed `code` in the JSON text;
+ * - anything unexpected is logged server-side and answered as an internal error without details.
+ *
+ * The tools/list answer is part of every agent's context: descriptions are short and schemas
+ * plain JSON Schema (bench/mcp.ts measures its tokens).
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { requireScope } from "@/lib/auth/scopes";
+import { prisma } from "@/lib/db";
+import { AppError, isAppError } from "@/lib/errors";
+import { appRuntime } from "@/lib/runs/runtime";
+import { listDatasets } from "@/lib/runs/datasets";
+import { BudgetExceeded, cancelRun, getRun, submitRun, type AgentActor, type RunView } from "@/lib/runs/service";
+
+export type McpContext = { agent: AgentActor; baseUrl: string };
+
+const str = (description: string, extra: Record<string, unknown> = {}) => ({ type: "string", description, ...extra });
+
+export const TOOLS: Tool[] = [
+  {
+    name: "search_tools",
+    description:
+      "Find the tools a script can call as `await tools.<server>.<tool>(args)`. detail: name | summary (default) | full (TypeScript declarations to write the script against).",
+    inputSchema: {
+      type: "object",
+      properties: {
+        query: str("Words to match in tool names and descriptions; omit to list all"),
+        server: str("Only this upstream server"),
+        detail: { type: "string", enum: ["name", "summary", "full"] },
+      },
+      additionalProperties: false,
+    },
+    annotations: { readOnlyHint: true },
+  },
+  {
+    name: "submit_run",
+    description:
+      "Submit a script (the body of an async function; may `await tools.<server>.<tool>(args)`, read `inputs`, and `return` JSON). Policy allows, escalates to human review, or denies it with reasons. Returns the run, and its result when it finished quickly; otherwise poll get_run.",
+    inputSchema: {
+      type: "object",
+      properties: {
+        code: str("The script"),
+        purpose: str("What the script is for, for reviewers and the audit log"),
+        language: { type: "string", enum: ["typescript", "javascript"], description: "Default typescript" },
+        inputs: { type: "array", items: { type: "string" }, description: "Dataset names from list_inputs" },
+        idempotencyKey: str("Resubmitting the same body with the same key returns the same run"),
+        provenance: {
+          type: "object",
+          properties: { model: { type: "string" }, conversationId: { type: "string" }, prompt: { type: "string" } },
+          additionalProperties: false,
+        },
+      },
+      required: ["code", "purpose"],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: "get_run",
+    description: "Status, decision, reviewer comments and, when finished, the result of a run. waitSeconds (max 60) waits for a change.",
+    inputSchema: {
+      type: "object",
+      properties: { runId: str("From submit_run"), waitSeconds: { type: "number", minimum: 0, maximum: 60 } },
+      required: ["runId"],
+      additionalProperties: false,
+    },
+    annotations: { readOnlyHint: true },
+  },
+  {
+    name: "cancel_run",
+    description: "Cancel a run that has not finished.",
+    inputSchema: { type: "object", properties: { runId: str("From submit_run") }, required: ["runId"], additionalProperties: false },
+    annotations: { destructiveHint: false, idempotentHint: true },
+  },
+  {
+    name: "list_inputs",
+    description: "Datasets you may pass to submit_run as inputs, with their data classes and sizes.",
+    inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    annotations: { readOnlyHint: true },
+  },
+];
+
+const searchSchema = z
+  .object({ query: z.string().max(200).optional(), server: z.string().max(64).optional(), detail: z.enum(["name", "summary", "full"]).default("summary") })
+  .strict();
+
+function json(value: unknown, isError = false): CallToolResult {
+  return { content: [{ type: "text", text: JSON.stringify(value) }], ...(isError ? { isError: true } : {}) };
+}
+
+function runResult(view: RunView): CallToolResult {
+  return json(view, Boolean(view.error));
+}
+
+function parseOrThrow<T>(schema: z.ZodType<T>, raw: unknown): T {
+  const parsed = schema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new AppError("bad_request", `${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}`);
+  }
+  return parsed.data;
+}
+
+/** Waits this long for an auto-approved run to finish before submit_run answers. */
+const SUBMIT_WAIT_SECONDS = 10;
+
+async function callTool(ctx: McpContext, name: string, args: unknown, signal: AbortSignal): Promise<CallToolResult> {
+  const db = prisma();
+  switch (name) {
+    case "search_tools": {
+      requireScope(ctx.agent, "tools:read");
+      const input = parseOrThrow(searchSchema, args);
+      const { broker } = await appRuntime(db);
+      const hits = broker.search(input.query ?? "", input.detail, 50).filter((hit) => !input.server || hit.server === input.server);
+      return json({ tools: hits });
+    }
+    case "submit_run": {
+      const runtime = await appRuntime(db);
+      const view = await submitRun(runtime, ctx.agent, args);
+      if (view.status !== "queued") return runResult(view);
+      return runResult(await getRun(runtime, ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, signal));
+    }
+    case "get_run":
+      return runResult(await getRun({ db }, ctx.agent, args ?? {}, signal));
+    case "cancel_run": {
+      const { runId } = parseOrThrow(z.object({ runId: z.string() }).strict(), args);
+      return json(await cancelRun({ db }, ctx.agent, runId));
+    }
+    case "list_inputs": {
+      requireScope(ctx.agent, "inputs:read");
+      parseOrThrow(z.object({}).strict(), args);
+      return json({ inputs: await listDatasets(db) });
+    }
+    default:
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name)}; tools/list shows the five tools.`);
+  }
+}
+
+function toResultOrProtocolError(error: unknown): CallToolResult {
+  if (error instanceof McpError) throw error;
+  if (error instanceof BudgetExceeded) return json({ error: { code: "BUDGET_EXCEEDED", message: error.message } }, true);
+  if (isAppError(error)) {
+    if (error.code === "bad_request" || error.code === "payload_too_large") throw new McpError(ErrorCode.InvalidParams, error.message);
+    return json({ error: { code: error.code.toUpperCase(), message: error.message } }, true);
+  }
+  console.error("mcp tool failed", error);
+  throw new McpError(ErrorCode.InternalError, "Internal error");
+}
+
+export function createMcpServer(ctx: McpContext): Server {
+  const server = new Server(
+    { name: "airlock", version: "0.1.0" },
+    {
+      capabilities: { tools: {} },
+      instructions:
+        "Airlock runs your scripts against governed tools. search_tools (detail full) gives TypeScript declarations; submit_run runs a script under policy and human review; get_run polls.",
+    },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    try {
+      return await callTool(ctx, request.params.name, request.params.arguments, extra.signal);
+    } catch (error) {
+      return toResultOrProtocolError(error);
+    }
+  });
+  return server;
+}

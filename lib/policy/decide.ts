@@ -1,0 +1,118 @@
+/**
+ * Three outcomes from a two-outcome engine (DESIGN.md step 3; issue 4, "Policy").
+ *
+ * Cedar answers permit or deny and names the determining policies (`diagnostics.reason`): the
+ * matching forbids when it denies, the matching permits when it allows. Airlock reads that
+ * answer together with each policy's annotations (policy-set.ts):
+ *   1. any evaluation problem (request rejected by the schema, a policy erroring, a policy id
+ *      Airlock does not know, an exception)            → deny, reasons name the problem;
+ *   2. Cedar denies with determining forbids            → deny, reasons = those forbids;
+ *   3. Cedar denies with none                           → deny by default (no permit matched);
+ *   4. Cedar allows and some determining permit has
+ *      @approvals                                      → escalate: the most approvals any of
+ *                                                         them asks for, from that policy's role;
+ *                                                         reasons = the escalating permits;
+ *   5. otherwise                                       → allow, reasons = the matching permits.
+ * So forbid beats everything, an escalation beats a plain permit, and nothing is allowed unless
+ * a permit says so. Policy 1 is deliberately stricter than Cedar, which merely skips a policy
+ * that errors: a skipped forbid must never turn into an allow.
+ *
+ * Guarantees: `decide` is pure (no I/O, no clock) and never throws; every decision carries at
+ * least one reason with the deciding policy's id, @reason and source text.
+ */
+import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
+import type { PolicyInfo, PreparedPolicySet, ReviewerRole } from "@/lib/policy/policy-set";
+import { SCHEMA_NAME, type PolicyRequest } from "@/lib/policy/request";
+
+export type PolicyReason = {
+  policyId: string;
+  /** The policy's @reason, or what went wrong for built-in reasons. */
+  text: string;
+  /** The policy's Cedar text; empty for Airlock's built-in reasons. */
+  source: string;
+};
+
+export type PolicyDecision = {
+  decision: "allow" | "escalate" | "deny";
+  /** 0 unless the decision is escalate. */
+  approvalsRequired: number;
+  /** Set when the decision is escalate. */
+  reviewerRole?: ReviewerRole;
+  reasons: PolicyReason[];
+};
+
+/** Ids of Airlock's built-in reasons; policy ids cannot contain "/" so they cannot collide. */
+export const BUILTIN_REASONS = {
+  defaultDeny: "airlock/default-deny",
+  evaluationError: "airlock/evaluation-error",
+} as const;
+
+const deny = (reasons: PolicyReason[]): PolicyDecision => ({ decision: "deny", approvalsRequired: 0, reasons });
+
+const evaluationError = (message: string): PolicyDecision =>
+  deny([{ policyId: BUILTIN_REASONS.evaluationError, text: `Policy evaluation failed, so the run is denied: ${message}`, source: "" }]);
+
+const reasonOf = (policy: PolicyInfo): PolicyReason => ({ policyId: policy.id, text: policy.reason, source: policy.source });
+
+export function decide(request: PolicyRequest, prepared: PreparedPolicySet): PolicyDecision {
+  let answer: cedar.AuthorizationAnswer;
+  try {
+    answer = cedar.statefulIsAuthorized({
+      principal: request.principal,
+      action: request.action,
+      resource: request.resource,
+      context: request.context,
+      entities: request.entities,
+      preparsedPolicySetId: prepared.id,
+      preparsedSchemaName: SCHEMA_NAME,
+      validateRequest: true,
+    });
+  } catch (error) {
+    return evaluationError(error instanceof Error ? error.message : String(error));
+  }
+  if (answer.type === "failure") {
+    return evaluationError(answer.errors.map((e) => e.message).join("; ") || "unknown error");
+  }
+
+  const { decision, diagnostics } = answer.response;
+  if (diagnostics.errors.length > 0) {
+    return deny(
+      diagnostics.errors.map(({ policyId, error }) => ({
+        policyId,
+        text: `Policy "${policyId}" could not be evaluated (${error.message}), so the run is denied.`,
+        source: prepared.policies.get(policyId)?.source ?? "",
+      })),
+    );
+  }
+
+  const determining: PolicyInfo[] = [];
+  for (const policy of prepared.policies.values()) {
+    if (diagnostics.reason.includes(policy.id)) determining.push(policy);
+  }
+  if (determining.length !== diagnostics.reason.length) {
+    return evaluationError(`Cedar named policies this set does not contain: ${diagnostics.reason.join(", ")}`);
+  }
+
+  if (decision === "deny") {
+    if (determining.length > 0) return deny(determining.map(reasonOf));
+    return deny([
+      {
+        policyId: BUILTIN_REASONS.defaultDeny,
+        text: "No policy permits this run, so it is denied by default.",
+        source: "",
+      },
+    ]);
+  }
+
+  const escalations = determining.filter((policy) => policy.approvals > 0);
+  if (escalations.length > 0) {
+    const strictest = escalations.reduce((a, b) => (b.approvals > a.approvals ? b : a));
+    return {
+      decision: "escalate",
+      approvalsRequired: strictest.approvals,
+      reviewerRole: strictest.role ?? "reviewer",
+      reasons: escalations.map(reasonOf),
+    };
+  }
+  return { decision: "allow", approvalsRequired: 0, reasons: determining.map(reasonOf) };
+}

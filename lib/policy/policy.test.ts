@@ -1,0 +1,254 @@
+/**
+ * The policy engine as intake uses it: every rule of the shipped default set, the three-outcome
+ * semantics on top of Cedar (forbid > escalation > permit > default deny), fail-closed
+ * evaluation, and draft validation with line/column positions.
+ */
+import { describe, expect, it } from "vitest";
+import { analyzeScript, type ScriptFacts, type ToolFacts } from "@/lib/intake/analyze";
+import type { Finding } from "@/lib/intake/findings";
+import { BUILTIN_REASONS, decide } from "@/lib/policy/decide";
+import {
+  defaultPolicyText,
+  preparePolicySet,
+  PolicyValidationError,
+  validatePolicyText,
+} from "@/lib/policy/policy-set";
+import { buildPolicyRequest, type PolicyRequestInput } from "@/lib/policy/request";
+
+const defaults = preparePolicySet(defaultPolicyText());
+
+const READ_ONLY_PUBLIC: ScriptFacts = { effect: "read_only", openWorld: false, dataClasses: ["public"], toolCount: 1 };
+
+function request(overrides: Partial<PolicyRequestInput> = {}) {
+  return buildPolicyRequest({
+    agent: { id: "agent-1", ownerId: "user-1" },
+    facts: READ_ONLY_PUBLIC,
+    findings: [],
+    capabilitySet: ["docs.search"],
+    inputDataClasses: [],
+    limits: { timeoutMs: 30_000, cpuSeconds: 60, heapMb: 128, maxToolCalls: 100 },
+    ...overrides,
+  });
+}
+
+const ids = (decision: ReturnType<typeof decide>) => decision.reasons.map((r) => r.policyId);
+
+const TOOLS: ToolFacts[] = [
+  { server: "docs", name: "search", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "public", quarantined: false },
+  { server: "ledger", name: "exportAll", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "internal", quarantined: true },
+];
+const DECLARATIONS = "declare const tools: { docs: { search(args: { query: string }): Promise<string[]> } };";
+
+/** Analysis → request → decision, as intake will run it. */
+function decideScript(code: string, allowedPackages: string[] = []) {
+  const analysis = analyzeScript({ code, language: "typescript", tools: TOOLS, declarations: DECLARATIONS, allowedPackages });
+  return decide(
+    request({ facts: analysis.facts, findings: analysis.findings, capabilitySet: analysis.capabilitySet }),
+    defaults,
+  );
+}
+
+describe("the default policy set", () => {
+  it("validates against the schema without errors or warnings", () => {
+    expect(validatePolicyText(defaultPolicyText())).toEqual({ ok: true, errors: [], warnings: [] });
+  });
+
+  it("allows a read-only script over public data", () => {
+    const decision = decide(request(), defaults);
+    expect(decision).toEqual({
+      decision: "allow",
+      approvalsRequired: 0,
+      reasons: [
+        {
+          policyId: "allow-read-only-unregulated",
+          text: "The script only reads, and touches no pii, financial or phi data.",
+          source: expect.stringContaining('resource.effect == "read_only"'),
+        },
+      ],
+    });
+    expect(decision.reasons[0]!.source).toMatch(/^@id\("allow-read-only-unregulated"\)/);
+  });
+
+  it("escalates a write to one reviewer", () => {
+    const decision = decide(request({ facts: { ...READ_ONLY_PUBLIC, effect: "write" } }), defaults);
+    expect(decision).toMatchObject({ decision: "escalate", approvalsRequired: 1, reviewerRole: "reviewer" });
+    expect(ids(decision)).toEqual(["review-writes"]);
+  });
+
+  it("escalates a destructive script to two reviewers", () => {
+    const decision = decide(request({ facts: { ...READ_ONLY_PUBLIC, effect: "destructive" } }), defaults);
+    expect(decision).toMatchObject({ decision: "escalate", approvalsRequired: 2, reviewerRole: "reviewer" });
+    expect(ids(decision)).toEqual(["review-destructive"]);
+  });
+
+  it("escalates a read-only script over a pii input to two reviewers", () => {
+    const decision = decide(request({ inputDataClasses: ["pii"] }), defaults);
+    expect(decision).toMatchObject({ decision: "escalate", approvalsRequired: 2 });
+    expect(ids(decision)).toEqual(["review-regulated-data"]);
+  });
+
+  it("escalates a read-only script over a financial tool to two reviewers", () => {
+    const decision = decide(request({ facts: { ...READ_ONLY_PUBLIC, dataClasses: ["financial"] } }), defaults);
+    expect(decision).toMatchObject({ decision: "escalate", approvalsRequired: 2 });
+  });
+
+  it("escalates open-world reads to two reviewers even though a permit matches", () => {
+    const decision = decide(request({ facts: { ...READ_ONLY_PUBLIC, openWorld: true } }), defaults);
+    expect(decision).toMatchObject({ decision: "escalate", approvalsRequired: 2 });
+    expect(ids(decision)).toEqual(["review-open-world"]);
+  });
+
+  it("asks for the most approvals any matching escalation wants, and lists each of them", () => {
+    const decision = decide(request({ facts: { ...READ_ONLY_PUBLIC, effect: "write", dataClasses: ["phi"] } }), defaults);
+    expect(decision).toMatchObject({ decision: "escalate", approvalsRequired: 2 });
+    expect(ids(decision)).toEqual(["review-writes", "review-regulated-data"]);
+  });
+
+  it("denies a script with an eval-like construct, naming the policy and its text", () => {
+    const decision = decideScript("const hits = await tools.docs.search({ query: 'x' });\nreturn eval('hits');");
+    expect(decision.decision).toBe("deny");
+    expect(decision.approvalsRequired).toBe(0);
+    expect(decision.reasons).toEqual([
+      {
+        policyId: "deny-critical-findings",
+        text: expect.stringContaining("eval-like code"),
+        source: expect.stringContaining("resource.criticalFindings > 0"),
+      },
+    ]);
+  });
+
+  it("denies an unknown tool", () => {
+    const decision = decideScript("await (tools as any).docs.delete({});");
+    expect(decision.decision).toBe("deny");
+    expect(ids(decision)).toEqual(["deny-critical-findings", "deny-unknown-tools"]);
+  });
+
+  it("denies a quarantined tool", () => {
+    const decision = decideScript("await (tools as any).ledger.exportAll({});");
+    expect(ids(decision)).toEqual(["deny-critical-findings", "deny-quarantined-tools"]);
+  });
+
+  it("denies a disallowed import", () => {
+    const decision = decideScript('import cp from "node:child_process";\nreturn cp;');
+    expect(decision.decision).toBe("deny");
+    expect(ids(decision)).toContain("deny-disallowed-imports");
+  });
+
+  it("lets forbid win over every permit", () => {
+    const findings: Finding[] = [{ code: "eval_like", severity: "critical", message: "eval", line: 1, column: 1 }];
+    const decision = decide(request({ findings, facts: { ...READ_ONLY_PUBLIC, effect: "destructive" } }), defaults);
+    expect(decision.decision).toBe("deny");
+    expect(ids(decision)).toEqual(["deny-critical-findings"]);
+  });
+});
+
+describe("decide on other policy sets", () => {
+  it("denies by default when no permit matches", () => {
+    const narrow = preparePolicySet(
+      '@id("only-docs") @reason("docs only") permit (principal, action, resource) when { resource.tools == ["docs.search"] };',
+    );
+    expect(decide(request(), narrow).decision).toBe("allow");
+    const decision = decide(request({ capabilitySet: ["ledger.listInvoices"] }), narrow);
+    expect(decision).toEqual({
+      decision: "deny",
+      approvalsRequired: 0,
+      reasons: [{ policyId: BUILTIN_REASONS.defaultDeny, text: expect.stringContaining("No policy permits"), source: "" }],
+    });
+  });
+
+  it("denies when a policy fails at evaluation time, even though a permit matches", () => {
+    const overflowing = preparePolicySet(
+      [
+        '@id("allow-all") @reason("all") permit (principal, action, resource);',
+        '@id("overflow") @reason("big limits") forbid (principal, action, resource)',
+        "when { resource.limits.timeoutMs * 9223372036854775807 > 0 };",
+      ].join("\n"),
+    );
+    const decision = decide(request(), overflowing);
+    expect(decision.decision).toBe("deny");
+    expect(decision.reasons).toEqual([
+      { policyId: "overflow", text: expect.stringContaining("could not be evaluated (integer overflow"), source: expect.stringContaining("9223372036854775807") },
+    ]);
+  });
+
+  it("denies when the request does not fit the schema", () => {
+    const decision = decide(request({ limits: { timeoutMs: 1.5, cpuSeconds: 60, heapMb: 128, maxToolCalls: 1 } }), defaults);
+    expect(decision.decision).toBe("deny");
+    expect(ids(decision)).toEqual([BUILTIN_REASONS.evaluationError]);
+  });
+
+  it("denies when the policy set was never loaded into Cedar", () => {
+    const decision = decide(request(), { ...defaults, id: "never-prepared" });
+    expect(decision.decision).toBe("deny");
+    expect(decision.reasons[0]!.text).toMatch(/Policy evaluation failed.*never-prepared/);
+  });
+
+  it("prepares the same text to the same content-addressed set", () => {
+    const again = preparePolicySet(defaultPolicyText());
+    expect(again.id).toBe(defaults.id);
+    expect([...again.policies.keys()]).toEqual([...defaults.policies.keys()]);
+  });
+});
+
+describe("validating drafts", () => {
+  it("reports a parse error at its line and column", () => {
+    const draft = '@id("a") @reason("r")\npermit (principal, action, resource)\nwhen { resource.effect == };';
+    const result = validatePolicyText(draft);
+    expect(result.ok).toBe(false);
+    expect(result.errors).toEqual([expect.objectContaining({ line: 3, column: 27, message: expect.stringContaining("unexpected token") })]);
+  });
+
+  it("reports schema errors at the offending expression, after many policies", () => {
+    const filler = Array.from({ length: 11 }, (_, i) => `@id("p${i}") @reason("r") permit (principal, action, resource) when { resource.toolCount > ${i} };`);
+    const draft = [...filler, "", '@id("typo") @reason("r")', "forbid (principal, action, resource)", "when { resource.efect == \"write\" };"].join("\n");
+    const result = validatePolicyText(draft);
+    expect(result.errors).toEqual([
+      expect.objectContaining({ policyId: "typo", line: 15, column: 8, message: expect.stringContaining("attribute `efect`") }),
+    ]);
+  });
+
+  it("requires @id and @reason, and checks @approvals and @role", () => {
+    const draft = [
+      "permit (principal, action, resource);",
+      '@id("no-reason") permit (principal, action, resource);',
+      '@id("f") @reason("r") @approvals("2") forbid (principal, action, resource);',
+      '@id("zero") @reason("r") @approvals("0") permit (principal, action, resource);',
+      '@id("who") @reason("r") @approvals("1") @role("compliance") permit (principal, action, resource);',
+      '@id("f") @reason("r") permit (principal, action, resource);',
+    ].join("\n");
+    const messages = validatePolicyText(draft).errors.map((e) => [e.line, e.message]);
+    expect(messages).toEqual([
+      [1, expect.stringContaining("needs @id")],
+      [2, expect.stringContaining("needs @reason")],
+      [3, expect.stringContaining("only makes sense on a permit")],
+      [4, expect.stringContaining("whole number from 1 to 10")],
+      [5, expect.stringContaining("@role must be one of reviewer, admin")],
+      [6, expect.stringContaining('@id("f") is used by more than one policy')],
+    ]);
+  });
+
+  it("refuses templates", () => {
+    const result = validatePolicyText('@id("t") @reason("r") permit (principal == ?principal, action, resource);');
+    expect(result.errors).toEqual([expect.objectContaining({ line: 1, column: 1, message: expect.stringContaining("templates") })]);
+  });
+
+  it("finds a policy's position even when a comment quotes its text", () => {
+    const policy = '@id("a") @reason("r") permit (principal, action, resource) when { resource.nope };';
+    const result = validatePolicyText(`// ${policy}\n\n${policy}`);
+    expect(result.errors).toEqual([expect.objectContaining({ policyId: "a", line: 3 })]);
+  });
+
+  it("makes preparePolicySet throw a typed error carrying the locations", () => {
+    let thrown: unknown;
+    try {
+      preparePolicySet('@id("a") @reason("r")\nforbid (principal, action, resource) when { resource.criticalFindings > "1" };');
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(PolicyValidationError);
+    const error = thrown as PolicyValidationError;
+    expect(error.code).toBe("bad_request");
+    expect(error.errors).toEqual([expect.objectContaining({ policyId: "a", line: 2, column: 73 })]);
+    expect(error.message).toContain("line 2, column 73");
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * The Cedar schema Airlock's policies are written against, and the builder of the one request
+ * shape they are evaluated on (DESIGN.md step 3; issue 4, "Policy").
+ *
+ * principal `Agent::"<id>"` (with its owning `User`), action `Action::"run"`, resource
+ * `Proposal::"submitted"` carrying everything policy may look at: effect class, open world,
+ * data classes of tools and inputs, finding codes and counts, the capability set and the
+ * requested limits. Every attribute is required, so a policy never needs `has`.
+ *
+ * Guarantees: the request is plain JSON (it can be stored with the decision and replayed
+ * against a draft later), and it is built only from analysis output and server-side facts;
+ * nothing in it is taken from the agent's own claims about its script.
+ */
+import type { EntityJson, EntityUidJson } from "@cedar-policy/cedar-wasm/nodejs";
+import type { DataClass, ScriptFacts } from "@/lib/intake/analyze";
+import type { Finding } from "@/lib/intake/findings";
+import type { SandboxLimits } from "@/lib/sandbox/types";
+
+/** Name under which the schema is pre-parsed inside the Cedar module. */
+export const SCHEMA_NAME = "airlock-v1";
+
+export const CEDAR_SCHEMA = `// Airlock policy schema v1. Every attribute is always present.
+entity User;
+
+entity Agent = {
+  owner: User,
+};
+
+entity Proposal = {
+  // "read_only" | "write" | "destructive" (unknown tools count as destructive)
+  effect: String,
+  // true if any tool may reach outside Airlock's registered systems (MCP openWorldHint)
+  openWorld: Bool,
+  // "server.tool" for every tool the script can call
+  tools: Set<String>,
+  toolCount: Long,
+  // data classes: public, internal, confidential, pii, financial, phi
+  toolDataClasses: Set<String>,
+  inputDataClasses: Set<String>,
+  // toolDataClasses and inputDataClasses together
+  dataClasses: Set<String>,
+  // finding codes, e.g. "eval_like", "unknown_tool", "type_error"
+  findings: Set<String>,
+  criticalFindings: Long,
+  errorFindings: Long,
+  warningFindings: Long,
+  unknownTools: Bool,
+  quarantinedTools: Bool,
+  disallowedImports: Bool,
+  // what the run asks the sandbox for
+  // the sandbox limits a run asks for (lib/sandbox/types.ts SandboxLimits)
+  limits: {
+    timeoutMs: Long,
+    cpuSeconds: Long,
+    heapMb: Long,
+    maxToolCalls: Long,
+  },
+};
+
+action run appliesTo {
+  principal: Agent,
+  resource: Proposal,
+  context: {},
+};
+`;
+
+export type RequestedLimits = Pick<SandboxLimits, "timeoutMs" | "cpuSeconds" | "heapMb" | "maxToolCalls">;
+
+export type PolicyRequestInput = {
+  agent: { id: string; ownerId: string };
+  facts: ScriptFacts;
+  findings: readonly Finding[];
+  capabilitySet: readonly string[];
+  inputDataClasses: readonly DataClass[];
+  limits: RequestedLimits;
+};
+
+export type PolicyRequest = {
+  principal: EntityUidJson;
+  action: EntityUidJson;
+  resource: EntityUidJson;
+  context: Record<string, never>;
+  entities: EntityJson[];
+};
+
+const sortedUnique = <T extends string>(values: Iterable<T>): T[] => [...new Set(values)].sort();
+
+export function buildPolicyRequest(input: PolicyRequestInput): PolicyRequest {
+  const principal = { type: "Agent", id: input.agent.id };
+  const owner = { type: "User", id: input.agent.ownerId };
+  const resource = { type: "Proposal", id: "submitted" };
+  const codes = new Set(input.findings.map((f) => f.code));
+  const count = (severity: Finding["severity"]) => input.findings.filter((f) => f.severity === severity).length;
+  return {
+    principal,
+    action: { type: "Action", id: "run" },
+    resource,
+    context: {},
+    entities: [
+      { uid: owner, attrs: {}, parents: [] },
+      { uid: principal, attrs: { owner: { __entity: owner } }, parents: [] },
+      {
+        uid: resource,
+        attrs: {
+          effect: input.facts.effect,
+          openWorld: input.facts.openWorld,
+          tools: sortedUnique(input.capabilitySet),
+          toolCount: input.facts.toolCount,
+          toolDataClasses: sortedUnique(input.facts.dataClasses),
+          inputDataClasses: sortedUnique(input.inputDataClasses),
+          dataClasses: sortedUnique([...input.facts.dataClasses, ...input.inputDataClasses]),
+          findings: sortedUnique(codes),
+          criticalFindings: count("critical"),
+          errorFindings: count("error"),
+          warningFindings: count("warning"),
+          unknownTools: codes.has("unknown_tool"),
+          quarantinedTools: codes.has("quarantined_tool"),
+          disallowedImports: codes.has("disallowed_import"),
+          limits: {
+            timeoutMs: input.limits.timeoutMs,
+            cpuSeconds: input.limits.cpuSeconds,
+            heapMb: input.limits.heapMb,
+            maxToolCalls: input.limits.maxToolCalls,
+          },
+        },
+        parents: [],
+      },
+    ],
+  };
+}

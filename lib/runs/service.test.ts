@@ -1,0 +1,167 @@
+/**
+ * The run lifecycle end to end on real parts: PostgreSQL, the demo ledger MCP server over stdio,
+ * the broker, analysis, the shipped Cedar policies and the sandbox (strict isolation).
+ */
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAgent } from "@/lib/auth/agents";
+import type { Actor } from "@/lib/auth/scopes";
+import { createUser } from "@/lib/auth/users";
+import { generateLedgerData } from "@/lib/demo/ledger/data";
+import { setEnvForChildren } from "@/lib/env";
+import { defaultPolicyText } from "@/lib/policy/policy-set";
+import { publishPolicyText } from "@/lib/policy/store";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { createDataset } from "./datasets";
+import { createRuntime, demoConfig, type Runtime } from "./runtime";
+import { cancelRun, getRun, submitRun, type AgentActor } from "./service";
+
+const system: Actor = { type: "system", name: "test" };
+let db: TestDatabase;
+let runtime: Runtime;
+let agent: AgentActor;
+let otherAgent: AgentActor;
+
+async function makeAgent(name: string): Promise<AgentActor> {
+  const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name, ownerEmail: "owner@example.com" }));
+  return { type: "agent", id: created.agentId, name, ownerId: (await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } })).ownerId, scopes: created.scopes };
+}
+
+beforeAll(async () => {
+  setEnvForChildren({ AIRLOCK_LOOP_BREAKER_FAILURES: "3", AIRLOCK_BUDGET_CONCURRENT_RUNS: "50" });
+  db = await createTestDatabase();
+  await db.prisma.$transaction(async (tx) => {
+    await createUser(tx, system, { email: "owner@example.com", role: "admin" });
+    await publishPolicyText(tx, system, defaultPolicyText());
+    await createDataset(tx, system, { name: "rates.csv", dataClass: "public", mediaType: "text/csv", content: "currency,rate\nEUR,1.08\n" });
+    await createDataset(tx, system, { name: "people.json", dataClass: "pii", mediaType: "application/json", content: "[]" });
+  });
+  agent = await makeAgent("analyst");
+  otherAgent = await makeAgent("intruder");
+  const stateFile = join(await mkdtemp(join(tmpdir(), "airlock-ledger-")), "state.json");
+  runtime = await createRuntime(db.prisma, { ...demoConfig(stateFile), sandbox: { isolation: "strict", poolSize: 1 } });
+}, 120_000);
+
+afterAll(async () => {
+  await runtime?.close();
+  await db?.drop();
+});
+
+const JOIN_SCRIPT = `
+const invoices = [];
+let cursor: string | undefined;
+do {
+  const page = await tools.ledger.listInvoices({ currency: "EUR", limit: 500, cursor });
+  invoices.push(...page.invoices);
+  cursor = page.nextCursor ?? undefined;
+} while (cursor);
+const refunds = (await tools.ledger.listRefunds({ status: "succeeded", limit: 500 })).refunds;
+const eur = new Set(invoices.map((i) => i.id));
+const refunded = refunds.filter((r) => eur.has(r.invoiceId)).reduce((sum, r) => sum + r.amountMinor, 0);
+const invoiced = invoices.reduce((sum, i) => sum + i.amountMinor, 0);
+return { invoices: invoices.length, invoicedMinor: invoiced, refundedMinor: refunded };
+`;
+
+describe("submitRun → policy → sandbox", () => {
+  it("auto-approves a read-only join over the ledger and returns the right numbers", async () => {
+    const data = generateLedgerData();
+    const eurInvoices = data.invoices.filter((i) => i.currency === "EUR");
+    const eurIds = new Set(eurInvoices.map((i) => i.id));
+    const expected = {
+      invoices: eurInvoices.length,
+      invoicedMinor: eurInvoices.reduce((s, i) => s + i.amountMinor, 0),
+      refundedMinor: data.refunds.filter((r) => r.status === "succeeded" && eurIds.has(r.invoiceId)).slice(0, 500).reduce((s, r) => s + r.amountMinor, 0),
+    };
+    const submitted = await submitRun(runtime, agent, { code: JOIN_SCRIPT, purpose: "EUR invoiced vs refunded", provenance: { model: "test-model" } });
+    expect(submitted).toMatchObject({ decision: "allow", status: "queued", capabilitySet: ["ledger.listInvoices", "ledger.listRefunds"] });
+    expect(submitted.reasons[0]?.policyId).toBe("allow-read-only-unregulated");
+
+    const done = await getRun(runtime, agent, { runId: submitted.runId, waitSeconds: 60 });
+    expect(done.status).toBe("succeeded");
+    expect(done.result).toEqual(expected);
+    expect(done.isolation).toBe("strict");
+
+    const calls = await db.prisma.runToolCall.findMany({ where: { runId: submitted.runId }, orderBy: { seq: "asc" } });
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    expect(calls.every((c) => c.outcome === "ok" && c.resultDigest)).toBe(true);
+    const actions = (await db.prisma.auditEvent.findMany({ where: { subjectId: submitted.runId }, orderBy: { id: "asc" } })).map((e) => e.action);
+    expect(actions).toEqual(["run.submitted", "run.analyzed", "run.auto_approved", "run.queued", "run.running", "run.succeeded"]);
+  }, 90_000);
+
+  it("holds a script that emails customers for two reviewers", async () => {
+    const view = await submitRun(runtime, agent, {
+      code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" }); return "sent";`,
+      purpose: "Remind a customer",
+    });
+    expect(view).toMatchObject({ status: "pending_review", decision: "escalate", approvalsRequired: 2, approvals: { approvedBy: [], required: 2 } });
+    expect(view.reasons.map((r) => r.policyId)).toContain("review-open-world");
+    expect(await db.prisma.runToolCall.count({ where: { runId: view.runId } })).toBe(0);
+  });
+
+  it("denies eval-like code with the deciding policy's id and text", async () => {
+    const view = await submitRun(runtime, agent, { code: `return eval("1 + 1");`, purpose: "sneaky", language: "javascript" });
+    expect(view.status).toBe("denied");
+    expect(view.error?.code).toBe("POLICY_DENIED");
+    expect(view.reasons).toContainEqual(expect.objectContaining({ policyId: "deny-critical-findings", text: expect.stringContaining("critical") }));
+    expect(view.findings.some((f) => f.code === "eval_like" && f.line === 1)).toBe(true);
+  });
+
+  it("denies a tool that does not exist", async () => {
+    const view = await submitRun(runtime, agent, { code: `return await tools.ledger.dropDatabase({});`, purpose: "x", language: "javascript" });
+    expect(view.status).toBe("denied");
+    expect(view.reasons.map((r) => r.policyId)).toContain("deny-unknown-tools");
+  });
+
+  it("escalates when a pii dataset is passed as input, and refuses unknown inputs", async () => {
+    const view = await submitRun(runtime, agent, { code: `return inputs.list();`, purpose: "look", inputs: ["people.json"] });
+    expect(view).toMatchObject({ status: "pending_review", approvalsRequired: 2 });
+    await expect(submitRun(runtime, agent, { code: `return 1;`, purpose: "x", inputs: ["nope.csv"] })).rejects.toMatchObject({
+      code: "bad_request",
+      message: expect.stringContaining("list_inputs"),
+    });
+  });
+
+  it("passes public datasets into the sandbox", async () => {
+    const view = await submitRun(runtime, agent, { code: `return inputs.csv("rates.csv");`, purpose: "rates", inputs: ["rates.csv"], language: "javascript" });
+    expect(view.decision).toBe("allow");
+    const done = await getRun(runtime, agent, { runId: view.runId, waitSeconds: 60 });
+    expect(done).toMatchObject({ status: "succeeded" });
+    expect(JSON.stringify(done.result)).toContain("1.08");
+  }, 90_000);
+
+  it("returns the same run for the same idempotency key and body, and refuses a different body", async () => {
+    const body = { code: `return 1;`, purpose: "once", idempotencyKey: "k-1", language: "javascript" as const };
+    const first = await submitRun(runtime, agent, body);
+    const again = await submitRun(runtime, agent, body);
+    expect(again.runId).toBe(first.runId);
+    await expect(submitRun(runtime, agent, { ...body, code: "return 2;" })).rejects.toMatchObject({ code: "conflict" });
+    expect(await db.prisma.run.count({ where: { idempotencyKey: "k-1" } })).toBe(1);
+  });
+
+  it("refuses malformed and oversize submissions with clear errors", async () => {
+    await expect(submitRun(runtime, agent, { code: "return 1", purpose: "x", shell: "rm -rf /" })).rejects.toMatchObject({ code: "bad_request" });
+    await expect(submitRun(runtime, agent, { code: "return 1" })).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("purpose") });
+    await expect(submitRun(runtime, agent, { code: "x".repeat(100_001), purpose: "big" })).rejects.toMatchObject({
+      code: "payload_too_large",
+      message: expect.stringContaining("100000"),
+    });
+  });
+
+  it("trips the loop breaker when the same failing script is resubmitted", async () => {
+    const body = { code: `return eval("2");`, purpose: "loop", language: "javascript" as const };
+    const before = await db.prisma.run.count({ where: { agentId: agent.id, code: body.code } });
+    for (let i = before; i < 3; i++) await submitRun(runtime, agent, body);
+    await expect(submitRun(runtime, agent, body)).rejects.toMatchObject({ runCode: "BUDGET_EXCEEDED", message: expect.stringContaining("change the approach") });
+  });
+
+  it("keeps runs private to their agent and cancels pending ones once", async () => {
+    const pending = await submitRun(runtime, agent, { code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0002", message: "hi" });`, purpose: "remind" });
+    await expect(getRun(runtime, otherAgent, { runId: pending.runId })).rejects.toMatchObject({ code: "not_found" });
+    await expect(cancelRun(runtime, otherAgent, pending.runId)).rejects.toMatchObject({ code: "not_found" });
+    expect(await cancelRun(runtime, agent, pending.runId)).toEqual({ runId: pending.runId, status: "cancelled" });
+    await expect(cancelRun(runtime, agent, pending.runId)).rejects.toMatchObject({ code: "conflict" });
+    expect((await getRun(runtime, agent, { runId: pending.runId })).status).toBe("cancelled");
+  });
+});

@@ -1,0 +1,385 @@
+/**
+ * The run lifecycle's service functions: submit, read, cancel (DESIGN.md steps 1–3, 5).
+ * The MCP tools, the console and the CLI all call these; none of them has logic of its own.
+ *
+ * submitRun guarantees:
+ * - the body is validated with a closed schema; oversize code is refused with the limit named;
+ * - the same idempotency key with the same body returns the same run; with a different body it is
+ *   a conflict (the key is unique per agent in the database, so two racing submits cannot both win);
+ * - budgets (runs per hour, concurrent runs, sandbox CPU-seconds per day) and the loop breaker (the
+ *   same code failing N times in a window) refuse with BUDGET_EXCEEDED before any work is done;
+ * - analysis and policy see only server-side facts (the tool registry, dataset classes), never the
+ *   agent's claims; the decision, its reasons, the policy version and the Cedar request are stored
+ *   with the run, and every state transition is an audit event in the same transaction;
+ * - an allowed run is queued in that transaction and handed to the executor afterwards.
+ */
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { canonicalJson, recordAudit } from "@/lib/audit/record";
+import { requireScope, type Actor } from "@/lib/auth/scopes";
+import type { Db } from "@/lib/db";
+import { env } from "@/lib/env";
+import { AppError, type RunErrorCode } from "@/lib/errors";
+import type { Prisma, Run } from "@/lib/generated/prisma/client";
+import { analyzeScript, type DataClass, type ToolFacts } from "@/lib/intake/analyze";
+import type { Finding } from "@/lib/intake/findings";
+import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
+import { buildPolicyRequest, type RequestedLimits } from "@/lib/policy/request";
+import { publishedPolicy } from "@/lib/policy/store";
+import { CANCELLABLE_BEFORE_START, isTerminal } from "./states";
+
+export type AgentActor = Extract<Actor, { type: "agent" }>;
+
+/** What the run service needs from the rest of the system. */
+export type RunDeps = {
+  db: Db;
+  registry: {
+    /** Server-side facts of every registered tool, quarantined ones included. */
+    toolFacts(): readonly ToolFacts[];
+    /** `declare const tools: {…}` for type-checking scripts. */
+    declarations(): string;
+    /** Import specifiers scripts may use (packages and sandbox-permitted builtins). */
+    allowedImports(): readonly string[];
+  };
+  /** Starts executing a queued run (in this process or through the job queue); never throws. */
+  startExecution(runId: string): void;
+};
+
+export const DEFAULT_LIMITS: RequestedLimits = { timeoutMs: 30_000, cpuSeconds: 60, heapMb: 128, maxToolCalls: 1_000 };
+/** Bytes of result JSON an agent gets back; the audit log keeps all of it. */
+export const MAX_RESULT_BYTES_FOR_AGENT = 16 * 1024;
+
+const provenanceSchema = z
+  .object({
+    model: z.string().max(200).optional(),
+    conversationId: z.string().max(200).optional(),
+    prompt: z.string().max(20_000).optional(),
+  })
+  .strict();
+
+export const submitRunSchema = z
+  .object({
+    code: z.string().min(1, "code is empty"),
+    purpose: z.string().trim().min(1, "purpose is required").max(2_000),
+    language: z.enum(["typescript", "javascript"]).default("typescript"),
+    inputs: z.array(z.string().min(1).max(128)).max(20).default([]),
+    idempotencyKey: z.string().min(1).max(200).optional(),
+    provenance: provenanceSchema.default({}),
+  })
+  .strict();
+
+export type SubmitRunInput = z.input<typeof submitRunSchema>;
+
+export type RunView = {
+  runId: string;
+  status: Run["status"];
+  decision: Run["decision"];
+  reasons: { policyId: string; text: string }[];
+  approvalsRequired?: number;
+  approvals?: { approvedBy: string[]; required: number };
+  capabilitySet: string[];
+  findings: Pick<Finding, "code" | "severity" | "message" | "line" | "column">[];
+  comments: { verdict: string; comment: string; at: string }[];
+  error?: { code: RunErrorCode; message: string; untrusted: boolean };
+  result?: unknown;
+  logs?: unknown;
+  stats?: unknown;
+  flags?: string[];
+  truncated?: boolean;
+  isolation?: string | null;
+};
+
+export class BudgetExceeded extends AppError {
+  readonly runCode = "BUDGET_EXCEEDED" as const;
+  constructor(message: string) {
+    super("rate_limited", message);
+  }
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+function parseSubmit(raw: unknown) {
+  const maxBytes = env().AIRLOCK_MAX_CODE_BYTES;
+  if (raw && typeof raw === "object" && typeof (raw as { code?: unknown }).code === "string") {
+    const size = Buffer.byteLength((raw as { code: string }).code, "utf8");
+    if (size > maxBytes) {
+      throw new AppError("payload_too_large", `code is ${size} bytes; the limit is ${maxBytes} bytes. Split the work or move data into inputs.`);
+    }
+  }
+  const parsed = submitRunSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new AppError("bad_request", `${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}`);
+  }
+  return parsed.data;
+}
+
+async function enforceBudgets(db: Db, agentId: string, codeSha256: string): Promise<void> {
+  const config = env();
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  const [lastHour, active, failures, cpu] = await Promise.all([
+    db.run.count({ where: { agentId, createdAt: { gte: hourAgo } } }),
+    db.run.count({ where: { agentId, status: { in: ["auto_approved", "approved", "queued", "running"] } } }),
+    db.run.count({
+      where: {
+        agentId,
+        codeSha256,
+        status: { in: ["denied", "failed", "timed_out", "rejected", "changes_requested"] },
+        createdAt: { gte: new Date(Date.now() - config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES * 60_000) },
+      },
+    }),
+    db.$queryRaw<{ ms: number | null }[]>`
+      SELECT COALESCE(SUM((stats->>'cpuMs')::numeric), 0)::float8 AS ms FROM "Run"
+      WHERE "agentId" = ${agentId}::uuid AND "finishedAt" >= now() - interval '1 day'`,
+  ]);
+  if (lastHour >= config.AIRLOCK_BUDGET_RUNS_PER_HOUR) {
+    throw new BudgetExceeded(`This agent submitted ${lastHour} runs in the last hour; the budget is ${config.AIRLOCK_BUDGET_RUNS_PER_HOUR}.`);
+  }
+  if (active >= config.AIRLOCK_BUDGET_CONCURRENT_RUNS) {
+    throw new BudgetExceeded(`This agent has ${active} runs queued or running; the budget is ${config.AIRLOCK_BUDGET_CONCURRENT_RUNS} at once.`);
+  }
+  if (failures >= config.AIRLOCK_LOOP_BREAKER_FAILURES) {
+    throw new BudgetExceeded(
+      `This exact script failed or was refused ${failures} times in the last ${config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES} minutes; change the approach instead of resubmitting it.`,
+    );
+  }
+  const cpuSeconds = (cpu[0]?.ms ?? 0) / 1000;
+  if (cpuSeconds >= config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY) {
+    throw new BudgetExceeded(`This agent used ${Math.round(cpuSeconds)} sandbox CPU-seconds today; the budget is ${config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY}.`);
+  }
+}
+
+const STATUS_BY_DECISION = { allow: "auto_approved", escalate: "pending_review", deny: "denied" } as const;
+
+export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
+  requireScope(actor, "runs:submit");
+  const input = parseSubmit(raw);
+  const { db } = deps;
+  const requestDigest = sha256(canonicalJson(input));
+  const codeSha256 = sha256(input.code);
+
+  if (input.idempotencyKey) {
+    const existing = await db.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
+    if (existing) return sameOrConflict(db, existing, requestDigest);
+  }
+  await enforceBudgets(db, actor.id, codeSha256);
+
+  const datasets = await db.dataset.findMany({ where: { name: { in: input.inputs } }, select: { id: true, name: true, sha256: true, dataClass: true } });
+  const missing = input.inputs.filter((name) => !datasets.some((d) => d.name === name));
+  if (missing.length > 0) {
+    throw new AppError("bad_request", `Unknown input ${missing.map((m) => JSON.stringify(m)).join(", ")}; list_inputs shows the datasets you may pass.`);
+  }
+  const inputs = input.inputs.map((name) => {
+    const d = datasets.find((x) => x.name === name)!;
+    return { name, datasetId: d.id, sha256: d.sha256, dataClass: d.dataClass };
+  });
+  const inputsDigest = sha256(canonicalJson(inputs.map(({ name, sha256: digest }) => ({ name, sha256: digest }))));
+
+  const analysis = analyzeScript({
+    code: input.code,
+    language: input.language,
+    tools: deps.registry.toolFacts(),
+    declarations: deps.registry.declarations(),
+    allowedPackages: deps.registry.allowedImports(),
+  });
+  const policy = await publishedPolicy(db);
+  const policyRequest = buildPolicyRequest({
+    agent: { id: actor.id, ownerId: actor.ownerId },
+    facts: analysis.facts,
+    findings: analysis.findings,
+    capabilitySet: analysis.capabilitySet,
+    inputDataClasses: [...new Set(inputs.map((i) => i.dataClass as DataClass))],
+    limits: DEFAULT_LIMITS,
+  });
+  const decision: PolicyDecision = policy
+    ? decide(policyRequest, policy.prepared)
+    : {
+        decision: "deny",
+        approvalsRequired: 0,
+        reasons: [{ policyId: BUILTIN_REASONS.defaultDeny, text: "No policy version is published, so nothing may run.", source: "" }],
+      };
+  const status = STATUS_BY_DECISION[decision.decision];
+
+  const run = await db
+    .$transaction(async (tx) => {
+      const created = await tx.run.create({
+        data: {
+          agentId: actor.id,
+          status: "submitted",
+          language: input.language,
+          code: input.code,
+          codeSha256,
+          purpose: input.purpose,
+          provenance: input.provenance,
+          inputs,
+          inputsDigest,
+          idempotencyKey: input.idempotencyKey ?? null,
+          requestDigest,
+        },
+      });
+      const subject = { type: "run", id: created.id };
+      await recordAudit(tx, { actor, action: "run.submitted", subject, data: { codeSha256, purpose: input.purpose, inputsDigest, language: input.language } });
+      await recordAudit(tx, {
+        actor: { type: "system", name: "analysis" },
+        action: "run.analyzed",
+        subject,
+        data: { capabilitySet: analysis.capabilitySet, facts: analysis.facts, findings: analysis.findings.map((f) => f.code) },
+      });
+      const finalStatus = status === "auto_approved" ? "queued" : status;
+      const updated = await tx.run.update({
+        where: { id: created.id },
+        data: {
+          status: finalStatus,
+          decision: decision.decision,
+          decisionReasons: decision.reasons,
+          approvalsRequired: decision.approvalsRequired,
+          reviewerRole: decision.reviewerRole ?? null,
+          policyVersionId: policy?.id ?? null,
+          policyRequest: policyRequest as unknown as Prisma.InputJsonValue,
+          capabilitySet: analysis.capabilitySet,
+          findings: analysis.findings,
+          facts: analysis.facts,
+          javascript: analysis.javascript,
+          reviewExpiresAt: status === "pending_review" ? new Date(Date.now() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000) : null,
+        },
+      });
+      await recordAudit(tx, {
+        actor: { type: "system", name: "policy" },
+        action: `run.${status}`,
+        subject,
+        data: { decision: decision.decision, policyVersion: policy?.version ?? null, reasons: decision.reasons.map((r) => r.policyId), approvalsRequired: decision.approvalsRequired },
+      });
+      if (finalStatus === "queued") {
+        await recordAudit(tx, { actor: { type: "system", name: "runs" }, action: "run.queued", subject });
+      }
+      return updated;
+    })
+    .catch(async (error: unknown) => {
+      // Two submits with the same key raced; the loser answers like a retry.
+      if (input.idempotencyKey && (error as { code?: string }).code === "P2002") {
+        const winner = await db.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
+        if (winner) return winner;
+      }
+      throw error;
+    });
+  if (run.status === "queued") deps.startExecution(run.id);
+  return presentRun(db, run);
+}
+
+async function sameOrConflict(db: Db, existing: Run, requestDigest: string): Promise<RunView> {
+  if (existing.requestDigest !== requestDigest) {
+    throw new AppError("conflict", "This idempotencyKey was already used with a different request; use a new key for a new script.");
+  }
+  return presentRun(db, existing);
+}
+
+const ERROR_BY_STATUS: Partial<Record<Run["status"], RunErrorCode>> = {
+  denied: "POLICY_DENIED",
+  rejected: "REVIEW_REJECTED",
+  changes_requested: "CHANGES_REQUESTED",
+  expired: "REVIEW_EXPIRED",
+};
+
+function capForAgent(result: unknown): { result: unknown; truncated: boolean } {
+  const text = JSON.stringify(result ?? null);
+  if (Buffer.byteLength(text, "utf8") <= MAX_RESULT_BYTES_FOR_AGENT) return { result, truncated: false };
+  return { result: { preview: text.slice(0, MAX_RESULT_BYTES_FOR_AGENT / 2), note: "result truncated for the model; the full result is in the audit log" }, truncated: true };
+}
+
+/** The agent's view of a run: decision with reasons, reviewer comments, and the envelope once finished. */
+export async function presentRun(db: Db, run: Run): Promise<RunView> {
+  const reviews = await db.review.findMany({
+    where: { runId: run.id },
+    orderBy: { createdAt: "asc" },
+    include: { reviewer: { select: { email: true } } },
+  });
+  const reasons = (run.decisionReasons as { policyId: string; text: string }[]).map(({ policyId, text }) => ({ policyId, text }));
+  const view: RunView = {
+    runId: run.id,
+    status: run.status,
+    decision: run.decision,
+    reasons,
+    capabilitySet: run.capabilitySet as string[],
+    findings: (run.findings as Finding[]).map(({ code, severity, message, line, column }) => ({ code, severity, message, line, column })),
+    comments: reviews.filter((r) => r.comment).map((r) => ({ verdict: r.verdict, comment: r.comment!, at: r.createdAt.toISOString() })),
+  };
+  if (run.decision === "escalate") {
+    view.approvalsRequired = run.approvalsRequired;
+    view.approvals = { approvedBy: reviews.filter((r) => r.verdict === "approve").map((r) => r.reviewer.email), required: run.approvalsRequired };
+  }
+  const statusError = ERROR_BY_STATUS[run.status];
+  if (statusError) {
+    const message =
+      statusError === "POLICY_DENIED"
+        ? `Denied by policy: ${reasons.map((r) => r.text).join(" ")}`
+        : statusError === "REVIEW_EXPIRED"
+          ? "No reviewer decided before the review expired."
+          : `A reviewer decided: ${run.status.replaceAll("_", " ")}.`;
+    view.error = { code: statusError, message, untrusted: false };
+  }
+  if (run.error) view.error = run.error as RunView["error"];
+  if (run.finishedAt && (run.status === "succeeded" || run.status === "failed" || run.status === "timed_out" || run.status === "cancelled")) {
+    const capped = capForAgent(run.result);
+    const stored = (run.stats ?? {}) as { logs?: unknown; flags?: string[]; truncated?: boolean; wallMs?: number };
+    view.result = capped.result;
+    view.logs = stored.logs;
+    view.flags = stored.flags ?? [];
+    view.truncated = capped.truncated || Boolean(stored.truncated);
+    view.stats = run.stats;
+    view.isolation = run.isolation;
+  }
+  return view;
+}
+
+export async function getRun(deps: Pick<RunDeps, "db">, actor: AgentActor, raw: unknown, signal?: AbortSignal): Promise<RunView> {
+  requireScope(actor, "runs:read");
+  const parsed = z
+    .object({ runId: z.uuid("runId must be a run id from submit_run"), waitSeconds: z.number().min(0).max(60).default(0) })
+    .strict()
+    .safeParse(raw);
+  if (!parsed.success) throw new AppError("bad_request", parsed.error.issues[0]?.message ?? "invalid arguments");
+  const { runId, waitSeconds } = parsed.data;
+  const deadline = Date.now() + waitSeconds * 1000;
+  for (;;) {
+    const run = await deps.db.run.findFirst({ where: { id: runId, agentId: actor.id } });
+    if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
+    const waiting = run.status === "pending_review" || run.status === "queued" || run.status === "running" || run.status === "approved" || run.status === "auto_approved";
+    if (!waiting || isTerminal(run.status) || Date.now() >= deadline || signal?.aborted) return presentRun(deps.db, run);
+    await new Promise((resolve) => setTimeout(resolve, Math.min(250, Math.max(0, deadline - Date.now()))));
+  }
+}
+
+/**
+ * Cancels a run that has not finished. Before it starts, the state changes at once (conditional
+ * update, audited); while it runs, the request is recorded and the executor holding the run stops
+ * its sandbox and writes the terminal `cancelled` state.
+ */
+export async function cancelRun(deps: Pick<RunDeps, "db">, actor: Actor, runId: string): Promise<{ runId: string; status: Run["status"] }> {
+  requireScope(actor, actor.type === "agent" ? "runs:submit" : "runs:review");
+  if (!z.uuid().safeParse(runId).success) throw new AppError("bad_request", "runId must be a run id from submit_run");
+  const ownerFilter = actor.type === "agent" ? { agentId: actor.id } : {};
+  return deps.db.$transaction(async (tx) => {
+    const stopped = await tx.run.updateMany({
+      where: { id: runId, ...ownerFilter, status: { in: [...CANCELLABLE_BEFORE_START] } },
+      data: { status: "cancelled", finishedAt: new Date(), cancelRequestedAt: new Date(), error: { code: "CANCELLED", message: "Cancelled before it ran.", untrusted: false } },
+    });
+    if (stopped.count === 1) {
+      await recordAudit(tx, { actor, action: "run.cancelled", subject: { type: "run", id: runId }, data: { phase: "before_start" } });
+      return { runId, status: "cancelled" as const };
+    }
+    const running = await tx.run.updateMany({
+      where: { id: runId, ...ownerFilter, status: "running", cancelRequestedAt: null },
+      data: { cancelRequestedAt: new Date() },
+    });
+    if (running.count === 1) {
+      await recordAudit(tx, { actor, action: "run.cancel_requested", subject: { type: "run", id: runId } });
+      return { runId, status: "running" as const };
+    }
+    const run = await tx.run.findFirst({ where: { id: runId, ...ownerFilter }, select: { status: true } });
+    if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
+    if (run.status === "running") return { runId, status: run.status };
+    throw new AppError("conflict", `Run ${runId} is already ${run.status.replaceAll("_", " ")}; it cannot be cancelled.`);
+  });
+}
