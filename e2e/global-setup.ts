@@ -5,7 +5,8 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { writeFile } from "node:fs/promises";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { FullConfig } from "@playwright/test";
@@ -52,6 +53,7 @@ export default async function globalSetup(config: FullConfig) {
       DATABASE_URL: postgres.url,
       AUTH_SECRET: randomBytes(32).toString("base64url"),
       AIRLOCK_LOGIN_MAX_FAILURES: "3",
+      AIRLOCK_DATA_DIR: await mkdtemp(join(tmpdir(), "airlock-e2e-data-")),
     },
     stdio: ["ignore", "inherit", "inherit"],
     detached: true,

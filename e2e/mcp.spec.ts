@@ -1,0 +1,119 @@
+/**
+ * The agent door with the MCP SDK's real Client against `next start`: discovery, submission under
+ * policy, results, reasons, and every refusal path an agent can hit.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { expect, test } from "./fixtures";
+
+type TextResult = { content: { type: string; text: string }[]; isError?: boolean };
+
+async function connect(baseURL: string, token: string): Promise<Client> {
+  const client = new Client({ name: "e2e-agent", version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL("/api/mcp", baseURL), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  );
+  return client;
+}
+
+function body(result: unknown): { isError: boolean; data: Record<string, unknown> } {
+  const r = result as TextResult;
+  return { isError: Boolean(r.isError), data: JSON.parse(r.content[0]!.text) as Record<string, unknown> };
+}
+
+test.describe("MCP endpoint", () => {
+  let client: Client;
+
+  test.beforeEach(async ({ state, baseURL }) => {
+    client = await connect(baseURL!, state.credentials.agent.token);
+  });
+  test.afterEach(async () => {
+    await client.close();
+  });
+
+  test("lists exactly the five agent tools", async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(["cancel_run", "get_run", "list_inputs", "search_tools", "submit_run"]);
+  });
+
+  test("search_tools finds ledger tools and returns declarations at full detail", async () => {
+    const summary = body(await client.callTool({ name: "search_tools", arguments: { query: "invoices" } }));
+    expect(JSON.stringify(summary.data)).toContain("listInvoices");
+    const full = body(await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } }));
+    expect(JSON.stringify(full.data)).toContain("listInvoices(args");
+  });
+
+  test("a read-only script is auto-approved and its result returned", async () => {
+    const result = body(
+      await client.callTool({
+        name: "submit_run",
+        arguments: {
+          code: `const page = await tools.ledger.listInvoices({ status: "paid", limit: 500 });\nreturn { paid: page.invoices.length };`,
+          purpose: "Count paid invoices",
+          provenance: { model: "e2e", conversationId: "c-1" },
+        },
+      }),
+    );
+    expect(result.isError).toBe(false);
+    expect(result.data).toMatchObject({ decision: "allow", status: "succeeded", isolation: "strict" });
+    expect((result.data.result as { paid: number }).paid).toBeGreaterThan(0);
+  });
+
+  test("a write script waits in pending_review with its reasons", async () => {
+    const result = body(
+      await client.callTool({
+        name: "submit_run",
+        arguments: { code: `await tools.ledger.issueRefund({ invoiceId: "inv_0001", amount: "1.00", reason: "goodwill", idempotencyKey: "r-1" });`, purpose: "Refund" },
+      }),
+    );
+    expect(result.data).toMatchObject({ status: "pending_review", decision: "escalate", approvalsRequired: 2 });
+    const polled = body(await client.callTool({ name: "get_run", arguments: { runId: result.data.runId, waitSeconds: 1 } }));
+    expect(polled.data.status).toBe("pending_review");
+  });
+
+  test("eval-like code is denied with reasons as an isError result", async () => {
+    const result = body(await client.callTool({ name: "submit_run", arguments: { code: `return eval("1")`, purpose: "x", language: "javascript" } }));
+    expect(result.isError).toBe(true);
+    expect(result.data).toMatchObject({ status: "denied", error: { code: "POLICY_DENIED" } });
+    expect(JSON.stringify(result.data.reasons)).toContain("deny-critical-findings");
+  });
+
+  test("an idempotent resubmission returns the same run", async () => {
+    const args = { code: "return 42;", purpose: "answer", language: "javascript", idempotencyKey: "e2e-key" };
+    const first = body(await client.callTool({ name: "submit_run", arguments: args }));
+    const second = body(await client.callTool({ name: "submit_run", arguments: args }));
+    expect(second.data.runId).toBe(first.data.runId);
+  });
+
+  test("malformed arguments and oversize code are protocol errors with clear messages", async () => {
+    await expect(client.callTool({ name: "submit_run", arguments: { purpose: "no code" } })).rejects.toThrow(McpError);
+    await expect(client.callTool({ name: "get_run", arguments: { runId: "not-a-uuid" } })).rejects.toThrow(/runId/);
+    await expect(client.callTool({ name: "submit_run", arguments: { code: "x".repeat(100_001), purpose: "big" } })).rejects.toThrow(/limit is 100000 bytes/);
+    await expect(client.callTool({ name: "no_such_tool", arguments: {} })).rejects.toThrow(/Unknown tool/);
+  });
+
+  test("list_inputs shows the demo datasets with data classes", async () => {
+    const result = body(await client.callTool({ name: "list_inputs", arguments: {} }));
+    expect(result.data.inputs).toEqual(expect.arrayContaining([expect.objectContaining({ name: "vip-customers.json", dataClass: "pii" })]));
+  });
+});
+
+test.describe("MCP endpoint refusals", () => {
+  test("no token and a bad token get 401 with the protected-resource metadata", async ({ request }) => {
+    for (const headers of [{}, { Authorization: "Bearer alk_" + "x".repeat(43) }]) {
+      const response = await request.post("/api/mcp", { headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" }, data: { jsonrpc: "2.0", id: 1, method: "tools/list" } });
+      expect(response.status()).toBe(401);
+      expect(response.headers()["www-authenticate"]).toContain('resource_metadata="http://127.0.0.1');
+    }
+    const metadata = await request.get("/.well-known/oauth-protected-resource");
+    expect(await metadata.json()).toMatchObject({ resource: expect.stringMatching(/\/api\/mcp$/), bearer_methods_supported: ["header"] });
+  });
+
+  test("a foreign Host or Origin is refused (DNS rebinding)", async ({ request, state }) => {
+    const auth = { Authorization: `Bearer ${state.credentials.agent.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" };
+    const data = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+    expect((await request.post("/api/mcp", { headers: { ...auth, Origin: "http://evil.example" }, data })).status()).toBe(403);
+    expect((await request.post("/api/mcp", { headers: { ...auth, Host: "evil.example" }, data })).status()).toBe(403);
+  });
+});
