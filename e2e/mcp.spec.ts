@@ -101,7 +101,8 @@ test.describe("MCP endpoint", () => {
 
 test.describe("MCP endpoint refusals", () => {
   test("no token and a bad token get 401 with the protected-resource metadata", async ({ request }) => {
-    for (const headers of [{}, { Authorization: "Bearer alk_" + "x".repeat(43) }]) {
+    const attempts: Record<string, string>[] = [{}, { Authorization: "Bearer alk_" + "x".repeat(43) }];
+    for (const headers of attempts) {
       const response = await request.post("/api/mcp", { headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" }, data: { jsonrpc: "2.0", id: 1, method: "tools/list" } });
       expect(response.status()).toBe(401);
       expect(response.headers()["www-authenticate"]).toContain('resource_metadata="http://127.0.0.1');

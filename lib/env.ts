@@ -24,6 +24,8 @@ const schema = z
     PORT: port.default(3000),
     AIRLOCK_HOST: z.string().min(1).default("127.0.0.1"),
     AIRLOCK_DATA_DIR: z.string().min(1).default(".airlock"),
+    AIRLOCK_AUDIT_KEY_FILE: optionalString,
+    AIRLOCK_AUDIT_CHECKPOINT_DIR: optionalString,
     AIRLOCK_PUBLIC_URL: optionalString.pipe(z.url().optional()),
     AIRLOCK_DEMO_PASSWORD: optionalString.pipe(z.string().min(12, "must be at least 12 characters").optional()),
     AIRLOCK_CONFIG: optionalString,
@@ -36,7 +38,12 @@ const schema = z
     AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY: z.coerce.number().int().min(1).max(100_000_000).default(3600),
     AIRLOCK_LOOP_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
     AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(10),
+    AIRLOCK_IN_PROCESS_WORKER: z
+      .enum(["true", "false"], { message: "must be true or false" })
+      .default("true")
+      .transform((value) => value === "true"),
     AIRLOCK_REVIEW_TTL_HOURS: z.coerce.number().min(0.01).max(24 * 365).default(24),
+    AIRLOCK_REVIEW_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
     AUTH_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
     AIRLOCK_OIDC_ISSUER: optionalString.pipe(z.url().optional()),
     AIRLOCK_OIDC_CLIENT_ID: optionalString,

@@ -15,7 +15,7 @@ import { env } from "@/lib/env";
 
 const runningSchema = z.object({ url: z.string(), pid: z.number().int() }).strict();
 
-async function runningEmbeddedUrl(dataDir: string): Promise<string | null> {
+export async function runningEmbeddedUrl(dataDir: string): Promise<string | null> {
   const file = join(dataDir, "postgres.json");
   if (!existsSync(file)) return null;
   const parsed = runningSchema.safeParse(JSON.parse(await readFile(file, "utf8")));

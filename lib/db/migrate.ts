@@ -11,6 +11,9 @@
  * the way Prisma does (its error is passed on as the cause); an unreachable database is reported
  * as such, naming DATABASE_URL, without the password.
  *
+ * After Prisma's migrations, graphile-worker's own schema (the run job queue, lib/runs/queue.ts)
+ * is installed or upgraded by graphile-worker's migrator, so one call prepares everything.
+ *
  * Only `migration.sql` is read from each folder; the `schema.prisma` copy kept beside it is for
  * `scripts/migration-new.ts`.
  */
@@ -18,6 +21,8 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { runMigrations as runQueueMigrations } from "graphile-worker";
+import { quietQueueLogger } from "@/lib/runs/queue-logger";
 import { AppError } from "@/lib/errors";
 import { NO_FILTERS, withSchemaEngine, type MigrationList } from "./schema-engine";
 
@@ -96,6 +101,7 @@ export async function applyMigrations(
     const output = await withSchemaEngine(databaseUrl, (engine) =>
       engine.applyMigrations({ migrationsList, filters: NO_FILTERS }),
     );
+    await runQueueMigrations({ connectionString: databaseUrl, logger: quietQueueLogger });
     return { applied: output.appliedMigrationNames };
   } catch (error) {
     throw new Error(

@@ -6,8 +6,10 @@
  *   in the same transaction as its audit event; a second executor gets nothing and walks away;
  * - the sandbox gets exactly the approved capability set, the JavaScript analysis produced, and
  *   copies of the datasets the run named (resolved at intake, verified by sha256 here);
- * - every tool call is recorded (tool, args/result digests and values, duration, outcome) and the
- *   ordered calls are sealed into the audit chain by the terminal event's `toolCallsDigest`;
+ * - every tool call is recorded (tool, args/result digests and values, duration, outcome) as it
+ *   completes — flushed in small batches, so the calls of a run whose executor dies are still on
+ *   record — and the ordered calls are sealed into the audit chain by the terminal event's
+ *   `toolCallsDigest`;
  * - the terminal state is written once, conditionally on `running`, with the whole envelope;
  * - while it runs, the executor heartbeats and polls `cancelRequestedAt`, aborting the sandbox when
  *   a cancel arrives from any process.
@@ -58,7 +60,10 @@ function keep(value: unknown): Prisma.InputJsonValue {
   return (Buffer.byteLength(text) <= MAX_STORED_CALL_BYTES ? JSON.parse(text) : { truncated: true, bytes: Buffer.byteLength(text) }) as Prisma.InputJsonValue;
 }
 
-export function toolCallsDigest(calls: readonly Pick<CallRow, "seq" | "server" | "tool" | "argsDigest" | "resultDigest" | "outcome">[]): string {
+/** The fields of a tool call that the audit chain seals, as stored in RunToolCall. */
+export type SealedCall = { seq: number; server: string; tool: string; argsDigest: string; resultDigest: string | null; outcome: string };
+
+export function toolCallsDigest(calls: readonly SealedCall[]): string {
   return digest(calls.map(({ seq, server, tool, argsDigest, resultDigest, outcome }) => ({ seq, server, tool, argsDigest, resultDigest, outcome })));
 }
 
@@ -88,14 +93,21 @@ async function stageInputs(db: Db, inputs: { name: string; datasetId: string; sh
   return { dir, staged };
 }
 
-/** Claims and runs a queued run to its terminal state. Returns false if another executor had it. */
-export async function executeRun(deps: ExecutorDeps, runId: string): Promise<boolean> {
+/**
+ * Claims and runs a queued run to its terminal state. Returns false if another executor had it.
+ * `shutdown` aborts the sandbox when this executor must stop (a draining worker past its grace
+ * period); the run then fails explicitly with EXECUTOR_LOST instead of being left running.
+ */
+export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: AbortSignal): Promise<boolean> {
   const { db } = deps;
   const run = await claim(db, runId, deps.executorId);
   if (!run) return false;
 
   const controller = new AbortController();
+  const onShutdown = () => controller.abort();
+  shutdown?.addEventListener("abort", onShutdown);
   const calls: CallRow[] = [];
+  const recorder = new CallRecorder(db, runId);
   const heartbeat = setInterval(() => {
     void db.run
       .update({ where: { id: runId }, data: { heartbeatAt: new Date() }, select: { cancelRequestedAt: true } })
@@ -126,6 +138,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string): Promise<boo
         throw error;
       } finally {
         row.durationMs = Math.round(performance.now() - started);
+        recorder.add(row);
       }
     };
     envelope = await deps.runScript({
@@ -152,20 +165,44 @@ export async function executeRun(deps: ExecutorDeps, runId: string): Promise<boo
     clearInterval(heartbeat);
     if (stagingDir) await rm(stagingDir, { recursive: true, force: true });
   }
+  shutdown?.removeEventListener("abort", onShutdown);
   if (controller.signal.aborted && envelope.status !== "succeeded") {
-    envelope = { ...envelope, status: "cancelled", error: { code: "CANCELLED", message: "Cancelled while running.", untrusted: false } };
+    envelope = shutdown?.aborted
+      ? { ...envelope, status: "failed", error: { code: "EXECUTOR_LOST", message: "The executor shut down before the run finished.", untrusted: false } }
+      : { ...envelope, status: "cancelled", error: { code: "CANCELLED", message: "Cancelled while running.", untrusted: false } };
   }
+  await recorder.flush();
   await finish(db, runId, envelope, calls);
   return true;
 }
 
-async function finish(db: Db, runId: string, envelope: Envelope, calls: CallRow[]): Promise<void> {
-  const sealed = toolCallsDigest(calls);
-  await db.$transaction(async (tx) => {
-    if (calls.length > 0) {
-      await tx.runToolCall.createMany({
-        data: calls.map((c) => ({
-          runId,
+/** Writes completed calls in batches, one insert at a time, in completion order. */
+class CallRecorder {
+  private pending: CallRow[] = [];
+  private chain: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly runId: string,
+  ) {}
+
+  add(row: CallRow): void {
+    this.pending.push(row);
+    if (this.pending.length >= 100) this.writePending();
+    else this.timer ??= setTimeout(() => this.writePending(), 200);
+  }
+
+  private writePending(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return;
+    this.chain = this.chain.then(async () => {
+      await this.db.runToolCall.createMany({
+        data: batch.map((c) => ({
+          runId: this.runId,
           seq: c.seq,
           server: c.server,
           tool: c.tool,
@@ -178,7 +215,19 @@ async function finish(db: Db, runId: string, envelope: Envelope, calls: CallRow[
           error: c.error,
         })),
       });
-    }
+    });
+  }
+
+  /** Resolves when every added call is in the database; a failed write fails the run's finish. */
+  async flush(): Promise<void> {
+    this.writePending();
+    await this.chain;
+  }
+}
+
+async function finish(db: Db, runId: string, envelope: Envelope, calls: CallRow[]): Promise<void> {
+  const sealed = toolCallsDigest(calls);
+  await db.$transaction(async (tx) => {
     const written = await tx.run.updateMany({
       where: { id: runId, status: "running" },
       data: {

@@ -1,7 +1,8 @@
 /**
  * The process-wide pieces a web process (or worker) needs to take runs end to end: the tool
- * broker connected to the configured upstreams (pins and registry in PostgreSQL), a warm sandbox
- * pool at the configured isolation level, and an in-process executor.
+ * broker connected to the configured upstreams (pins and registry in PostgreSQL) and, when this
+ * process executes runs, a warm sandbox pool at the configured isolation level and a run-queue
+ * worker (lib/runs/queue.ts). A process that does not execute only enqueues.
  *
  * Configuration: AIRLOCK_CONFIG, else ./airlock.config.json, else the built-in demo configuration
  * (the `ledger` upstream from lib/demo/ledger, its state kept under AIRLOCK_DATA_DIR). A config
@@ -11,16 +12,28 @@
  */
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
+import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { Db } from "@/lib/db";
 import { env } from "@/lib/env";
 import { loadConfig, parseConfig, ToolBroker, type AirlockConfig } from "@/lib/broker";
 import { DbPinStore, syncRegistry, upsertServers } from "@/lib/broker/db-registry";
 import { ALLOWED_BUILTINS, createSandboxPool, type SandboxPool } from "@/lib/sandbox";
-import { executeRun } from "./executor";
+import { quickAddJob } from "graphile-worker";
+import { EXECUTE_RUN, startRunQueue, type MaintenanceOptions, type RunQueue } from "./queue";
+import { quietQueueLogger } from "./queue-logger";
 import type { RunDeps } from "./service";
 
-export type Runtime = RunDeps & { broker: ToolBroker; pool: SandboxPool; config: AirlockConfig; close(): Promise<void> };
+export type Runtime = RunDeps & { broker: ToolBroker; config: AirlockConfig; close(): Promise<void> };
+
+export type RuntimeOptions = {
+  databaseUrl: string;
+  /** Execute runs in this process (npm start, `npm run worker`); otherwise only enqueue them. */
+  execute: boolean;
+  executorId?: string;
+  maintenance?: MaintenanceOptions;
+  drainMs?: number;
+};
 
 /** The demo upstream, used when no config file exists. */
 export function demoConfig(stateFile = join(resolve(env().AIRLOCK_DATA_DIR), "ledger-state.json")): AirlockConfig {
@@ -55,17 +68,32 @@ export function resolveConfig(): AirlockConfig {
   return demoConfig();
 }
 
-export async function createRuntime(db: Db, config: AirlockConfig, executorId = `web-${process.pid}`): Promise<Runtime> {
+export async function createRuntime(db: Db, config: AirlockConfig, options: RuntimeOptions): Promise<Runtime> {
   await upsertServers(db, config);
   const broker = await ToolBroker.connect(config, { pins: new DbPinStore(db) });
   await syncRegistry(db, broker.tools());
-  const pool = createSandboxPool({ size: config.sandbox.poolSize, isolation: config.sandbox.isolation, packages: config.packages });
   const allowedImports = [...config.packages, ...ALLOWED_BUILTINS];
-  const running = new Set<Promise<unknown>>();
+  let pool: SandboxPool | null = null;
+  let queue: RunQueue | null = null;
+  if (options.execute) {
+    const sandboxPool = createSandboxPool({ size: config.sandbox.poolSize, isolation: config.sandbox.isolation, packages: config.packages });
+    pool = sandboxPool;
+    queue = await startRunQueue({
+      databaseUrl: options.databaseUrl,
+      db,
+      concurrency: Math.max(1, config.sandbox.poolSize),
+      drainMs: options.drainMs,
+      maintenance: options.maintenance,
+      executor: {
+        executorId: options.executorId ?? `${hostname()}-${process.pid}`,
+        callTool: broker.callTool,
+        runScript: (request) => sandboxPool.run(request),
+      },
+    });
+  }
   const runtime: Runtime = {
     db,
     broker,
-    pool,
     config,
     registry: {
       toolFacts: () => broker.tools().map(({ server, name, annotations, dataClass, quarantined }) => ({ server, name, annotations, dataClass, quarantined })),
@@ -73,14 +101,15 @@ export async function createRuntime(db: Db, config: AirlockConfig, executorId = 
       allowedImports: () => allowedImports,
     },
     startExecution(runId) {
-      const job = executeRun({ db, executorId, callTool: broker.callTool, runScript: (request) => pool.run(request) }, runId)
-        .catch((error: unknown) => console.error(`run ${runId}: executor failed`, error))
-        .finally(() => running.delete(job));
-      running.add(job);
+      const added = queue
+        ? queue.enqueue(runId)
+        : quickAddJob({ connectionString: options.databaseUrl, logger: quietQueueLogger }, EXECUTE_RUN, { runId }, { jobKey: `run:${runId}`, maxAttempts: 3 }).then(() => undefined);
+      // A lost enqueue is recovered by the maintenance sweep, which re-enqueues stale queued runs.
+      added.catch((error: unknown) => console.error(`run ${runId}: enqueue failed`, error));
     },
     async close() {
-      await Promise.allSettled(running);
-      await pool.close();
+      await queue?.stop();
+      await pool?.close();
       await broker.close();
     },
   };
@@ -91,7 +120,13 @@ const cache = globalThis as typeof globalThis & { __airlockRuntime?: Promise<Run
 
 /** The web process's runtime, created on first use. A failed start is retried on the next call. */
 export function appRuntime(db: Db): Promise<Runtime> {
-  cache.__airlockRuntime ??= createRuntime(db, resolveConfig()).catch((error: unknown) => {
+  const config = env();
+  if (!config.DATABASE_URL) throw new Error("DATABASE_URL is not set");
+  cache.__airlockRuntime ??= createRuntime(db, resolveConfig(), {
+    databaseUrl: config.DATABASE_URL,
+    execute: config.AIRLOCK_IN_PROCESS_WORKER,
+    executorId: `web-${hostname()}-${process.pid}`,
+  }).catch((error: unknown) => {
     cache.__airlockRuntime = undefined;
     throw error;
   });

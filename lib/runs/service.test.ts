@@ -41,7 +41,7 @@ beforeAll(async () => {
   agent = await makeAgent("analyst");
   otherAgent = await makeAgent("intruder");
   const stateFile = join(await mkdtemp(join(tmpdir(), "airlock-ledger-")), "state.json");
-  runtime = await createRuntime(db.prisma, { ...demoConfig(stateFile), sandbox: { isolation: "strict", poolSize: 1 } });
+  runtime = await createRuntime(db.prisma, { ...demoConfig(stateFile), sandbox: { isolation: "strict", poolSize: 1 } }, { databaseUrl: db.url, execute: true });
 }, 120_000);
 
 afterAll(async () => {

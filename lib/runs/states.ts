@@ -12,7 +12,8 @@ export const NEXT_STATES = {
   auto_approved: ["queued", "cancelled"],
   approved: ["queued", "cancelled"],
   queued: ["running", "cancelled", "failed"],
-  running: ["succeeded", "failed", "timed_out", "cancelled"],
+  // running → queued only when the executor was lost and every tool the run may call is idempotent.
+  running: ["succeeded", "failed", "timed_out", "cancelled", "queued"],
   denied: [],
   rejected: [],
   changes_requested: [],

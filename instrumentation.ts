@@ -1,0 +1,11 @@
+/**
+ * Next's start-up hook: in the Node.js server, start the run runtime at boot (broker, and with
+ * AIRLOCK_IN_PROCESS_WORKER the executor), so queued runs are executed even before the first
+ * request arrives. Nothing happens where there is no database (e.g. during `next build`).
+ */
+export async function register() {
+  // eslint-disable-next-line no-restricted-syntax -- Next's own runtime marker, not configuration
+  if (process.env.NEXT_RUNTIME !== "nodejs") return;
+  const { startAppRuntimeAtBoot } = await import("@/lib/runs/boot");
+  await startAppRuntimeAtBoot();
+}

@@ -1,0 +1,141 @@
+/**
+ * The run job queue: graphile-worker on the same PostgreSQL (issue 5).
+ *
+ * Why graphile-worker rather than pg-boss: jobs are picked up through LISTEN/NOTIFY (milliseconds,
+ * not a polling interval), it has a crontab for the maintenance sweep, it runs its own schema
+ * migrations, and a job can be added with plain SQL in any transaction. Both are PostgreSQL-only
+ * and fine at our volume; the deciding point is latency for auto-approved runs, which an agent
+ * waits on.
+ *
+ * Exactly-once does not rest on the queue: a job only carries a run id, and the executor claims
+ * the run with a conditional update (queued → running). A duplicate or retried job finds nothing
+ * to claim. Job keys (= run id) keep the queue itself from filling with duplicates.
+ *
+ * The maintenance sweep (every minute, and on start) expires stale reviews, re-enqueues queued
+ * runs whose job was lost, and handles runs whose executor stopped heartbeating: failed with
+ * EXECUTOR_LOST, or queued again when every tool they may call is idempotent.
+ */
+import { run as runWorker, type Runner } from "graphile-worker";
+import { z } from "zod";
+import { recordAudit } from "@/lib/audit/record";
+import type { Db } from "@/lib/db";
+import { executeRun, type ExecutorDeps } from "./executor";
+import { quietQueueLogger } from "./queue-logger";
+
+export const EXECUTE_RUN = "execute_run";
+export const MAINTENANCE = "runs_maintenance";
+
+const payloadSchema = z.object({ runId: z.uuid() }).strict();
+const SYSTEM = { type: "system", name: "maintenance" } as const;
+
+export type RunQueue = {
+  enqueue(runId: string): Promise<void>;
+  /** Stops taking jobs and waits for the runs in flight to reach a terminal state. */
+  stop(): Promise<void>;
+};
+
+export type MaintenanceOptions = {
+  /** A running run whose heartbeat is older than this is considered lost. */
+  heartbeatTimeoutMs: number;
+  /** A queued run older than this without progress is enqueued again. */
+  requeueAfterMs: number;
+  /** Expires pending reviews; supplied by lib/review. */
+  expireReviews?: (db: Db, now: Date) => Promise<number>;
+};
+
+export const DEFAULT_MAINTENANCE: MaintenanceOptions = { heartbeatTimeoutMs: 30_000, requeueAfterMs: 30_000 };
+
+/** True when every tool in the capability set is declared idempotent by the server-side registry. */
+async function allIdempotent(db: Db, capabilitySet: string[]): Promise<boolean> {
+  if (capabilitySet.length === 0) return true;
+  const tools = await db.upstreamTool.findMany({ include: { server: { select: { name: true } } } });
+  return capabilitySet.every((capability) => {
+    const tool = tools.find((t) => `${t.server.name}.${t.name}` === capability);
+    return (tool?.annotations as { idempotentHint?: boolean } | undefined)?.idempotentHint === true;
+  });
+}
+
+/** One sweep; returns what it did. Safe to run from any number of processes at once. */
+export async function runMaintenance(db: Db, enqueue: (runId: string) => Promise<void>, options: MaintenanceOptions, now = new Date()) {
+  const expired = options.expireReviews ? await options.expireReviews(db, now) : 0;
+  const lostCutoff = new Date(now.getTime() - options.heartbeatTimeoutMs);
+  const lost = await db.run.findMany({ where: { status: "running", heartbeatAt: { lt: lostCutoff } }, select: { id: true, capabilitySet: true, executorId: true } });
+  let failed = 0;
+  let retried = 0;
+  for (const run of lost) {
+    const retry = await allIdempotent(db, run.capabilitySet as string[]);
+    const changed = await db.$transaction(async (tx) => {
+      const update = await tx.run.updateMany({
+        where: { id: run.id, status: "running", heartbeatAt: { lt: lostCutoff } },
+        data: retry
+          ? { status: "queued", executorId: null, heartbeatAt: null }
+          : {
+              status: "failed",
+              finishedAt: now,
+              error: { code: "EXECUTOR_LOST", message: "The executor running this run stopped; it was not retried because it may call tools that are not idempotent.", untrusted: false },
+            },
+      });
+      if (update.count === 1) {
+        await recordAudit(tx, {
+          actor: SYSTEM,
+          action: retry ? "run.queued" : "run.failed",
+          subject: { type: "run", id: run.id },
+          data: { reason: "EXECUTOR_LOST", executorId: run.executorId, retried: retry },
+        });
+      }
+      return update.count === 1;
+    });
+    if (changed && retry) {
+      retried++;
+      await enqueue(run.id);
+    } else if (changed) failed++;
+  }
+  const stale = await db.run.findMany({
+    where: { status: "queued", updatedAt: { lt: new Date(now.getTime() - options.requeueAfterMs) } },
+    select: { id: true },
+  });
+  for (const run of stale) await enqueue(run.id);
+  return { expired, failed, retried, requeued: stale.length };
+}
+
+export async function startRunQueue(options: {
+  databaseUrl: string;
+  executor: Omit<ExecutorDeps, "db">;
+  db: Db;
+  concurrency: number;
+  /** How long stop() lets runs in flight finish before aborting them (they then fail EXECUTOR_LOST). */
+  drainMs?: number;
+  maintenance?: MaintenanceOptions;
+}): Promise<RunQueue> {
+  const maintenance = options.maintenance ?? DEFAULT_MAINTENANCE;
+  let runner: Runner | null = null;
+  const enqueue = async (runId: string) => {
+    if (!runner) throw new Error("the run queue is not started");
+    await runner.addJob(EXECUTE_RUN, { runId }, { jobKey: `run:${runId}`, maxAttempts: 3 });
+  };
+  runner = await runWorker({
+    connectionString: options.databaseUrl,
+    concurrency: options.concurrency,
+    noHandleSignals: true,
+    gracefulShutdownAbortTimeout: options.drainMs ?? 60_000,
+    logger: quietQueueLogger,
+    crontab: `* * * * * ${MAINTENANCE}`,
+    taskList: {
+      [EXECUTE_RUN]: async (payload, helpers) => {
+        const { runId } = payloadSchema.parse(payload);
+        await executeRun({ db: options.db, ...options.executor }, runId, helpers.abortSignal);
+      },
+      [MAINTENANCE]: async () => {
+        await runMaintenance(options.db, enqueue, maintenance);
+      },
+    },
+  });
+  await runMaintenance(options.db, enqueue, maintenance).catch((error: unknown) => console.error("run maintenance failed", error));
+  return {
+    enqueue,
+    async stop() {
+      await runner?.stop();
+      runner = null;
+    },
+  };
+}

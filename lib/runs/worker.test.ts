@@ -1,0 +1,151 @@
+/**
+ * Executors as separate processes (`scripts/worker.ts`), coordinated only through PostgreSQL:
+ * a killed worker leaves no run stuck in `running` (EXECUTOR_LOST, or a retry when every tool is
+ * idempotent), and SIGTERM drains the runs in flight.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createAgent } from "@/lib/auth/agents";
+import type { Actor } from "@/lib/auth/scopes";
+import { createUser } from "@/lib/auth/users";
+import { defaultPolicyText } from "@/lib/policy/policy-set";
+import { publishPolicyText } from "@/lib/policy/store";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { runMaintenance } from "./queue";
+import { createRuntime, demoConfig, type Runtime } from "./runtime";
+import { getRun, submitRun, type AgentActor } from "./service";
+
+const system: Actor = { type: "system", name: "test" };
+let db: TestDatabase;
+let runtime: Runtime;
+let agent: AgentActor;
+let configFile: string;
+const workers: ChildProcess[] = [];
+
+function startWorker(): { child: ChildProcess; ready: Promise<void>; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, ["--conditions=react-server", "--import", "tsx", "scripts/worker.ts"], {
+    cwd: process.cwd(),
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: db.url, AIRLOCK_CONFIG: configFile },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  workers.push(child);
+  let output = "";
+  const ready = new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("ready")) resolve();
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`worker exited (${code}) before ready:\n${output}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, ready, exited };
+}
+
+async function waitForStatus(runId: string, status: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const run = await db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    if (run.status === status) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`run ${runId} did not reach ${status}`);
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.prisma.$transaction(async (tx) => {
+    await createUser(tx, system, { email: "owner@example.com", role: "admin" });
+    await publishPolicyText(tx, system, defaultPolicyText());
+  });
+  const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "w", ownerEmail: "owner@example.com" }));
+  const ownerId = (await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } })).ownerId;
+  agent = { type: "agent", id: created.agentId, name: "w", ownerId, scopes: created.scopes };
+  const dir = await mkdtemp(join(tmpdir(), "airlock-worker-"));
+  const config = demoConfig(join(dir, "ledger.json"));
+  configFile = join(dir, "airlock.config.json");
+  const ledger = config.servers.ledger!;
+  await writeFile(configFile, JSON.stringify({ servers: { ledger: { ...ledger, tools: { sendReminderEmail: { dataClass: "pii" } } } }, sandbox: { isolation: "strict", poolSize: 1 }, pins: { file: join(dir, "pins.json") } }));
+  // This process only submits and enqueues; the workers execute.
+  runtime = await createRuntime(db.prisma, config, { databaseUrl: db.url, execute: false });
+}, 120_000);
+
+afterEach(() => {
+  for (const child of workers.splice(0)) {
+    try {
+      if (child.pid) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
+  }
+});
+
+afterAll(async () => {
+  await runtime?.close();
+  await db?.drop();
+});
+
+describe("worker processes", () => {
+  it("execute a queued run, and SIGTERM lets a run in flight finish before exiting", async () => {
+    const worker = startWorker();
+    await worker.ready;
+    const view = await submitRun(runtime, agent, {
+      code: `await new Promise((r) => setTimeout(r, 1500)); const p = await tools.ledger.listInvoices({ limit: 3 }); return p.invoices.length;`,
+      purpose: "slow read",
+    });
+    expect(view.status).toBe("queued");
+    await waitForStatus(view.runId, "running");
+    process.kill(worker.child.pid!, "SIGTERM");
+    expect(await worker.exited).toBe(0);
+    const done = await getRun(runtime, agent, { runId: view.runId });
+    expect(done).toMatchObject({ status: "succeeded", result: 3 });
+    expect(await db.prisma.run.count({ where: { status: "running" } })).toBe(0);
+  }, 90_000);
+
+  it("a killed worker's run becomes failed with EXECUTOR_LOST when its tools are not idempotent", async () => {
+    const worker = startWorker();
+    await worker.ready;
+    const view = await submitRun(runtime, agent, {
+      code: `await new Promise((r) => setTimeout(r, 20000)); await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "late" });`,
+      purpose: "remind after a pause",
+    });
+    expect(view.status).toBe("pending_review");
+    // Stand-in for an approval (tested with the review service): queue it and hand it to the workers.
+    await db.prisma.run.update({ where: { id: view.runId }, data: { status: "queued" } });
+    runtime.startExecution(view.runId);
+    await waitForStatus(view.runId, "running");
+    process.kill(-worker.child.pid!, "SIGKILL");
+    await worker.exited;
+    await new Promise((r) => setTimeout(r, 1200));
+    const swept = await runMaintenance(db.prisma, async () => {}, { heartbeatTimeoutMs: 1000, requeueAfterMs: 60_000 });
+    expect(swept.failed).toBe(1);
+    const lost = await getRun(runtime, agent, { runId: view.runId });
+    expect(lost).toMatchObject({ status: "failed", error: { code: "EXECUTOR_LOST" } });
+    expect(await db.prisma.run.count({ where: { status: "running" } })).toBe(0);
+  }, 90_000);
+
+  it("a killed worker's run is retried by another worker when every tool is idempotent", async () => {
+    const first = startWorker();
+    await first.ready;
+    const view = await submitRun(runtime, agent, {
+      code: `await new Promise((r) => setTimeout(r, 3000)); return (await tools.ledger.listRefunds({ limit: 2 })).refunds.length;`,
+      purpose: "idempotent read",
+    });
+    await waitForStatus(view.runId, "running");
+    process.kill(-first.child.pid!, "SIGKILL");
+    await first.exited;
+    const second = startWorker();
+    await second.ready;
+    await new Promise((r) => setTimeout(r, 1200));
+    const swept = await runMaintenance(db.prisma, async (runId) => runtime.startExecution(runId), { heartbeatTimeoutMs: 1000, requeueAfterMs: 60_000 });
+    expect(swept.retried).toBe(1);
+    await waitForStatus(view.runId, "succeeded");
+    const events = await db.prisma.auditEvent.findMany({ where: { subjectId: view.runId, action: "run.running" } });
+    expect(events).toHaveLength(2);
+  }, 90_000);
+});

@@ -1,0 +1,52 @@
+/**
+ * `npm run worker`: an executor process. Takes queued runs from the PostgreSQL job queue and runs
+ * them in the sandbox; start as many as you like, on any hosts that reach the database — they
+ * coordinate only through PostgreSQL. SIGTERM / Ctrl-C drains: no new runs are taken, runs in
+ * flight finish (or, past the drain time, fail explicitly with EXECUTOR_LOST), then it exits.
+ */
+import { hostname } from "node:os";
+import { resolve } from "node:path";
+import { runningEmbeddedUrl } from "@/lib/cli/database";
+import { createPrismaClient } from "@/lib/db";
+import { env, EnvError } from "@/lib/env";
+import { createRuntime, resolveConfig } from "@/lib/runs/runtime";
+
+async function main() {
+  let config;
+  try {
+    config = env();
+  } catch (error) {
+    if (error instanceof EnvError) {
+      console.error(`airlock worker: ${error.message}`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const databaseUrl = config.DATABASE_URL ?? (await runningEmbeddedUrl(resolve(config.AIRLOCK_DATA_DIR)));
+  if (!databaseUrl) {
+    console.error("airlock worker: set DATABASE_URL to the database the web app uses (or run `npm start` here first).");
+    process.exit(1);
+  }
+  const db = createPrismaClient(databaseUrl);
+  const executorId = `worker-${hostname()}-${process.pid}`;
+  const runtime = await createRuntime(db, resolveConfig(), { databaseUrl, execute: true, executorId });
+  console.log(`airlock worker ${executorId} ready (isolation ${runtime.config.sandbox.isolation}, ${runtime.config.sandbox.poolSize} at a time)`);
+
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    console.log("airlock worker: draining…");
+    await runtime.close();
+    await db.$disconnect();
+    console.log("airlock worker: stopped");
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop());
+  process.on("SIGINT", () => void stop());
+}
+
+main().catch((error) => {
+  console.error(`airlock worker: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});
