@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
 import type { Actor } from "@/lib/auth/scopes";
 import { createUser } from "@/lib/auth/users";
+import { childProcessEnv } from "@/lib/env";
 import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { publishPolicyText } from "@/lib/policy/store";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
@@ -28,7 +29,7 @@ const workers: ChildProcess[] = [];
 function startWorker(): { child: ChildProcess; ready: Promise<void>; exited: Promise<number | null> } {
   const child = spawn(process.execPath, ["--conditions=react-server", "--import", "tsx", "scripts/worker.ts"], {
     cwd: process.cwd(),
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: db.url, AIRLOCK_CONFIG: configFile },
+    env: { ...childProcessEnv(), DATABASE_URL: db.url, AIRLOCK_CONFIG: configFile },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
