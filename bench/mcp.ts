@@ -1,0 +1,112 @@
+/**
+ * `npm run bench:mcp` — the agent door's costs (issue 4), printed as one JSON object:
+ *
+ * - tokens of the whole `tools/list` answer and of a `search_tools` detail=full answer for one
+ *   tool, counted with a real tokenizer (gpt-tokenizer, o200k_base), with the 1,500-token budget;
+ * - submit → decision latency through the MCP endpoint (SDK client → HTTP → auth → intake →
+ *   analysis → Cedar → PostgreSQL), p50/p95, for a script that policy escalates (no execution);
+ *   the baseline in the same run is a `tools/list` round trip over the same connection, so the
+ *   difference is what intake, analysis and policy cost.
+ *
+ * The endpoint runs in this process behind a plain node:http server (the same handler Next calls)
+ * on a throwaway PostgreSQL; Next's own routing overhead is not included.
+ */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { encode } from "gpt-tokenizer";
+import { applyMigrations } from "@/lib/db/migrate";
+import { startPostgres } from "@/lib/db/postgres-server";
+import { createPrismaClient } from "@/lib/db";
+import { seedDemo } from "@/lib/demo/seed";
+import { setEnvForChildren } from "@/lib/env";
+
+const SUBMITS = 200;
+
+function summarize(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => Number(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(2));
+  return { n: samples.length, p50: at(0.5), p95: at(0.95), max: at(1) };
+}
+
+async function main() {
+  const postgres = await startPostgres({ persistent: false });
+  await applyMigrations(postgres.url);
+  const db = createPrismaClient(postgres.url);
+  const credentials = await seedDemo(db, { password: "bench-password-123" });
+  setEnvForChildren({
+    DATABASE_URL: postgres.url,
+    AIRLOCK_DATA_DIR: await mkdtemp(join(tmpdir(), "airlock-bench-")),
+    AIRLOCK_BUDGET_RUNS_PER_HOUR: "1000000",
+    AIRLOCK_IN_PROCESS_WORKER: "false",
+  });
+  const { handleMcpRequest } = await import("@/lib/mcp/http");
+  const { appRuntime } = await import("@/lib/runs/runtime");
+  const { prisma } = await import("@/lib/db");
+
+  const server = createServer(async (req, res) => {
+    const body = req.method === "GET" || req.method === "HEAD" ? undefined : (Readable.toWeb(req) as ReadableStream);
+    const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers: req.headers as Record<string, string>, body, duplex: "half" } as RequestInit);
+    const response = await handleMcpRequest(request);
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    res.end(Buffer.from(await response.arrayBuffer()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+
+  const client = new Client({ name: "bench", version: "1" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`http://localhost:${port}/api/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${credentials!.agent.token}` } },
+    }),
+  );
+  const list = await client.listTools();
+  const toolsListTokens = encode(JSON.stringify(list)).length;
+  const full = await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } });
+  const fullTokens = encode(JSON.stringify(full)).length;
+
+  const baseline: number[] = [];
+  const submits: number[] = [];
+  for (let i = 0; i < SUBMITS; i++) {
+    let t = performance.now();
+    await client.listTools();
+    baseline.push(performance.now() - t);
+    t = performance.now();
+    const result = await client.callTool({
+      name: "submit_run",
+      arguments: { code: `// attempt ${i}\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" });`, purpose: "bench" },
+    });
+    submits.push(performance.now() - t);
+    if (i === 0 && !JSON.stringify(result).includes("pending_review")) throw new Error(`unexpected submit result: ${JSON.stringify(result)}`);
+  }
+
+  console.log(
+    JSON.stringify(
+      {
+        benchmark: "mcp",
+        node: process.version,
+        tokens: { tokenizer: "o200k_base", toolsList: toolsListTokens, budget: 1500, searchToolsFullOneTool: fullTokens },
+        submitToDecisionMs: summarize(submits),
+        baselineToolsListRoundTripMs: summarize(baseline),
+      },
+      null,
+      2,
+    ),
+  );
+  await client.close();
+  server.close();
+  await (await appRuntime(prisma())).close();
+  await prisma().$disconnect();
+  await db.$disconnect();
+  await postgres.stop();
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
