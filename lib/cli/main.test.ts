@@ -69,4 +69,27 @@ describe("airlock CLI", () => {
     expect(await runCli(["db", "migrate"], io)).toBe(0);
     expect(io.out).toBe("Database is up to date.\n");
   });
+
+  it("policy validate names the line and column of a broken draft; replay and publish work on a good one", async () => {
+    const { mkdtemp, writeFile } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { defaultPolicyText } = await import("@/lib/policy/policy-set");
+    const dir = await mkdtemp(join(tmpdir(), "airlock-policy-"));
+    const broken = join(dir, "broken.cedar");
+    await writeFile(broken, '@id("x")\n@reason("y")\npermit (principal, action, resource\n');
+    const io = capture();
+    expect(await runCli(["policy", "validate", "--file", broken], io)).toBe(1);
+    expect(io.err).toMatch(new RegExp(`${broken}:\\d+:\\d+: error: `));
+
+    const good = join(dir, "good.cedar");
+    await writeFile(good, defaultPolicyText());
+    const replayed = capture();
+    expect(await runCli(["policy", "replay", "--file", good, "--last", "5"], replayed)).toBe(0);
+    expect(replayed.out).toContain("proposal(s) replayed, 0 would be decided differently");
+    const published = capture();
+    expect(await runCli(["policy", "publish", "--file", good], published)).toBe(0);
+    expect(published.out).toMatch(/Published policy version \d+/);
+    expect(await runCli(["policy", "replay", "--file", good, "--last", "0"], capture())).toBe(2);
+  });
 });

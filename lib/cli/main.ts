@@ -26,6 +26,7 @@ Commands:
   db seed
   exec FILE [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all] [--isolation strict|permission-only] [--timeout-ms N] [--json]
   tools [--server S] [--dts] [--search Q]
+  policy validate|replay|publish --file draft.cedar [--last N] [--json]
 
 Without DATABASE_URL the commands use the embedded database under AIRLOCK_DATA_DIR (default ./.airlock).
 `;
@@ -149,6 +150,7 @@ const COMMANDS: Record<string, Command> = {
   "db seed": dbSeed,
   exec: async (args, io) => (await import("./exec")).execCommand(args, io),
   tools: async (args, io) => (await import("./tools")).toolsCommand(args, io),
+  policy: async (args, io) => (await import("./policy")).policyCommand(args, io),
 };
 
 export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {

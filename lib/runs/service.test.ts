@@ -13,6 +13,7 @@ import { generateLedgerData } from "@/lib/demo/ledger/data";
 import { setEnvForChildren } from "@/lib/env";
 import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { publishPolicyText } from "@/lib/policy/store";
+import { replayDraft } from "@/lib/policy/replay";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { createDataset } from "./datasets";
 import { createRuntime, demoConfig, type Runtime } from "./runtime";
@@ -163,5 +164,22 @@ describe("submitRun → policy → sandbox", () => {
     expect(await cancelRun(runtime, agent, pending.runId)).toEqual({ runId: pending.runId, status: "cancelled" });
     await expect(cancelRun(runtime, agent, pending.runId)).rejects.toMatchObject({ code: "conflict" });
     expect((await getRun(runtime, agent, { runId: pending.runId })).status).toBe("cancelled");
+  });
+
+  it("replays a draft against past proposals and shows what would change", async () => {
+    const strict = `${defaultPolicyText()}
+@id("deny-all-email")
+@reason("No reminder emails this week.")
+forbid (principal, action == Action::"run", resource)
+when { resource.tools.contains("ledger.sendReminderEmail") };
+`;
+    const replay = await replayDraft(db.prisma, strict, 100);
+    const emails = replay.rows.filter((row) => row.before.decision === "escalate" && row.after.policies.includes("deny-all-email"));
+    expect(emails.length).toBeGreaterThanOrEqual(2);
+    expect(emails.every((row) => row.changed && row.after.decision === "deny")).toBe(true);
+    const unchanged = replay.rows.filter((row) => !row.after.policies.includes("deny-all-email"));
+    expect(unchanged.every((row) => !row.changed)).toBe(true);
+    expect(replay.changed).toBe(emails.length);
+    await expect(replayDraft(db.prisma, "permit(principal, action, resource", 10)).rejects.toMatchObject({ code: "bad_request" });
   });
 });
