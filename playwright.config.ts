@@ -5,7 +5,10 @@
  */
 import { defineConfig } from "@playwright/test";
 
-const port = Number(process.env.E2E_PORT ?? 3100);
+// A port per test run (workers inherit it through the environment), so concurrent runs on one
+// machine never talk to each other's server.
+process.env.E2E_PORT ??= String(20_000 + Math.floor(Math.random() * 20_000));
+const port = Number(process.env.E2E_PORT);
 
 export default defineConfig({
   testDir: "e2e",

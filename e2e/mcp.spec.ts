@@ -4,7 +4,8 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CreateTaskResultSchema } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
 import { expect, test } from "./fixtures";
 
 type TextResult = { content: { type: string; text: string }[]; isError?: boolean };
@@ -96,6 +97,50 @@ test.describe("MCP endpoint", () => {
   test("list_inputs shows the demo datasets with data classes", async () => {
     const result = body(await client.callTool({ name: "list_inputs", arguments: {} }));
     expect(result.data.inputs).toEqual(expect.arrayContaining([expect.objectContaining({ name: "vip-customers.json", dataClass: "pii" })]));
+  });
+});
+
+test.describe("MCP Tasks", () => {
+  test("submit_run as a task completes, and a new connection can follow it and fetch the result", async ({ state, baseURL }) => {
+    const first = await connect(baseURL!, state.credentials.agent.token);
+    const created = await first.request(
+      {
+        method: "tools/call",
+        params: { name: "submit_run", arguments: { code: "const p = await tools.ledger.listInvoices({ limit: 2 });\nreturn p.invoices.length;", purpose: "task demo" }, task: { ttl: 60_000 } },
+      },
+      CreateTaskResultSchema,
+    );
+    expect(["working", "completed"]).toContain(created.task.status);
+    await first.close();
+
+    const second = await connect(baseURL!, state.credentials.agent.token);
+    let status = created.task.status;
+    for (let i = 0; i < 60 && status !== "completed"; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      status = (await second.experimental.tasks.getTask(created.task.taskId)).status;
+    }
+    expect(status).toBe("completed");
+    const result = await second.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    expect(body(result).data).toMatchObject({ runId: created.task.taskId, status: "succeeded", result: 2 });
+    const listed = await second.experimental.tasks.listTasks();
+    expect(listed.tasks.map((t) => t.taskId)).toContain(created.task.taskId);
+    await second.close();
+  });
+
+  test("a task waiting for reviewers is input_required and can be cancelled", async ({ state, baseURL }) => {
+    const client = await connect(baseURL!, state.credentials.agent.token);
+    const created = await client.request(
+      {
+        method: "tools/call",
+        params: { name: "submit_run", arguments: { code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0003", message: "hello" });`, purpose: "remind" }, task: {} },
+      },
+      CreateTaskResultSchema,
+    );
+    expect(created.task).toMatchObject({ status: "input_required", statusMessage: expect.stringContaining("reviewer") });
+    const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
+    expect(cancelled.status).toBe("cancelled");
+    await expect(client.experimental.tasks.getTask("00000000-0000-4000-8000-000000000000")).rejects.toThrow(/not found/i);
+    await client.close();
   });
 });
 

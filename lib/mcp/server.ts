@@ -15,6 +15,7 @@
  * plain JSON Schema (bench/mcp.ts measures its tokens).
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { CreateTaskResult } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { requireScope } from "@/lib/auth/scopes";
@@ -23,6 +24,7 @@ import { AppError, isAppError } from "@/lib/errors";
 import { appRuntime } from "@/lib/runs/runtime";
 import { listDatasets } from "@/lib/runs/datasets";
 import { BudgetExceeded, cancelRun, getRun, submitRun, type AgentActor, type RunView } from "@/lib/runs/service";
+import { runTaskStore, taskOf } from "./tasks";
 
 export type McpContext = { agent: AgentActor; baseUrl: string };
 
@@ -65,6 +67,7 @@ export const TOOLS: Tool[] = [
       required: ["code", "purpose"],
       additionalProperties: false,
     },
+    execution: { taskSupport: "optional" },
   },
   {
     name: "get_run",
@@ -115,6 +118,13 @@ function parseOrThrow<T>(schema: z.ZodType<T>, raw: unknown): T {
 /** Waits this long for an auto-approved run to finish before submit_run answers. */
 const SUBMIT_WAIT_SECONDS = 10;
 
+/** submit_run as an MCP task: answers at once with the task; tasks/get and tasks/result follow the run. */
+async function submitAsTask(ctx: McpContext, args: unknown): Promise<CreateTaskResult> {
+  const db = prisma();
+  const view = await submitRun(await appRuntime(db), ctx.agent, args);
+  return { task: taskOf(await db.run.findUniqueOrThrow({ where: { id: view.runId } })) };
+}
+
 async function callTool(ctx: McpContext, name: string, args: unknown, signal: AbortSignal): Promise<CallToolResult> {
   const db = prisma();
   switch (name) {
@@ -162,7 +172,8 @@ export function createMcpServer(ctx: McpContext): Server {
   const server = new Server(
     { name: "airlock", version: "0.1.0" },
     {
-      capabilities: { tools: {} },
+      capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+      taskStore: runTaskStore(prisma(), ctx.agent, runResult),
       instructions:
         "Airlock runs your scripts against governed tools. search_tools (detail full) gives TypeScript declarations; submit_run runs a script under policy and human review; get_run polls.",
     },
@@ -170,6 +181,15 @@ export function createMcpServer(ctx: McpContext): Server {
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     try {
+      if (request.params.task) {
+        if (request.params.name !== "submit_run") throw new McpError(ErrorCode.InvalidParams, `${request.params.name} does not run as a task; only submit_run does.`);
+        return await submitAsTask(ctx, request.params.arguments).catch((error: unknown) => {
+          // A task is created or refused: every refusal is a protocol error naming the reason.
+          if (error instanceof BudgetExceeded) throw new McpError(ErrorCode.InvalidRequest, `BUDGET_EXCEEDED: ${error.message}`);
+          if (isAppError(error)) throw new McpError(error.code === "bad_request" || error.code === "payload_too_large" ? ErrorCode.InvalidParams : ErrorCode.InvalidRequest, error.message);
+          throw error;
+        });
+      }
       return await callTool(ctx, request.params.name, request.params.arguments, extra.signal);
     } catch (error) {
       return toResultOrProtocolError(error);

@@ -1,0 +1,97 @@
+/**
+ * MCP Tasks (spec 2025-11-25; SDK 1.32 experimental) for submit_run: the task id is the run id
+ * and the task's state is read from the run row on every call, so a task survives reconnects,
+ * restarts and load balancing across web processes — nothing lives in memory.
+ *
+ * Run status → task status: pending review → `input_required` (a human must decide); submitted,
+ * approved, queued, running → `working`; succeeded → `completed`; denied, rejected, changes
+ * requested, expired, failed, timed out → `failed`; cancelled → `cancelled`. An agent only ever sees
+ * its own runs. Results are the same tool result submit_run/get_run return; they are never stored
+ * through this interface (storeTaskResult is refused).
+ */
+import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
+import { ErrorCode, McpError, type Result, type Task } from "@modelcontextprotocol/sdk/types.js";
+import type { Db } from "@/lib/db";
+import type { Run } from "@/lib/generated/prisma/client";
+import { cancelRun, presentRun, type AgentActor, type RunView } from "@/lib/runs/service";
+
+export const TASK_POLL_INTERVAL_MS = 2000;
+const PAGE = 50;
+
+const TASK_STATUS = {
+  submitted: "working",
+  analyzed: "working",
+  auto_approved: "working",
+  approved: "working",
+  queued: "working",
+  running: "working",
+  pending_review: "input_required",
+  succeeded: "completed",
+  denied: "failed",
+  rejected: "failed",
+  changes_requested: "failed",
+  expired: "failed",
+  failed: "failed",
+  timed_out: "failed",
+  cancelled: "cancelled",
+} as const satisfies Record<Run["status"], Task["status"]>;
+
+function statusMessage(run: Run): string | undefined {
+  if (run.status === "pending_review") return `Waiting for ${run.approvalsRequired} reviewer approval(s).`;
+  if (run.status === "queued") return "Approved; waiting for an executor.";
+  if (run.status === "running") return "Running in the sandbox.";
+  if (TASK_STATUS[run.status] === "failed") return `Run ${run.status.replaceAll("_", " ")}; tasks/result has the reasons.`;
+  return undefined;
+}
+
+export function taskOf(run: Run): Task {
+  return {
+    taskId: run.id,
+    status: TASK_STATUS[run.status],
+    ttl: null,
+    createdAt: run.createdAt.toISOString(),
+    lastUpdatedAt: run.updatedAt.toISOString(),
+    pollInterval: TASK_POLL_INTERVAL_MS,
+    ...(statusMessage(run) ? { statusMessage: statusMessage(run) } : {}),
+  };
+}
+
+export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView) => Result): TaskStore {
+  const find = async (taskId: string) => {
+    if (!/^[0-9a-f-]{36}$/i.test(taskId)) return null;
+    return db.run.findFirst({ where: { id: taskId, agentId: agent.id } });
+  };
+  return {
+    async createTask() {
+      throw new McpError(ErrorCode.InvalidRequest, "Tasks are created by submit_run only.");
+    },
+    async getTask(taskId) {
+      const run = await find(taskId);
+      return run ? taskOf(run) : null;
+    },
+    async storeTaskResult() {
+      throw new McpError(ErrorCode.InvalidRequest, "Task results are written by Airlock's executor only.");
+    },
+    async getTaskResult(taskId) {
+      const run = await find(taskId);
+      if (!run) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+      return toResult(await presentRun(db, run));
+    },
+    async updateTaskStatus(taskId, status) {
+      if (status !== "cancelled") throw new McpError(ErrorCode.InvalidRequest, "Only cancellation can be requested.");
+      await cancelRun({ db }, agent, taskId);
+    },
+    async listTasks(cursor) {
+      const after = cursor ? await find(cursor) : null;
+      const runs = await db.run.findMany({
+        where: {
+          agentId: agent.id,
+          ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
+        },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        take: PAGE,
+      });
+      return { tasks: runs.map(taskOf), ...(runs.length === PAGE ? { nextCursor: runs.at(-1)!.id } : {}) };
+    },
+  };
+}
