@@ -157,6 +157,32 @@ describe("submitRun → policy → sandbox", () => {
     await expect(submitRun(runtime, agent, body)).rejects.toMatchObject({ runCode: "BUDGET_EXCEEDED", message: expect.stringContaining("change the approach") });
   });
 
+  it("refuses runs beyond the hourly budget and beyond the concurrency budget", async () => {
+    const burst = await makeAgent("burst");
+    setEnvForChildren({ AIRLOCK_BUDGET_RUNS_PER_HOUR: "2" });
+    try {
+      await submitRun(runtime, burst, { code: "return 1;", purpose: "one", language: "javascript" });
+      await submitRun(runtime, burst, { code: "return 2;", purpose: "two", language: "javascript" });
+      await expect(submitRun(runtime, burst, { code: "return 3;", purpose: "three", language: "javascript" })).rejects.toMatchObject({
+        runCode: "BUDGET_EXCEEDED",
+        message: expect.stringContaining("runs in the last hour"),
+      });
+    } finally {
+      setEnvForChildren({ AIRLOCK_BUDGET_RUNS_PER_HOUR: "120" });
+    }
+    const busy = await makeAgent("busy");
+    await db.prisma.run.updateMany({ where: { agentId: burst.id }, data: { agentId: busy.id, status: "queued" } });
+    setEnvForChildren({ AIRLOCK_BUDGET_CONCURRENT_RUNS: "2" });
+    try {
+      await expect(submitRun(runtime, busy, { code: "return 4;", purpose: "four", language: "javascript" })).rejects.toMatchObject({
+        message: expect.stringContaining("queued or running"),
+      });
+    } finally {
+      setEnvForChildren({ AIRLOCK_BUDGET_CONCURRENT_RUNS: "50" });
+      await db.prisma.run.updateMany({ where: { agentId: busy.id }, data: { status: "cancelled" } });
+    }
+  });
+
   it("keeps runs private to their agent and cancels pending ones once", async () => {
     const pending = await submitRun(runtime, agent, { code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0002", message: "hi" });`, purpose: "remind" });
     await expect(getRun(runtime, otherAgent, { runId: pending.runId })).rejects.toMatchObject({ code: "not_found" });
