@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EnvError, parseEnv } from "./env";
+import { readFileSync } from "node:fs";
+import { ENV_KEYS, EnvError, parseEnv } from "./env";
 
 function problems(source: Record<string, string>): string[] {
   try {
@@ -52,5 +53,11 @@ describe("parseEnv", () => {
 
   it("rejects a demo password too short to be safe", () => {
     expect(problems({ AIRLOCK_DEMO_PASSWORD: "abc" })[0]).toMatch(/^AIRLOCK_DEMO_PASSWORD must be at least 12/);
+  });
+
+  it("documents every variable it reads in the README's table", () => {
+    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+    const undocumented = ENV_KEYS.filter((key) => !readme.includes(`| \`${key}\` |`));
+    expect(undocumented).toEqual([]);
   });
 });
