@@ -2,7 +2,13 @@ import { defineConfig } from "vitest/config";
 import { fileURLToPath } from "node:url";
 
 export default defineConfig({
-  resolve: { alias: { "@": fileURLToPath(new URL(".", import.meta.url)) } },
+  resolve: {
+    alias: {
+      "@": fileURLToPath(new URL(".", import.meta.url)),
+      // Tests run server code outside React's server bundle, where `server-only` is a no-op.
+      "server-only": fileURLToPath(new URL("node_modules/server-only/empty.js", import.meta.url)),
+    },
+  },
   test: {
     include: ["lib/**/*.test.ts", "scripts/**/*.test.ts"],
     globalSetup: ["lib/testing/global-setup.ts"],

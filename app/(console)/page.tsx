@@ -1,54 +1,63 @@
 import type { Metadata } from "next";
+import { RankedBars, RunsPerDay } from "@/components/dashboard/charts";
 import { Card, PageHeader } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import { requireUserPage } from "@/lib/auth/session";
 import { prisma } from "@/lib/db";
-import { dashboardSummary } from "@/lib/runs/presenter";
+import { loadDashboard } from "@/lib/runs/dashboard";
 
 export const metadata: Metadata = { title: "Dashboard" };
 
+function minutes(value: number | null): string {
+  if (value === null) return "—";
+  return value < 60 ? `${value} min` : `${(value / 60).toFixed(1)} h`;
+}
+
 export default async function DashboardPage() {
   const user = await requireUserPage("dashboard:read");
-  const summary = await dashboardSummary(prisma());
-  const total = summary.runsByStatus.reduce((sum, row) => sum + row.count, 0);
+  const d = await loadDashboard(prisma());
   return (
     <>
       <PageHeader title="Dashboard" description={`Signed in as ${user.name} (${user.role}).`} />
-      <div className="grid gap-4 sm:grid-cols-3">
+      <div className="grid gap-4 sm:grid-cols-2 lg:grid-cols-4">
         <Card title="Waiting for review">
           <p className="text-3xl font-semibold" data-testid="pending-count">
-            {summary.pendingReviews}
+            {d.pendingReviews}
           </p>
           <p className="mt-1 text-sm text-slate-600">
-            {summary.oldestPendingAt ? (
+            {d.oldestPendingAt ? (
               <>
-                oldest since <Time iso={summary.oldestPendingAt} />
+                oldest since <Time iso={d.oldestPendingAt} />
               </>
             ) : (
               "nothing waiting"
             )}
           </p>
         </Card>
-        <Card title="Runs">
-          <p className="text-3xl font-semibold">{total}</p>
-          <p className="mt-1 text-sm text-slate-600">{total === 0 ? "no agent has submitted a run yet" : "all time"}</p>
+        <Card title="Running now">
+          <p className="text-3xl font-semibold">{d.running}</p>
+        </Card>
+        <Card title="Approval latency (30 days)">
+          <p className="text-3xl font-semibold">{minutes(d.approvalLatencyMinutes.p50)}</p>
+          <p className="mt-1 text-sm text-slate-600">
+            p50 · p95 {minutes(d.approvalLatencyMinutes.p95)} · {d.approvalLatencyMinutes.samples} approvals
+          </p>
         </Card>
         <Card title="Active agents">
-          <p className="text-3xl font-semibold">{summary.activeAgents}</p>
+          <p className="text-3xl font-semibold">{d.activeAgents}</p>
         </Card>
       </div>
-      {summary.runsByStatus.length > 0 ? (
-        <Card title="Runs by status" className="mt-4">
-          <ul className="space-y-1 text-sm">
-            {summary.runsByStatus.map((row) => (
-              <li key={row.status} className="flex justify-between">
-                <span>{row.status.replaceAll("_", " ")}</span>
-                <span className="font-medium">{row.count}</span>
-              </li>
-            ))}
-          </ul>
+      <div className="mt-4 grid gap-4 lg:grid-cols-3">
+        <Card title="Runs by outcome, last 14 days" className="lg:col-span-3">
+          <RunsPerDay days={d.days} />
         </Card>
-      ) : null}
+        <Card title="Top agents (7 days)">
+          <RankedBars rows={d.topAgents.map((a) => ({ label: a.name, value: a.runs }))} empty="No runs this week." />
+        </Card>
+        <Card title="Top tools (7 days)">
+          <RankedBars rows={d.topTools.map((t) => ({ label: t.tool, value: t.calls }))} empty="No tool calls this week." />
+        </Card>
+      </div>
     </>
   );
 }

@@ -27,25 +27,3 @@ export async function listRuns(db: Db, options: { status?: "pending_review"; tak
     createdAt: run.createdAt.toISOString(),
   }));
 }
-
-export type DashboardSummary = {
-  pendingReviews: number;
-  oldestPendingAt: string | null;
-  runsByStatus: { status: string; count: number }[];
-  activeAgents: number;
-};
-
-export async function dashboardSummary(db: Db): Promise<DashboardSummary> {
-  const [pending, oldest, byStatus, activeAgents] = await Promise.all([
-    db.run.count({ where: { status: "pending_review" } }),
-    db.run.findFirst({ where: { status: "pending_review" }, orderBy: { createdAt: "asc" }, select: { createdAt: true } }),
-    db.run.groupBy({ by: ["status"], _count: { _all: true } }),
-    db.agent.count({ where: { revokedAt: null } }),
-  ]);
-  return {
-    pendingReviews: pending,
-    oldestPendingAt: oldest?.createdAt.toISOString() ?? null,
-    runsByStatus: byStatus.map((row) => ({ status: row.status, count: row._count._all })),
-    activeAgents,
-  };
-}

@@ -15,6 +15,7 @@ import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { publishPolicyText } from "@/lib/policy/store";
 import { replayDraft } from "@/lib/policy/replay";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { loadDashboard } from "./dashboard";
 import { createDataset } from "./datasets";
 import { createRuntime, demoConfig, type Runtime } from "./runtime";
 import { cancelRun, getRun, submitRun, type AgentActor } from "./service";
@@ -161,9 +162,11 @@ describe("submitRun → policy → sandbox", () => {
     const burst = await makeAgent("burst");
     setEnvForChildren({ AIRLOCK_BUDGET_RUNS_PER_HOUR: "2" });
     try {
-      await submitRun(runtime, burst, { code: "return 1;", purpose: "one", language: "javascript" });
-      await submitRun(runtime, burst, { code: "return 2;", purpose: "two", language: "javascript" });
-      await expect(submitRun(runtime, burst, { code: "return 3;", purpose: "three", language: "javascript" })).rejects.toMatchObject({
+      // Scripts that wait for review, so nothing executes underneath the test.
+      const remind = (n: number) => ({ code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_000${n}", message: "hi" });`, purpose: `remind ${n}` });
+      await submitRun(runtime, burst, remind(1));
+      await submitRun(runtime, burst, remind(2));
+      await expect(submitRun(runtime, burst, remind(3))).rejects.toMatchObject({
         runCode: "BUDGET_EXCEEDED",
         message: expect.stringContaining("runs in the last hour"),
       });
@@ -207,5 +210,16 @@ when { resource.tools.contains("ledger.sendReminderEmail") };
     expect(unchanged.every((row) => !row.changed)).toBe(true);
     expect(replay.changed).toBe(emails.length);
     await expect(replayDraft(db.prisma, "permit(principal, action, resource", 10)).rejects.toMatchObject({ code: "bad_request" });
+  });
+
+  it("summarizes runs for the dashboard", async () => {
+    const dashboard = await loadDashboard(db.prisma);
+    const today = dashboard.days.at(-1)!;
+    expect(today.succeeded).toBeGreaterThanOrEqual(2);
+    expect(today.denied).toBeGreaterThanOrEqual(2);
+    expect(dashboard.days).toHaveLength(14);
+    expect(dashboard.topAgents[0]?.name).toBe("analyst");
+    expect(dashboard.topTools.map((t) => t.tool)).toEqual(expect.arrayContaining(["ledger.listInvoices", "ledger.listRefunds"]));
+    expect(dashboard.pendingReviews).toBeGreaterThanOrEqual(1);
   });
 });

@@ -1,0 +1,345 @@
+/**
+ * The tool broker: Airlock's MCP client to the configured upstream servers (DESIGN.md step 8).
+ *
+ * Guarantees:
+ *  - each upstream's tools are listed once at connect; each tool is pinned by
+ *    sha256(canonical(description, inputSchema, outputSchema, annotations)); a tool whose hash
+ *    differs from its pin, a tool name listed twice by one server, or a name that is not a plain
+ *    tool name is QUARANTINED: calls are refused until an admin accepts it (`accept`);
+ *  - every call is checked against the tool's inputSchema before it leaves the host, and every
+ *    result is size-capped, depth-capped, copied into null-prototype objects and checked against
+ *    the outputSchema before it reaches a script; an upstream `isError` result is a failed call;
+ *  - every call is reported to `onToolCall` with digests of arguments and result (never the
+ *    values), duration and outcome;
+ *  - credentials in the config (env, headers) are handed to the transport only.
+ * Refuses: unknown tools, quarantined tools, invalid arguments, results that are too big, too
+ * deep, not JSON-like or off-schema. Capability checks (which tools a run may call) belong to the
+ * sandbox's RPC session; this module decides nothing about policy.
+ */
+import { createHash } from "node:crypto";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import type { JsonSchemaType, JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
+import { toSafeJson, type JsonValue } from "@/lib/sandbox/safe-json";
+import { sanitizeText } from "@/lib/sandbox/sanitize";
+import type { AirlockConfig, ServerConfig } from "./config";
+import { generateDeclarations } from "./declarations";
+import type { PinStore } from "./pins";
+import type { BrokerCallRecord, ToolAnnotations, ToolInfo } from "./types";
+
+export class ToolCallError extends Error {
+  constructor(
+    message: string,
+    readonly outcome: "error" | "refused",
+  ) {
+    super(message);
+    this.name = "ToolCallError";
+  }
+}
+
+export class BrokerError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "BrokerError";
+  }
+}
+
+export type BrokerLimits = { maxResultBytes: number; maxDepth: number; maxNodes: number; connectTimeoutMs: number; maxToolsPerServer: number };
+
+export const DEFAULT_BROKER_LIMITS: BrokerLimits = {
+  maxResultBytes: 4 * 1024 * 1024,
+  maxDepth: 32,
+  maxNodes: 500_000,
+  connectTimeoutMs: 20_000,
+  maxToolsPerServer: 1000,
+};
+
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value ?? null);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  const entries = Object.keys(value)
+    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+  return `{${entries.join(",")}}`;
+}
+
+export const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+export function toolHash(tool: { description?: unknown; inputSchema?: unknown; outputSchema?: unknown; annotations?: unknown }): string {
+  return sha256(canonicalJson({ description: tool.description ?? "", inputSchema: tool.inputSchema ?? null, outputSchema: tool.outputSchema ?? null, annotations: tool.annotations ?? null }));
+}
+
+type Upstream = { name: string; config: ServerConfig; client: Client };
+
+function annotationsOf(raw: unknown): ToolAnnotations {
+  const out: ToolAnnotations = {};
+  if (!raw || typeof raw !== "object") return out;
+  const a = raw as Record<string, unknown>;
+  if (typeof a.title === "string") out.title = sanitizeText(a.title, 200);
+  for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const) {
+    if (typeof a[hint] === "boolean") out[hint] = a[hint];
+  }
+  return out;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new BrokerError(`${what} timed out after ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+async function connectUpstream(name: string, config: ServerConfig, timeoutMs: number): Promise<Upstream> {
+  let transport: Transport;
+  let stderrTail = "";
+  if (config.transport === "stdio") {
+    const stdio = new StdioClientTransport({
+      command: config.command,
+      args: config.args,
+      env: { ...getDefaultEnvironment(), ...config.env },
+      cwd: config.cwd,
+      stderr: "pipe",
+    });
+    stdio.stderr?.on("data", (chunk: Buffer) => {
+      stderrTail = (stderrTail + chunk.toString("utf8")).slice(-4000);
+    });
+    transport = stdio;
+  } else {
+    transport = new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+  }
+  const client = new Client({ name: "airlock-broker", version: "0.1.0" });
+  try {
+    await withTimeout(client.connect(transport), timeoutMs, `connecting to upstream '${name}'`);
+  } catch (cause) {
+    await client.close().catch(() => undefined);
+    const tail = sanitizeText(stderrTail, 1000).trim();
+    throw new BrokerError(`upstream '${name}' failed to connect: ${(cause as Error).message}${tail ? ` (stderr: ${tail})` : ""}`, { cause });
+  }
+  return { name, config, client };
+}
+
+export type SearchDetail = "name" | "summary" | "full";
+
+export type SearchHit =
+  | { server: string; name: string }
+  | { server: string; name: string; summary: string; annotations: ToolAnnotations; dataClass: string; quarantined: boolean }
+  | (ToolInfo & { declaration: string });
+
+export class ToolBroker {
+  private readonly validator = new AjvJsonSchemaValidator();
+  private readonly inputValidators = new Map<string, JsonSchemaValidator<unknown> | Error>();
+  private readonly outputValidators = new Map<string, JsonSchemaValidator<unknown> | Error>();
+
+  private constructor(
+    private readonly upstreams: Map<string, Upstream>,
+    private readonly registry: Map<string, ToolInfo>,
+    private readonly pins: PinStore,
+    private readonly config: AirlockConfig,
+    private readonly limits: BrokerLimits,
+    private readonly onToolCall?: (record: BrokerCallRecord) => void,
+  ) {}
+
+  /** Connects every configured upstream, lists and pins its tools. Fails naming the upstream. */
+  static async connect(
+    config: AirlockConfig,
+    options: { pins: PinStore; onToolCall?: (record: BrokerCallRecord) => void; limits?: Partial<BrokerLimits> },
+  ): Promise<ToolBroker> {
+    const limits = { ...DEFAULT_BROKER_LIMITS, ...options.limits };
+    const settled = await Promise.allSettled(Object.entries(config.servers).map(([name, server]) => connectUpstream(name, server, limits.connectTimeoutMs)));
+    const upstreams = new Map<string, Upstream>();
+    for (const s of settled) if (s.status === "fulfilled") upstreams.set(s.value.name, s.value);
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+    if (failed) {
+      await Promise.allSettled([...upstreams.values()].map((u) => u.client.close()));
+      throw failed.reason;
+    }
+    const registry = new Map<string, ToolInfo>();
+    try {
+      for (const upstream of upstreams.values()) {
+        for (const tool of await ToolBroker.listAll(upstream, limits)) registry.set(`${tool.server}.${tool.name}`, tool);
+      }
+      for (const tool of registry.values()) {
+        if (tool.quarantined) continue;
+        const pinned = await options.pins.get(tool.server, tool.name);
+        if (pinned === undefined) await options.pins.set(tool.server, tool.name, tool.hash);
+        else if (pinned !== tool.hash) {
+          tool.quarantined = true;
+          tool.quarantineReason = "hash_changed";
+        }
+      }
+    } catch (error) {
+      await Promise.allSettled([...upstreams.values()].map((u) => u.client.close()));
+      throw error;
+    }
+    return new ToolBroker(upstreams, registry, options.pins, config, limits, options.onToolCall);
+  }
+
+  private static async listAll(upstream: Upstream, limits: BrokerLimits): Promise<ToolInfo[]> {
+    const raw: Record<string, unknown>[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await withTimeout(upstream.client.listTools(cursor ? { cursor } : undefined), limits.connectTimeoutMs, `listing tools of '${upstream.name}'`);
+      raw.push(...(page.tools as unknown as Record<string, unknown>[]));
+      cursor = page.nextCursor;
+      if (raw.length > limits.maxToolsPerServer) throw new BrokerError(`upstream '${upstream.name}' lists more than ${limits.maxToolsPerServer} tools`);
+    } while (cursor);
+    const counts = new Map<string, number>();
+    for (const t of raw) counts.set(String(t.name), (counts.get(String(t.name)) ?? 0) + 1);
+    const seen = new Set<string>();
+    const tools: ToolInfo[] = [];
+    for (const t of raw) {
+      const name = String(t.name);
+      const validName = TOOL_NAME.test(name);
+      const safeName = validName ? name : sanitizeText(name, 128).replace(/[^A-Za-z0-9_.-]/g, "_") || "_";
+      if (seen.has(safeName)) continue;
+      seen.add(safeName);
+      const collision = (counts.get(name) ?? 0) > 1 || !validName;
+      const override = upstream.config.tools[name];
+      tools.push({
+        server: upstream.name,
+        name: safeName,
+        description: sanitizeText(typeof t.description === "string" ? t.description : "", 8000),
+        annotations: annotationsOf(t.annotations),
+        dataClass: override?.dataClass ?? upstream.config.dataClass,
+        quarantined: collision,
+        quarantineReason: collision ? "name_collision" : null,
+        hash: toolHash(t),
+        inputSchema: (t.inputSchema as Record<string, unknown>) ?? { type: "object" },
+        outputSchema: (t.outputSchema as Record<string, unknown> | undefined) ?? null,
+      });
+    }
+    return tools;
+  }
+
+  /** Every tool, including quarantined ones (flagged). */
+  tools(server?: string): ToolInfo[] {
+    return [...this.registry.values()].filter((t) => !server || t.server === server);
+  }
+
+  tool(server: string, name: string): ToolInfo | undefined {
+    return this.registry.get(`${server}.${name}`);
+  }
+
+  get packages(): readonly string[] {
+    return this.config.packages;
+  }
+
+  /** Admin decision: trust the tool as it is now (re-pin) and lift its quarantine. */
+  async accept(server: string, name: string): Promise<void> {
+    const tool = this.tool(server, name);
+    if (!tool) throw new BrokerError(`no tool ${server}.${name}`);
+    if (tool.quarantineReason === "name_collision") throw new BrokerError(`${server}.${name} is listed twice (or badly named) by its upstream; it cannot be accepted`);
+    await this.pins.set(server, name, tool.hash);
+    tool.quarantined = false;
+    tool.quarantineReason = null;
+  }
+
+  declarations(server?: string): string {
+    return generateDeclarations(this.tools(server));
+  }
+
+  search(query: string, detail: SearchDetail = "summary", limit = 20): SearchHit[] {
+    const terms = query.toLowerCase().split(/\s+/).filter(Boolean);
+    const scored = this.tools()
+      .map((tool) => {
+        const name = `${tool.server}.${tool.name}`.toLowerCase();
+        const text = `${tool.description} ${tool.annotations.title ?? ""}`.toLowerCase();
+        const score = terms.reduce((s, term) => s + (name.includes(term) ? 3 : 0) + (text.includes(term) ? 1 : 0), 0);
+        return { tool, score };
+      })
+      .filter((x) => terms.length === 0 || x.score > 0)
+      .sort((a, b) => b.score - a.score || `${a.tool.server}.${a.tool.name}`.localeCompare(`${b.tool.server}.${b.tool.name}`))
+      .slice(0, limit);
+    return scored.map(({ tool }) => {
+      if (detail === "name") return { server: tool.server, name: tool.name };
+      if (detail === "summary") {
+        const summary = tool.description.split(/(?<=\.)\s/)[0] ?? "";
+        return { server: tool.server, name: tool.name, summary, annotations: tool.annotations, dataClass: tool.dataClass, quarantined: tool.quarantined };
+      }
+      return { ...tool, declaration: generateDeclarations([tool]) };
+    });
+  }
+
+  private validatorFor(cache: Map<string, JsonSchemaValidator<unknown> | Error>, key: string, schema: Record<string, unknown>): JsonSchemaValidator<unknown> | Error {
+    let v = cache.get(key);
+    if (!v) {
+      try {
+        v = this.validator.getValidator(schema as JsonSchemaType);
+      } catch (error) {
+        v = new Error(`the tool's schema cannot be compiled: ${sanitizeText((error as Error).message, 300)}`);
+      }
+      cache.set(key, v);
+    }
+    return v;
+  }
+
+  /** Calls one tool; the signature matches the sandbox's CallTool. */
+  readonly callTool = async (server: string, name: string, args: JsonValue, signal: AbortSignal): Promise<JsonValue> => {
+    const started = performance.now();
+    const argsDigest = sha256(canonicalJson(args));
+    const report = (outcome: BrokerCallRecord["outcome"], resultDigest: string | null) =>
+      this.onToolCall?.({ server, tool: name, argsDigest, resultDigest, durationMs: performance.now() - started, outcome });
+    const refuse = (message: string): never => {
+      report("refused", null);
+      throw new ToolCallError(message, "refused");
+    };
+    const key = `${server}.${name}`;
+    const tool = this.registry.get(key);
+    const upstream = this.upstreams.get(server);
+    if (!tool || !upstream) return refuse(`unknown tool ${sanitizeText(key, 200)}`);
+    if (tool.quarantined) return refuse(`tool ${key} is quarantined (${tool.quarantineReason}) until an admin accepts it`);
+    if (args === null || typeof args !== "object" || Array.isArray(args)) return refuse(`arguments of ${key} must be an object`);
+    const input = this.validatorFor(this.inputValidators, key, tool.inputSchema);
+    if (input instanceof Error) return refuse(input.message);
+    const checked = input(args);
+    if (!checked.valid) return refuse(`invalid arguments for ${key}: ${sanitizeText(checked.errorMessage, 500)}`);
+
+    let value: JsonValue;
+    try {
+      const result = await upstream.client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
+        signal,
+        timeout: this.config.callTimeoutMs,
+      });
+      const size = Buffer.byteLength(JSON.stringify(result) ?? "");
+      if (size > this.limits.maxResultBytes) throw new ToolCallError(`the result of ${key} is ${size} bytes, over the ${this.limits.maxResultBytes}-byte limit`, "error");
+      const content = toSafeJson(result.content ?? [], this.limits);
+      if (result.isError) {
+        const text = Array.isArray(content) ? content.map((c) => (c && typeof c === "object" && !Array.isArray(c) && typeof c.text === "string" ? c.text : "")).join("\n") : "";
+        throw new ToolCallError(`${key} failed: ${sanitizeText(text, 2000) || "error without text"}`, "error");
+      }
+      if (tool.outputSchema) {
+        if (result.structuredContent === undefined) throw new ToolCallError(`${key} returned no structured content for its outputSchema`, "error");
+        value = toSafeJson(result.structuredContent, this.limits);
+        const output = this.validatorFor(this.outputValidators, key, tool.outputSchema);
+        if (output instanceof Error) throw new ToolCallError(output.message, "error");
+        const ok = output(value);
+        if (!ok.valid) throw new ToolCallError(`${key} returned output that does not match its outputSchema: ${sanitizeText(ok.errorMessage, 500)}`, "error");
+      } else if (result.structuredContent !== undefined) {
+        value = toSafeJson(result.structuredContent, this.limits);
+      } else {
+        const items = Array.isArray(content) ? content : [];
+        const texts = items.map((c) => (c && typeof c === "object" && !Array.isArray(c) && c.type === "text" && typeof c.text === "string" ? c.text : null));
+        value = texts.every((t) => t !== null) ? texts.join("\n") : content;
+      }
+    } catch (error) {
+      report("error", null);
+      if (error instanceof ToolCallError) throw error;
+      throw new ToolCallError(`${key} failed: ${sanitizeText((error as Error).message ?? String(error), 1000)}`, "error");
+    }
+    report("ok", sha256(canonicalJson(value)));
+    return value;
+  };
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.upstreams.values()].map((u) => u.client.close()));
+  }
+}

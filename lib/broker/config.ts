@@ -1,0 +1,108 @@
+/**
+ * `airlock.config.json`: the upstream MCP servers, their data classes, the package allowlist and
+ * the default isolation. Parsed with closed (strict) zod schemas; every problem names its key path
+ * (`servers.ledger.url: ...`). Credentials (env, headers) stay in the host process: they are
+ * passed to the upstream transport and never to a sandbox. Relative commands and working
+ * directories resolve against the config file's directory.
+ */
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { z } from "zod";
+import { env } from "@/lib/env";
+import { ISOLATION_LEVELS } from "@/lib/sandbox/types";
+
+export const DATA_CLASSES = ["public", "internal", "confidential", "pii", "financial", "phi"] as const;
+export type DataClass = (typeof DATA_CLASSES)[number];
+
+const identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "must be an identifier (letters, digits, _)");
+const dataClass = z.enum(DATA_CLASSES);
+const toolOverrides = z.record(z.string().min(1), z.object({ dataClass }).strict()).default({});
+
+const stdioServer = z
+  .object({
+    transport: z.literal("stdio"),
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().optional(),
+    dataClass,
+    tools: toolOverrides,
+  })
+  .strict();
+
+const httpServer = z
+  .object({
+    transport: z.literal("http"),
+    url: z.url({ protocol: /^https?$/ }),
+    headers: z.record(z.string(), z.string()).default({}),
+    dataClass,
+    tools: toolOverrides,
+  })
+  .strict();
+
+const configSchema = z
+  .object({
+    $schema: z.string().optional(),
+    servers: z.record(identifier, z.discriminatedUnion("transport", [stdioServer, httpServer])),
+    packages: z.array(z.string().regex(/^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/, "must be an npm package name")).default(["csv-parse", "decimal.js"]),
+    sandbox: z
+      .object({
+        isolation: z.enum(ISOLATION_LEVELS).default("strict"),
+        poolSize: z.number().int().min(0).max(64).default(2),
+      })
+      .strict()
+      .default({ isolation: "strict", poolSize: 2 }),
+    pins: z.object({ file: z.string().min(1) }).strict().default({ file: ".airlock/tool-pins.json" }),
+    callTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+  })
+  .strict();
+
+export type AirlockConfig = z.infer<typeof configSchema>;
+export type ServerConfig = AirlockConfig["servers"][string];
+
+export class ConfigError extends Error {
+  constructor(
+    readonly file: string,
+    readonly problems: string[],
+  ) {
+    super(`${file} is invalid:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+export function parseConfig(raw: unknown, file: string): AirlockConfig {
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(
+      file,
+      parsed.error.issues.map((issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`),
+    );
+  }
+  const baseDir = dirname(resolve(file));
+  const config = parsed.data;
+  for (const server of Object.values(config.servers)) {
+    if (server.transport !== "stdio") continue;
+    server.cwd = resolve(baseDir, server.cwd ?? ".");
+    if (server.command.includes("/") && !isAbsolute(server.command)) server.command = resolve(server.cwd, server.command);
+  }
+  config.pins.file = resolve(baseDir, config.pins.file);
+  return config;
+}
+
+/** Reads the config from `path`, else AIRLOCK_CONFIG, else ./airlock.config.json. */
+export function loadConfig(path?: string): AirlockConfig {
+  const file = resolve(path ?? env().AIRLOCK_CONFIG ?? "airlock.config.json");
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (cause) {
+    throw new ConfigError(file, [`cannot be read (${(cause as NodeJS.ErrnoException).code ?? "error"})`]);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (cause) {
+    throw new ConfigError(file, [`is not valid JSON: ${(cause as Error).message}`]);
+  }
+  return parseConfig(raw, file);
+}

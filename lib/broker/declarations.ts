@@ -1,0 +1,116 @@
+/**
+ * TypeScript declarations for the tools a script may call, generated from each tool's
+ * inputSchema and outputSchema, with descriptions as JSDoc and MCP annotations as JSDoc tags.
+ *
+ * Guarantees: output is valid TypeScript for any input schema (unknown or unsupported constructs
+ * become `unknown`, never a syntax error); upstream text (descriptions, enum strings, property
+ * names) is sanitized and escaped so it cannot close a comment or a string literal; recursion and
+ * $ref chains are depth-limited. Only local `#/$defs/...` / `#/definitions/...` refs are followed.
+ */
+import { sanitizeText } from "@/lib/sandbox/sanitize";
+import type { ToolInfo } from "./types";
+
+type Schema = Record<string, unknown>;
+const MAX_DEPTH = 12;
+const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+function doc(text: string | undefined, tags: string[], indent: string): string {
+  const lines = [...(text ? sanitizeText(text, 4000).split("\n") : []), ...tags].map((l) => l.replace(/\*\//g, "*\\/"));
+  if (lines.length === 0) return "";
+  return `${indent}/**\n${lines.map((l) => `${indent} * ${l}`.trimEnd()).join("\n")}\n${indent} */\n`;
+}
+
+function key(name: string): string {
+  return IDENT.test(name) ? name : JSON.stringify(sanitizeText(name, 200));
+}
+
+function literal(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(sanitizeText(value, 200));
+  if (typeof value === "number" || typeof value === "boolean" || value === null) return JSON.stringify(value);
+  return "unknown";
+}
+
+export function schemaToType(schema: unknown, root: unknown = schema, depth = 0, indent = ""): string {
+  if (depth > MAX_DEPTH || schema === null || typeof schema !== "object" || Array.isArray(schema)) return schema === true ? "unknown" : "unknown";
+  const s = schema as Schema;
+  if (typeof s.$ref === "string") {
+    const m = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(s.$ref);
+    const defs = m && (root as Schema)?.[m[1]!];
+    const target = defs && typeof defs === "object" ? (defs as Schema)[m![2]!] : undefined;
+    return target ? schemaToType(target, root, depth + 1, indent) : "unknown";
+  }
+  if ("const" in s) return literal(s.const);
+  if (Array.isArray(s.enum)) return s.enum.map(literal).join(" | ") || "never";
+  for (const combinator of ["anyOf", "oneOf"] as const) {
+    if (Array.isArray(s[combinator])) return (s[combinator] as unknown[]).map((x) => schemaToType(x, root, depth + 1, indent)).join(" | ") || "unknown";
+  }
+  if (Array.isArray(s.allOf)) return (s.allOf as unknown[]).map((x) => `(${schemaToType(x, root, depth + 1, indent)})`).join(" & ") || "unknown";
+  if (Array.isArray(s.type)) return s.type.map((t) => schemaToType({ ...s, type: t }, root, depth + 1, indent)).join(" | ");
+  switch (s.type) {
+    case "string":
+      return "string";
+    case "number":
+    case "integer":
+      return "number";
+    case "boolean":
+      return "boolean";
+    case "null":
+      return "null";
+    case "array":
+      return `Array<${schemaToType(s.items, root, depth + 1, indent)}>`;
+    case "object":
+    case undefined: {
+      const props = s.properties && typeof s.properties === "object" ? (s.properties as Record<string, unknown>) : undefined;
+      if (!props && s.type === undefined) return "unknown";
+      const required = new Set(Array.isArray(s.required) ? s.required.filter((r): r is string => typeof r === "string") : []);
+      const inner = `${indent}  `;
+      const members = Object.entries(props ?? {}).map(([name, sub]) => {
+        const description = sub && typeof sub === "object" && typeof (sub as Schema).description === "string" ? ((sub as Schema).description as string) : undefined;
+        return `${doc(description, [], inner)}${inner}${key(name)}${required.has(name) ? "" : "?"}: ${schemaToType(sub, root, depth + 1, inner)};`;
+      });
+      const extra = s.additionalProperties;
+      if (extra && typeof extra === "object") members.push(`${inner}[key: string]: ${schemaToType(extra, root, depth + 1, inner)};`);
+      else if (!props && extra !== false) members.push(`${inner}[key: string]: unknown;`);
+      return members.length === 0 ? "{}" : `{\n${members.join("\n")}\n${indent}}`;
+    }
+    default:
+      return "unknown";
+  }
+}
+
+function annotationTags(tool: ToolInfo): string[] {
+  const tags: string[] = [`@dataClass ${tool.dataClass}`];
+  for (const [name, value] of Object.entries(tool.annotations ?? {})) {
+    if (typeof value === "boolean") tags.push(`@${name} ${value}`);
+  }
+  if (tool.quarantined) tags.push("@quarantined calls are refused until an admin accepts the changed tool");
+  return tags;
+}
+
+/** `declare const tools: { server: { tool(args): Promise<Output> } }` for the given tools. */
+export function generateDeclarations(tools: readonly ToolInfo[]): string {
+  const byServer = new Map<string, ToolInfo[]>();
+  for (const tool of tools) byServer.set(tool.server, [...(byServer.get(tool.server) ?? []), tool]);
+  const servers = [...byServer].map(([server, list]) => {
+    const methods = list.map((tool) => {
+      const input = schemaToType(tool.inputSchema, tool.inputSchema, 0, "    ");
+      const output = tool.outputSchema ? schemaToType(tool.outputSchema, tool.outputSchema, 0, "    ") : "unknown";
+      return `${doc(tool.description, annotationTags(tool), "    ")}    ${key(tool.name)}(args: ${input}): Promise<${output}>;`;
+    });
+    return `  ${key(server)}: {\n${methods.join("\n")}\n  };`;
+  });
+  return [
+    "/** Tools available to Airlock scripts. Generated from the upstream MCP servers' schemas. */",
+    `declare const tools: {\n${servers.join("\n")}\n};`,
+    "",
+    "/** Files staged for this run. */",
+    "declare const inputs: {",
+    "  list(): Array<{ name: string; size: number }>;",
+    "  text(name: string): string;",
+    "  bytes(name: string): Uint8Array;",
+    "  json(name: string): unknown;",
+    "  csv(name: string): Array<Record<string, string>>;",
+    "};",
+    "",
+  ].join("\n");
+}

@@ -1,0 +1,34 @@
+/** Tool facts the broker publishes (consumed by policy/intake, the console and the CLI). */
+import type { DataClass } from "./config";
+
+export type ToolAnnotations = {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+};
+
+export type ToolInfo = {
+  server: string;
+  name: string;
+  description: string;
+  annotations: ToolAnnotations;
+  dataClass: DataClass;
+  /** Calls are refused while true; see quarantineReason. */
+  quarantined: boolean;
+  quarantineReason: "hash_changed" | "name_collision" | null;
+  /** sha256 over description + inputSchema + outputSchema + annotations (canonical JSON). */
+  hash: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown> | null;
+};
+
+export type BrokerCallRecord = {
+  server: string;
+  tool: string;
+  argsDigest: string;
+  resultDigest: string | null;
+  durationMs: number;
+  outcome: "ok" | "error" | "refused";
+};

@@ -1,0 +1,139 @@
+/**
+ * `airlock exec FILE`: runs one script in the sandbox against the configured upstreams and prints
+ * its envelope. Exit 0 when the run succeeded, 1 when it did not (or the upstreams/config could
+ * not be used), 2 for bad arguments. Tools are allowed only by name (`--allow`) or all at once
+ * (`--allow-all`, never quarantined ones); with neither, the script may call no tool. The
+ * isolation level is the flag's, else the config's; a level the host cannot provide fails the run
+ * (SANDBOX_UNAVAILABLE) rather than running weaker. This is a developer/admin door: it applies no
+ * policy or review — those belong to the run lifecycle.
+ */
+import { readFileSync } from "node:fs";
+import { extname } from "node:path";
+import { parseArgs } from "node:util";
+import { ConfigError, JsonFilePinStore, ToolBroker, loadConfig } from "@/lib/broker";
+import { ISOLATION_LEVELS, runInSandbox, type Envelope, type IsolationLevel, type StagedInput } from "@/lib/sandbox";
+
+type Io = { stdout: (s: string) => void; stderr: (s: string) => void };
+
+export const EXEC_USAGE = `Usage: airlock exec FILE [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all]
+                    [--isolation strict|permission-only] [--timeout-ms N] [--json] [--config PATH]
+
+Runs FILE (.js/.mjs: JavaScript, .ts/.mts: TypeScript) as the body of an async function in the
+sandbox. Exit 0: the run succeeded; 1: it did not; 2: bad arguments.
+`;
+
+class BadArgs extends Error {}
+
+function parse(argv: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        input: { type: "string", multiple: true, default: [] },
+        allow: { type: "string" },
+        "allow-all": { type: "boolean", default: false },
+        isolation: { type: "string" },
+        "timeout-ms": { type: "string" },
+        json: { type: "boolean", default: false },
+        config: { type: "string" },
+      },
+    });
+  } catch (error) {
+    throw new BadArgs((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (positionals.length !== 1) throw new BadArgs("exactly one FILE is required");
+  const file = positionals[0]!;
+  const ext = extname(file);
+  const language = [".ts", ".mts"].includes(ext) ? "typescript" : [".js", ".mjs"].includes(ext) ? "javascript" : null;
+  if (!language) throw new BadArgs(`FILE must end in .js, .mjs, .ts or .mts (got '${ext || file}')`);
+  const inputs: StagedInput[] = values.input.map((spec) => {
+    const eq = spec.indexOf("=");
+    if (eq <= 0 || eq === spec.length - 1) throw new BadArgs(`--input must be NAME=PATH (got '${spec}')`);
+    return { name: spec.slice(0, eq), path: spec.slice(eq + 1) };
+  });
+  if (values.allow !== undefined && values["allow-all"]) throw new BadArgs("use --allow or --allow-all, not both");
+  const allow = values.allow === undefined ? [] : values.allow.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const name of allow) if (!/^[A-Za-z_][A-Za-z0-9_]*\.[^\s]+$/.test(name)) throw new BadArgs(`--allow takes SERVER.TOOL names (got '${name}')`);
+  if (values.isolation !== undefined && !(ISOLATION_LEVELS as readonly string[]).includes(values.isolation)) {
+    throw new BadArgs(`--isolation must be one of ${ISOLATION_LEVELS.join(", ")}`);
+  }
+  let timeoutMs: number | undefined;
+  if (values["timeout-ms"] !== undefined) {
+    timeoutMs = Number(values["timeout-ms"]);
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 3_600_000) throw new BadArgs("--timeout-ms must be an integer between 1 and 3600000");
+  }
+  return {
+    file,
+    language: language as "typescript" | "javascript",
+    inputs,
+    allow,
+    allowAll: values["allow-all"],
+    isolation: values.isolation as IsolationLevel | undefined,
+    timeoutMs,
+    json: values.json,
+    config: values.config,
+  };
+}
+
+export function formatEnvelope(env: Envelope): string {
+  const lines = [`status: ${env.status}${env.error ? ` (${env.error.code})` : ""}`];
+  if (env.error) lines.push(`error${env.error.untrusted ? " [untrusted]" : ""}: ${env.error.message}`);
+  for (const log of env.logs) lines.push(`[${log.level}] ${log.text}`);
+  if (env.truncated) lines.push("[logs truncated]");
+  if (env.result !== null) lines.push(`result: ${JSON.stringify(env.result, null, 2)}`);
+  for (const a of env.artifacts) lines.push(`artifact: out/${a.name} (${a.sizeBytes} bytes, sha256 ${a.sha256.slice(0, 16)}…)`);
+  if (env.flags.length > 0) lines.push(`flags: ${env.flags.join(", ")}`);
+  const { wallMs, cpuMs, peakRssMb, toolCalls } = env.stats;
+  lines.push(`stats: ${wallMs} ms wall, ${cpuMs} ms cpu, ${peakRssMb} MB peak RSS, ${toolCalls} tool calls`);
+  lines.push(`isolation: ${env.isolation.level} (node ${env.isolation.node}, bubblewrap ${env.isolation.layers.bubblewrap}, cgroup ${env.isolation.layers.cgroup})`);
+  return `${lines.join("\n")}\n`;
+}
+
+export async function execCommand(argv: string[], io: Io): Promise<number> {
+  let args: ReturnType<typeof parse>;
+  let code: string;
+  try {
+    args = parse(argv);
+    code = readFileSync(args.file, "utf8");
+  } catch (error) {
+    io.stderr(`airlock exec: ${(error as Error).message}\n\n${EXEC_USAGE}`);
+    return 2;
+  }
+  let broker: ToolBroker;
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(args.config);
+    broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(config.pins.file) });
+  } catch (error) {
+    io.stderr(`airlock exec: ${error instanceof ConfigError ? error.message : `upstreams unavailable: ${(error as Error).message}`}\n`);
+    return 1;
+  }
+  try {
+    const known = broker.tools().map((t) => `${t.server}.${t.name}`);
+    const unknown = args.allow.filter((name) => !known.includes(name));
+    if (unknown.length > 0) {
+      io.stderr(`airlock exec: --allow names tools no upstream offers: ${unknown.join(", ")}\n\n${EXEC_USAGE}`);
+      return 2;
+    }
+    const allowed = args.allowAll ? broker.tools().filter((t) => !t.quarantined).map((t) => `${t.server}.${t.name}`) : args.allow;
+    const env = await runInSandbox({
+      code,
+      language: args.language,
+      inputs: args.inputs,
+      allowedTools: allowed,
+      knownTools: known,
+      callTool: broker.callTool,
+      isolation: args.isolation ?? config.sandbox.isolation,
+      packages: config.packages,
+      limits: args.timeoutMs === undefined ? {} : { timeoutMs: args.timeoutMs },
+    });
+    io.stdout(args.json ? `${JSON.stringify(env, null, 2)}\n` : formatEnvelope(env));
+    return env.status === "succeeded" ? 0 : 1;
+  } finally {
+    await broker.close();
+  }
+}

@@ -1,0 +1,289 @@
+/**
+ * The sandbox bootstrap: the first and only module Node loads inside a sandbox.
+ *
+ * It runs INSIDE the hostile process, so it enforces nothing the host relies on. Its jobs are
+ * convenience and fail-closed start-up:
+ *  - refuse to run unless the permission model is on and denies child processes, workers, addons,
+ *    WASI, inspector and network (a launcher bug must not yield an unconfined run);
+ *  - announce `ready`, wait for exactly one `job` frame, import the script module and call its
+ *    default export with frozen `tools` stubs and an `inputs` reader;
+ *  - turn console output, tool calls and the final result into newline-delimited JSON frames on
+ *    fd 1. It captures the functions it needs before the script loads, so a script that patches
+ *    JSON, Promise, console or fs only breaks itself; the host validates every frame anyway.
+ * Plain JavaScript on purpose: nothing is compiled inside the sandbox.
+ */
+import { writeSync, readFileSync, readdirSync, lstatSync, mkdirSync } from "node:fs";
+import { registerHooks } from "node:module";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { format } from "node:util";
+
+const stringify = JSON.stringify;
+const parse = JSON.parse;
+const exit = process.reallyExit.bind(process);
+const PromiseCtor = Promise;
+const MapCtor = Map;
+const mapGet = Map.prototype.get;
+const mapSet = Map.prototype.set;
+const mapDelete = Map.prototype.delete;
+const call = Function.prototype.call.bind(Function.prototype.call);
+const freeze = Object.freeze;
+
+function send(frame) {
+  const line = stringify(frame) + "\n";
+  let offset = 0;
+  const bytes = Buffer.from(line, "utf8");
+  while (offset < bytes.length) {
+    try {
+      offset += writeSync(1, bytes, offset);
+    } catch (error) {
+      if (error && error.code === "EAGAIN") continue;
+      exit(70);
+    }
+  }
+}
+
+function fail(code, message) {
+  send({ t: "done", ok: false, error: { name: "SandboxError", code, message } });
+  exit(71);
+}
+
+// 1. Refuse to run unconfined.
+const permission = process.permission;
+if (!permission || typeof permission.has !== "function") fail("NO_PERMISSION_MODEL", "process.permission is missing");
+for (const scope of ["child", "worker", "addon", "wasi", "inspector", "net"]) {
+  let granted = true;
+  try {
+    granted = permission.has(scope);
+  } catch {
+    granted = true;
+  }
+  if (granted) fail("PERMISSION_TOO_WIDE", `permission scope ${scope} is granted`);
+}
+for (const [scope, path] of [["fs.read", "/"], ["fs.write", "/"], ["fs.read", "/etc/passwd"]]) {
+  if (permission.has(scope, path)) fail("PERMISSION_TOO_WIDE", `${scope} is granted on ${path}`);
+}
+
+// bwrap sets PWD after --chdir; the environment is otherwise empty (spawned with env {}, --clearenv).
+delete process.env.PWD;
+
+// 2. Frames from the host.
+const pending = new MapCtor();
+let job = null;
+let buffered = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => {
+  buffered += chunk;
+  let nl;
+  while ((nl = buffered.indexOf("\n")) >= 0) {
+    const line = buffered.slice(0, nl);
+    buffered = buffered.slice(nl + 1);
+    onHostFrame(parse(line));
+  }
+});
+
+function onHostFrame(frame) {
+  if (frame.t === "job" && job === null) {
+    job = frame;
+    startJob(frame);
+  } else if (frame.t === "result") {
+    const waiter = call(mapGet, pending, frame.id);
+    if (!waiter) return;
+    call(mapDelete, pending, frame.id);
+    if (frame.ok) waiter.resolve(frame.value);
+    else waiter.reject(new ToolError(frame.error));
+  }
+}
+
+class ToolError extends Error {
+  constructor(message) {
+    super(String(message));
+    this.name = "ToolError";
+  }
+}
+
+// 3. What the script sees.
+let nextId = 1;
+function makeTools(catalog) {
+  const tools = Object.create(null);
+  for (const server of Object.keys(catalog)) {
+    const stubs = Object.create(null);
+    for (const tool of catalog[server]) {
+      stubs[tool] = function toolStub(args) {
+        const id = nextId++;
+        return new PromiseCtor((resolve, reject) => {
+          call(mapSet, pending, id, { resolve, reject });
+          send({ t: "call", id, server, tool, args: args === undefined ? {} : args });
+        });
+      };
+      freeze(stubs[tool]);
+    }
+    tools[server] = freeze(stubs);
+  }
+  return freeze(tools);
+}
+
+const CSV_FIELD = /^(?:"((?:[^"]|"")*)"|([^",\r\n]*))(,|\r?\n|$)/;
+function parseCsv(text) {
+  const rows = [];
+  let row = [];
+  let rest = text.replace(/^\ufeff/, "");
+  while (rest.length > 0) {
+    const m = CSV_FIELD.exec(rest);
+    if (!m || m[0].length === 0) throw new Error("malformed CSV");
+    row.push(m[1] !== undefined ? m[1].replace(/""/g, '"') : m[2]);
+    rest = rest.slice(m[0].length);
+    if (m[3] !== ",") {
+      rows.push(row);
+      row = [];
+    }
+  }
+  if (row.length > 0) rows.push(row);
+  const [header, ...body] = rows;
+  if (!header) return [];
+  return body
+    .filter((r) => !(r.length === 1 && r[0] === ""))
+    .map((r) => Object.fromEntries(header.map((h, i) => [h, r[i] ?? ""])));
+}
+
+function makeInputs(dir, names) {
+  const known = new Set(names);
+  const pathOf = (name) => {
+    if (!known.has(name)) throw new Error(`no input named ${String(name).slice(0, 100)}`);
+    return join(dir, name);
+  };
+  return freeze({
+    list: () => names.map((name) => ({ name, size: lstatSync(join(dir, name)).size })),
+    text: (name) => readFileSync(pathOf(name), "utf8"),
+    bytes: (name) => readFileSync(pathOf(name)),
+    json: (name) => parse(readFileSync(pathOf(name), "utf8")),
+    csv: (name) => parseCsv(readFileSync(pathOf(name), "utf8")),
+  });
+}
+
+function captureConsole(maxChars) {
+  for (const level of ["log", "info", "warn", "error", "debug", "trace", "dir", "table"]) {
+    const kind = level === "warn" || level === "error" ? level : level === "debug" || level === "trace" ? "debug" : "log";
+    console[level] = (...args) => {
+      let text = format(...args);
+      if (text.length > maxChars) text = text.slice(0, maxChars);
+      send({ t: "log", level: kind, text });
+    };
+  }
+}
+
+// 4. Imports: the script may import allowlisted packages and a few harmless builtins. This is a
+// convenience check with a clear message; the boundary is that nothing else is readable.
+function installImportGate(scriptUrl, packages, builtins) {
+  const deny = (specifier) => {
+    send({ t: "deny", what: "import", detail: String(specifier).slice(0, 200) });
+    const error = new Error(`import of '${String(specifier).slice(0, 200)}' is not allowed`);
+    error.code = "ERR_IMPORT_NOT_ALLOWED";
+    throw error;
+  };
+  closeEscapeHatches(deny);
+  registerHooks({
+    resolve(specifier, context, nextResolve) {
+      if (context.parentURL !== scriptUrl) return nextResolve(specifier, context);
+      const bare = specifier.startsWith("node:") ? specifier.slice(5) : specifier;
+      if (builtins.includes(bare)) return nextResolve(`node:${bare}`, context);
+      const name = bare.startsWith("@") ? bare.split("/").slice(0, 2).join("/") : bare.split("/")[0];
+      const base = packages[name];
+      if (base === undefined) return deny(specifier);
+      return nextResolve(bare, { ...context, parentURL: base });
+    },
+  });
+}
+
+// 5. Escape hatches that need no import: builtins that could undo the flags above (vm compiles
+// code from strings, v8 sets flags, module registers loader hooks and makes `require`, repl
+// evaluates) and raw bindings/debug entry points. Everything else (net, child_process, ...) is
+// left to the permission model and the OS layer, which the attack tests exercise directly.
+const HIDDEN_BUILTINS = ["vm", "v8", "module", "repl"];
+function closeEscapeHatches(deny) {
+  const getBuiltinModule = process.getBuiltinModule.bind(process);
+  process.getBuiltinModule = (id) => {
+    const bare = String(id).startsWith("node:") ? String(id).slice(5) : String(id);
+    if (HIDDEN_BUILTINS.includes(bare)) return deny(`node:${bare}`);
+    return getBuiltinModule(id);
+  };
+  for (const name of ["binding", "_linkedBinding", "dlopen", "_debugProcess", "_debugEnd", "_startProfilerIdleNotifier", "reallyExit", "abort"]) {
+    try {
+      delete process[name];
+    } catch {
+      // non-configurable: leave it
+    }
+  }
+}
+
+function collectArtifacts(outDir, cap) {
+  const artifacts = [];
+  let total = 0;
+  let over = false;
+  const walk = (dir, prefix) => {
+    for (const entry of readdirSync(dir)) {
+      const full = join(dir, entry);
+      const rel = prefix ? `${prefix}/${entry}` : entry;
+      const st = lstatSync(full);
+      if (st.isDirectory()) walk(full, rel);
+      else if (st.isFile()) {
+        total += st.size;
+        if (total > cap) {
+          over = true;
+          return;
+        }
+        artifacts.push({ name: rel, b64: readFileSync(full).toString("base64") });
+      }
+      if (over) return;
+    }
+  };
+  walk(outDir, "");
+  return { artifacts, over, total };
+}
+
+function describeError(error) {
+  if (error !== null && typeof error === "object") {
+    return {
+      name: String(error.name ?? "Error").slice(0, 200),
+      code: typeof error.code === "string" ? error.code.slice(0, 100) : undefined,
+      message: String(error.message ?? "").slice(0, 8000),
+    };
+  }
+  return { name: "NonError", message: String(error).slice(0, 8000) };
+}
+
+let finished = false;
+function finish(frame) {
+  if (finished) return;
+  finished = true;
+  // No exit here: the host reads this process's CPU and memory from /proc, then kills it.
+  send(frame);
+}
+
+process.on("uncaughtException", (error) => finish({ t: "done", ok: false, error: describeError(error) }));
+process.on("unhandledRejection", (error) => finish({ t: "done", ok: false, error: describeError(error) }));
+
+async function startJob(frame) {
+  try {
+    captureConsole(frame.maxLogChars);
+    const scriptUrl = pathToFileURL(frame.script).href;
+    installImportGate(scriptUrl, frame.packages, frame.builtins);
+    mkdirSync(frame.outDir, { recursive: true });
+    const tools = makeTools(frame.tools);
+    const inputs = makeInputs(frame.inputsDir, frame.inputs);
+    const mod = await import(scriptUrl);
+    const value = await mod.default(tools, inputs);
+    let result;
+    try {
+      result = value === undefined ? undefined : stringify(value);
+    } catch (error) {
+      throw new TypeError(`the returned value is not JSON-serializable: ${describeError(error).message}`);
+    }
+    const { artifacts, over } = collectArtifacts(frame.outDir, frame.maxArtifactBytes);
+    finish({ t: "done", ok: true, result, artifacts, artifactsOverLimit: over });
+  } catch (error) {
+    finish({ t: "done", ok: false, error: describeError(error) });
+  }
+}
+
+send({ t: "ready" });

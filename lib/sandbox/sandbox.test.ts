@@ -1,0 +1,210 @@
+/**
+ * The script contract and the launcher: real sandboxes (Node 26 + permission model, bubblewrap
+ * under `strict`), no mocks. Attacks live in attacks.test.ts.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { createSandboxPool, runInSandbox, type CallTool, type ToolCallRecord } from "./index";
+import { BOOTSTRAP_PATH, EMPTY_ENV, detectHost, versionAtLeast } from "./runtime";
+import { prepareScript } from "./script";
+
+const echo: CallTool = async (server, tool, args) => ({ server, tool, args });
+const dir = mkdtempSync(join(tmpdir(), "airlock-test-sandbox-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+writeFileSync(join(dir, "rows.csv"), 'id,amount,note\n1,10.50,"a, b"\n2,3.25,"say ""hi"""\n');
+writeFileSync(join(dir, "cfg.json"), JSON.stringify({ rate: 2 }));
+writeFileSync(join(dir, "notes.txt"), "hello");
+
+describe("script contract (strict)", () => {
+  it("runs tools, inputs, allowlisted imports, artifacts, logs and returns the result", async () => {
+    const calls: ToolCallRecord[] = [];
+    const env = await runInSandbox({
+      code: `import { parse } from "csv-parse/sync";
+const Decimal = (await import("decimal.js")).default;
+const fs = await import("node:fs");
+console.log("rows", inputs.csv("rows.csv").length);
+const echoed = await tools.demo.echo({ n: 1 });
+fs.mkdirSync("out/sub", { recursive: true });
+fs.writeFileSync("out/sub/report.txt", "total");
+const rows = inputs.csv("rows.csv");
+return {
+  echoed,
+  rows,
+  total: rows.reduce((s, r) => s.plus(r.amount), new Decimal(0)).toString(),
+  parsed: parse("a,b\\n1,2", { columns: true }),
+  cfg: inputs.json("cfg.json"),
+  text: inputs.text("notes.txt"),
+  names: inputs.list().map((i) => i.name),
+};`,
+      inputs: [
+        { name: "rows.csv", path: join(dir, "rows.csv") },
+        { name: "cfg.json", path: join(dir, "cfg.json") },
+        { name: "notes.txt", path: join(dir, "notes.txt") },
+      ],
+      allowedTools: ["demo.echo"],
+      callTool: echo,
+      onToolCall: (r) => calls.push(r),
+    });
+    expect(env.error).toBeNull();
+    expect(env.status).toBe("succeeded");
+    expect(env.result).toEqual({
+      echoed: { server: "demo", tool: "echo", args: { n: 1 } },
+      rows: [
+        { id: "1", amount: "10.50", note: "a, b" },
+        { id: "2", amount: "3.25", note: 'say "hi"' },
+      ],
+      total: "13.75",
+      parsed: [{ a: "1", b: "2" }],
+      cfg: { rate: 2 },
+      text: "hello",
+      names: ["rows.csv", "cfg.json", "notes.txt"],
+    });
+    expect(env.logs).toEqual([{ level: "log", text: "rows 2" }]);
+    expect(env.artifacts.map((a) => [a.name, Buffer.from(a.base64, "base64").toString()])).toEqual([["sub/report.txt", "total"]]);
+    expect(env.stats.toolCalls).toBe(1);
+    expect(env.stats.peakRssMb).toBeGreaterThan(10);
+    expect(calls).toMatchObject([{ server: "demo", tool: "echo", outcome: "ok" }]);
+    expect(env.isolation).toMatchObject({ level: "strict", layers: { permissionModel: true, bubblewrap: true, prlimit: true } });
+    expect(env.flags).toEqual([]);
+  });
+
+  it("strips TypeScript types and keeps line numbers for errors", async () => {
+    const ok = await runInSandbox({
+      code: `interface Row { a: number }\nconst rows: Row[] = [{ a: 2 }];\nreturn rows.map((r): number => r.a * 2);`,
+      language: "typescript",
+      allowedTools: [],
+      callTool: echo,
+    });
+    expect(ok.result).toEqual([4]);
+    const bad = await runInSandbox({ code: `const x = 1;\n\nthrow new Error("line three");`, allowedTools: [], callTool: echo });
+    expect(bad.error).toMatchObject({ code: "SCRIPT_ERROR", message: "Error: line three", untrusted: true });
+    expect(prepareScript(`import a from "csv-parse";\n// c\nreturn 1;`, "javascript", ["csv-parse"]).module.split("\n")[2]).toBe("return 1;");
+  });
+
+  it("refuses static imports outside the allowlist before a sandbox starts", async () => {
+    const env = await runInSandbox({ code: `import cp from "node:child_process";\nreturn 1;`, allowedTools: [], callTool: echo });
+    expect(env.error).toMatchObject({ code: "CAPABILITY_DENIED" });
+    expect(env.error!.message).toContain("node:child_process");
+    const pkg = await runInSandbox({ code: `import z from "zod";\nreturn 1;`, allowedTools: [], callTool: echo });
+    expect(pkg.error?.code).toBe("CAPABILITY_DENIED");
+    const dyn = await runInSandbox({ code: `await import("zod"); return 1;`, allowedTools: [], callTool: echo });
+    expect(dyn.error).toMatchObject({ code: "CAPABILITY_DENIED" });
+  });
+
+  it("flags a script that swallows its errors and returns nothing; uncaught tool errors are TOOL_ERROR", async () => {
+    const failing: CallTool = async () => {
+      throw new Error("upstream said no");
+    };
+    const swallowed = await runInSandbox({
+      code: `try { await tools.demo.fail({}); } catch (e) { console.error("ignored", e.message); }`,
+      allowedTools: ["demo.fail"],
+      callTool: failing,
+    });
+    expect(swallowed.status).toBe("succeeded");
+    expect(swallowed.flags).toEqual(expect.arrayContaining(["no_result", "swallowed_errors", "tool_errors"]));
+    expect(swallowed.logs[0]).toEqual({ level: "error", text: "ignored upstream said no" });
+    const uncaught = await runInSandbox({ code: `return await tools.demo.fail({});`, allowedTools: ["demo.fail"], callTool: failing });
+    expect(uncaught.error).toMatchObject({ code: "TOOL_ERROR", untrusted: true });
+    expect(uncaught.error!.message).toContain("upstream said no");
+  });
+
+  it("caps concurrent tool calls on the host side", async () => {
+    let inFlight = 0;
+    let peak = 0;
+    const slow: CallTool = async () => {
+      peak = Math.max(peak, ++inFlight);
+      await new Promise((r) => setTimeout(r, 5));
+      inFlight--;
+      return 1;
+    };
+    const env = await runInSandbox({
+      code: `const r = await Promise.all(Array.from({ length: 30 }, () => tools.demo.slow({}))); return r.length;`,
+      allowedTools: ["demo.slow"],
+      callTool: slow,
+      limits: { maxConcurrentToolCalls: 3 },
+    });
+    expect(env.result).toBe(30);
+    expect(peak).toBe(3);
+  });
+
+  it("cancellation kills the run and reports CANCELLED", async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const env = await runInSandbox({ code: `for (;;) {}`, allowedTools: [], callTool: echo, signal: controller.signal });
+    expect(env).toMatchObject({ status: "cancelled", error: { code: "CANCELLED", untrusted: false } });
+  });
+
+  it("runs under permission-only when asked, and records the level", async () => {
+    const env = await runInSandbox({ code: `return process.getuid();`, isolation: "permission-only", allowedTools: [], callTool: echo });
+    expect(env.status).toBe("succeeded");
+    expect(env.isolation).toMatchObject({ level: "permission-only", layers: { bubblewrap: false, permissionModel: true } });
+  });
+
+  it("fails with SANDBOX_UNAVAILABLE on a Node older than 26 instead of running weaker", async () => {
+    expect(versionAtLeast("v20.19.0", [26, 10, 0])).toBe(false);
+    expect(versionAtLeast("v26.10.0", [26, 10, 0])).toBe(true);
+    const env = await runInSandbox({ code: `return 1;`, allowedTools: [], callTool: echo, nodePath: "/usr/bin/node" });
+    expect(env.error?.code).toBe("SANDBOX_UNAVAILABLE");
+    expect(env.status).toBe("failed");
+  });
+
+  it("refuses symlinked inputs at staging", async () => {
+    symlinkSync(join(dir, "notes.txt"), join(dir, "link.txt"));
+    const env = await runInSandbox({ code: `return 1;`, inputs: [{ name: "x", path: join(dir, "link.txt") }], allowedTools: [], callTool: echo });
+    expect(env.error?.code).toBe("SANDBOX_UNAVAILABLE");
+    expect(env.error!.message).toContain("symlinks are refused");
+    const name = await runInSandbox({ code: `return 1;`, inputs: [{ name: "../x", path: join(dir, "notes.txt") }], allowedTools: [], callTool: echo });
+    expect(name.error!.message).toContain("plain file name");
+    const big = await runInSandbox({ code: `return 1;`, inputs: [{ name: "rows.csv", path: join(dir, "rows.csv") }], allowedTools: [], callTool: echo, limits: { maxInputBytes: 10 } });
+    expect(big.error!.message).toContain("inputs exceed 10 bytes");
+  });
+
+  it.each([
+    [[], "NO_PERMISSION_MODEL"],
+    [["--permission", "--allow-fs-read=*"], "PERMISSION_TOO_WIDE"],
+    [["--permission", "--allow-fs-read=/", "--allow-net"], "PERMISSION_TOO_WIDE"],
+  ])("the child refuses to run with flags %j (%s)", async (flags, expected) => {
+    const { nodePath } = await detectHost();
+    const child = spawn(nodePath, [...flags, BOOTSTRAP_PATH], { env: EMPTY_ENV, stdio: ["pipe", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    const code = await new Promise((r) => child.on("close", r));
+    expect(code).toBe(71);
+    expect(JSON.parse(out.trim())).toMatchObject({ t: "done", ok: false, error: { code: expected } });
+  });
+});
+
+describe("warm pool", () => {
+  const pool = createSandboxPool({ size: 2 });
+  afterAll(() => pool.close());
+
+  function sandboxPids(): number[] {
+    const pids: number[] = [];
+    for (const tid of readdirSync(`/proc/${process.pid}/task`)) {
+      for (const pid of readFileSync(`/proc/${process.pid}/task/${tid}/children`, "utf8").trim().split(" ").filter(Boolean)) {
+        if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("bootstrap.mjs")) pids.push(Number(pid));
+      }
+    }
+    return pids;
+  }
+
+  it("uses each member once, replaces a dead member, and keeps serving", async () => {
+    const first = await pool.run({ code: `return process.pid;`, allowedTools: [], callTool: echo });
+    expect(first.status).toBe("succeeded");
+    const results = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => pool.run({ code: `globalThis.seen ??= 0; globalThis.seen++; return [globalThis.seen, ${i}];`, allowedTools: [], callTool: echo })),
+    );
+    for (const [i, env] of results.entries()) expect(env.result).toEqual([1, i]);
+    await new Promise((r) => setTimeout(r, 500));
+    const before = sandboxPids();
+    expect(before.length).toBeGreaterThanOrEqual(2);
+    process.kill(before[0]!, "SIGKILL");
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(pool.idle).toBe(2);
+    const after = await pool.run({ code: `return "still serving";`, allowedTools: [], callTool: echo });
+    expect(after.result).toBe("still serving");
+  });
+});

@@ -1,0 +1,117 @@
+/**
+ * The sandbox's public vocabulary: isolation levels, limits, the run request and the one result
+ * envelope every outcome is reported in (DESIGN.md step 9). Pure types and defaults, no I/O.
+ */
+import type { RunErrorCode } from "@/lib/errors";
+import type { JsonValue } from "./safe-json";
+
+export const ISOLATION_LEVELS = ["strict", "permission-only"] as const;
+export type IsolationLevel = (typeof ISOLATION_LEVELS)[number];
+
+export type SandboxLimits = {
+  /** Wall clock for the whole run, from job start; the process tree is killed after it. */
+  timeoutMs: number;
+  /** RLIMIT_CPU seconds (SIGXCPU/SIGKILL from the kernel). */
+  cpuSeconds: number;
+  /** V8 old-space cap (--max-old-space-size). */
+  heapMb: number;
+  /** RLIMIT_DATA: bounds Buffers/ArrayBuffers too; allocation fails cleanly above it. */
+  dataMb: number;
+  /** RLIMIT_NOFILE. */
+  maxOpenFiles: number;
+  /** Everything the child may write to stdout; above it the run fails with OUTPUT_LIMIT. */
+  maxStdoutBytes: number;
+  maxStderrBytes: number;
+  /** One frame (a line on stdout); a longer line fails the run with OUTPUT_LIMIT. */
+  maxFrameBytes: number;
+  /** Log text kept; the rest is dropped and the envelope marked truncated. */
+  maxLogBytes: number;
+  maxResultBytes: number;
+  /** Total bytes of files under ./out/ (also the scratch tmpfs size and RLIMIT_FSIZE). */
+  maxArtifactBytes: number;
+  /** Bytes of one tool call's arguments, and of one tool result sent back to the child. */
+  maxRpcBytes: number;
+  maxToolCalls: number;
+  maxConcurrentToolCalls: number;
+  /** Total bytes of staged inputs (they are copied). */
+  maxInputBytes: number;
+};
+
+export const DEFAULT_LIMITS: SandboxLimits = {
+  timeoutMs: 30_000,
+  cpuSeconds: 60,
+  heapMb: 128,
+  dataMb: 1024,
+  maxOpenFiles: 64,
+  maxStdoutBytes: 64 * 1024 * 1024,
+  maxStderrBytes: 64 * 1024,
+  maxFrameBytes: 24 * 1024 * 1024,
+  maxLogBytes: 1024 * 1024,
+  maxResultBytes: 1024 * 1024,
+  maxArtifactBytes: 8 * 1024 * 1024,
+  maxRpcBytes: 4 * 1024 * 1024,
+  maxToolCalls: 10_000,
+  maxConcurrentToolCalls: 8,
+  maxInputBytes: 256 * 1024 * 1024,
+};
+
+export type ScriptLanguage = "javascript" | "typescript";
+
+export type StagedInput = { name: string; path: string };
+
+export type ToolCallRecord = {
+  id: number;
+  server: string;
+  tool: string;
+  durationMs: number;
+  outcome: "ok" | "error";
+  /** Present when the call failed; untrusted text. */
+  error?: string;
+};
+
+/** Calls one upstream tool. Throwing rejects the script's promise with the (sanitized) message. */
+export type CallTool = (server: string, tool: string, args: JsonValue, signal: AbortSignal) => Promise<unknown>;
+
+export type RunRequest = {
+  code: string;
+  language?: ScriptLanguage;
+  inputs?: StagedInput[];
+  /** The approved capability set, "server.tool". Anything else fails the run with CAPABILITY_DENIED. */
+  allowedTools: string[];
+  /** Every tool the script may name (stubs exist for these); defaults to allowedTools. */
+  knownTools?: string[];
+  callTool: CallTool;
+  onToolCall?: (record: ToolCallRecord) => void;
+  limits?: Partial<SandboxLimits>;
+  signal?: AbortSignal;
+};
+
+export type LogLine = { level: "log" | "warn" | "error" | "debug"; text: string };
+
+export type Artifact = { name: string; sizeBytes: number; sha256: string; base64: string };
+
+export type RunStatus = "succeeded" | "failed" | "timed_out" | "cancelled";
+
+export type IsolationReport = {
+  level: IsolationLevel;
+  node: string;
+  layers: {
+    permissionModel: boolean;
+    bubblewrap: boolean;
+    prlimit: boolean;
+    uid: number | null;
+    cgroup: string;
+  };
+};
+
+export type Envelope = {
+  status: RunStatus;
+  result: JsonValue | null;
+  logs: LogLine[];
+  error: { code: RunErrorCode; message: string; untrusted: boolean } | null;
+  stats: { wallMs: number; cpuMs: number; peakRssMb: number; toolCalls: number };
+  flags: string[];
+  truncated: boolean;
+  isolation: IsolationReport;
+  artifacts: Artifact[];
+};
