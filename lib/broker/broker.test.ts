@@ -103,7 +103,8 @@ describe("ledger upstream", () => {
     const summary = broker.search("refund", "summary")[0]!;
     expect(summary).toMatchObject({ server: "ledger", annotations: expect.any(Object), dataClass: "financial" });
     const full = broker.search("issueRefund", "full")[0]!;
-    expect(full).toMatchObject({ name: "issueRefund", inputSchema: expect.any(Object), declaration: expect.stringContaining("issueRefund(args:") });
+    expect(full).toMatchObject({ name: "issueRefund", annotations: { destructiveHint: true }, declaration: expect.stringContaining("issueRefund(args:") });
+    expect(full).not.toHaveProperty("inputSchema");
   });
 
   it("validates arguments before they leave the host, returns null-prototype results and reports each call", async () => {

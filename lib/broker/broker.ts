@@ -132,7 +132,7 @@ export type SearchDetail = "name" | "summary" | "full";
 export type SearchHit =
   | { server: string; name: string }
   | { server: string; name: string; summary: string; annotations: ToolAnnotations; dataClass: string; quarantined: boolean }
-  | (ToolInfo & { declaration: string });
+  | { server: string; name: string; description: string; annotations: ToolAnnotations; dataClass: string; quarantined: boolean; declaration: string };
 
 export class ToolBroker {
   private readonly validator = new AjvJsonSchemaValidator();
@@ -265,7 +265,10 @@ export class ToolBroker {
         const summary = tool.description.split(/(?<=\.)\s/)[0] ?? "";
         return { server: tool.server, name: tool.name, summary, annotations: tool.annotations, dataClass: tool.dataClass, quarantined: tool.quarantined };
       }
-      return { ...tool, declaration: generateDeclarations([tool]) };
+      // The declaration already carries the input and output schemas as types and JSDoc; the raw
+      // JSON Schemas would double what an agent reads.
+      const { server, name, description, annotations, dataClass, quarantined } = tool;
+      return { server, name, description, annotations, dataClass, quarantined, declaration: generateDeclarations([tool]) };
     });
   }
 
