@@ -243,6 +243,19 @@ export class ToolBroker {
     tool.quarantineReason = null;
   }
 
+  /**
+   * A quarantined tool may have been accepted through another process since this broker connected:
+   * the pin store is the source of truth, so look again before refusing, and lift the quarantine
+   * here if the pin now matches what the upstream serves.
+   */
+  private async acceptedElsewhere(tool: ToolInfo): Promise<boolean> {
+    if (tool.quarantineReason !== "hash_changed") return false;
+    if ((await this.pins.get(tool.server, tool.name)) !== tool.hash) return false;
+    tool.quarantined = false;
+    tool.quarantineReason = null;
+    return true;
+  }
+
   declarations(server?: string): string {
     return generateDeclarations(this.tools(server));
   }
@@ -299,7 +312,9 @@ export class ToolBroker {
     const tool = this.registry.get(key);
     const upstream = this.upstreams.get(server);
     if (!tool || !upstream) return refuse(`unknown tool ${sanitizeText(key, 200)}`);
-    if (tool.quarantined) return refuse(`tool ${key} is quarantined (${tool.quarantineReason}) until an admin accepts it`);
+    if (tool.quarantined && !(await this.acceptedElsewhere(tool))) {
+      return refuse(`tool ${key} is quarantined (${tool.quarantineReason}) until an admin accepts it`);
+    }
     if (args === null || typeof args !== "object" || Array.isArray(args)) return refuse(`arguments of ${key} must be an object`);
     const input = this.validatorFor(this.inputValidators, key, tool.inputSchema);
     if (input instanceof Error) return refuse(input.message);

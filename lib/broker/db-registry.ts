@@ -46,7 +46,20 @@ export class DbPinStore implements PinStore {
   }
 }
 
-/** Mirrors the broker's view of every tool into UpstreamTool rows. */
+/** What a pin covers, as shown to an admin deciding whether to accept a changed tool. */
+export function definitionOf(tool: ToolInfo): Prisma.InputJsonObject {
+  return {
+    description: tool.description,
+    inputSchema: tool.inputSchema as Prisma.InputJsonObject,
+    outputSchema: (tool.outputSchema ?? null) as Prisma.InputJsonObject | null,
+    annotations: tool.annotations as Prisma.InputJsonObject,
+  };
+}
+
+/**
+ * Mirrors the broker's view of every tool into UpstreamTool rows. While a tool is trusted its
+ * pinned definition follows it; once quarantined, the pinned definition stays as it was accepted.
+ */
 export async function syncRegistry(db: Db, tools: readonly ToolInfo[]): Promise<void> {
   const servers = new Map((await db.upstreamServer.findMany({ select: { id: true, name: true } })).map((s) => [s.name, s.id]));
   for (const tool of tools) {
@@ -61,10 +74,11 @@ export async function syncRegistry(db: Db, tools: readonly ToolInfo[]): Promise<
       schemaHash: tool.hash,
       quarantined: tool.quarantined,
     };
+    const pinned = tool.quarantined ? {} : { pinnedDefinition: definitionOf(tool) };
     await db.upstreamTool.upsert({
       where: { serverId_name: { serverId, name: tool.name } },
-      create: { serverId, name: tool.name, pinnedHash: tool.hash, ...data },
-      update: data,
+      create: { serverId, name: tool.name, pinnedHash: tool.hash, ...data, ...pinned },
+      update: { ...data, ...pinned },
     });
   }
 }

@@ -27,6 +27,7 @@ Commands:
   exec FILE [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all] [--isolation strict|permission-only] [--timeout-ms N] [--json]
   tools [--server S] [--dts] [--search Q]
   policy validate|replay|publish --file draft.cedar [--last N] [--json]
+  audit verify [--from ID] [--json] | audit checkpoint | audit export --format jsonl|csv [filters]
 
 Without DATABASE_URL the commands use the embedded database under AIRLOCK_DATA_DIR (default ./.airlock).
 `;
@@ -151,6 +152,7 @@ const COMMANDS: Record<string, Command> = {
   exec: async (args, io) => (await import("./exec")).execCommand(args, io),
   tools: async (args, io) => (await import("./tools")).toolsCommand(args, io),
   policy: async (args, io) => (await import("./policy")).policyCommand(args, io),
+  audit: async (args, io) => (await import("./audit")).auditCommand(args, io),
 };
 
 export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {

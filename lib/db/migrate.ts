@@ -11,8 +11,9 @@
  * the way Prisma does (its error is passed on as the cause); an unreachable database is reported
  * as such, naming DATABASE_URL, without the password.
  *
- * After Prisma's migrations, graphile-worker's own schema (the run job queue, lib/runs/queue.ts)
- * is installed or upgraded by graphile-worker's migrator, so one call prepares everything.
+ * graphile-worker's schema (the run job queue) is not part of this: the queue installs and
+ * upgrades it itself when a runtime starts (lib/runs/runtime.ts), so a deploy role without
+ * CREATE on the database can still apply these migrations.
  *
  * Only `migration.sql` is read from each folder; the `schema.prisma` copy kept beside it is for
  * `scripts/migration-new.ts`.
@@ -21,8 +22,6 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { runMigrations as runQueueMigrations } from "graphile-worker";
-import { quietQueueLogger } from "@/lib/runs/queue-logger";
 import { AppError } from "@/lib/errors";
 import { NO_FILTERS, withSchemaEngine, type MigrationList } from "./schema-engine";
 
@@ -101,7 +100,6 @@ export async function applyMigrations(
     const output = await withSchemaEngine(databaseUrl, (engine) =>
       engine.applyMigrations({ migrationsList, filters: NO_FILTERS }),
     );
-    await runQueueMigrations({ connectionString: databaseUrl, logger: quietQueueLogger });
     return { applied: output.appliedMigrationNames };
   } catch (error) {
     throw new Error(

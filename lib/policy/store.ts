@@ -26,13 +26,29 @@ export async function publishedPolicy(db: Db | Tx): Promise<PublishedPolicy | nu
   return { id: row.id, version: row.version, prepared: set };
 }
 
-/** Creates a new version from `text` and publishes it at once (the seed's and the CLI's path). */
+async function nextVersion(tx: Tx): Promise<number> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(7231004418)`;
+  const last = await tx.policyVersion.findFirst({ orderBy: { version: "desc" }, select: { version: true } });
+  return (last?.version ?? 0) + 1;
+}
+
+/** Keeps a draft as a version row (not deciding anything), audited. Invalid drafts are kept too. */
+export async function saveDraft(tx: Tx, actor: Actor, text: string): Promise<{ id: string; version: number }> {
+  requireScope(actor, "policies:manage");
+  const version = await nextVersion(tx);
+  const row = await tx.policyVersion.create({
+    data: { version, text, status: "draft", createdById: actor.type === "user" ? actor.id : null },
+    select: { id: true, version: true },
+  });
+  await recordAudit(tx, { actor, action: "policy.draft_saved", subject: { type: "policy_version", id: row.id }, data: { version } });
+  return row;
+}
+
+/** Creates a new version from `text` and publishes it at once (the console's, seed's and CLI's path). */
 export async function publishPolicyText(tx: Tx, actor: Actor, text: string): Promise<{ id: string; version: number }> {
   requireScope(actor, "policies:manage");
   preparePolicySet(text); // throws a typed validation error with line and column
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(7231004418)`;
-  const last = await tx.policyVersion.findFirst({ orderBy: { version: "desc" }, select: { version: true } });
-  const version = (last?.version ?? 0) + 1;
+  const version = await nextVersion(tx);
   const createdById = actor.type === "user" ? actor.id : null;
   await tx.policyVersion.updateMany({ where: { status: "published" }, data: { status: "retired" } });
   const row = await tx.policyVersion.create({

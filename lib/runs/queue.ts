@@ -13,17 +13,21 @@
  *
  * The maintenance sweep (every minute, and on start) expires stale reviews, re-enqueues queued
  * runs whose job was lost, and handles runs whose executor stopped heartbeating: failed with
- * EXECUTOR_LOST, or queued again when every tool they may call is idempotent.
+ * EXECUTOR_LOST, or queued again when every tool they may call is idempotent. Every ten minutes
+ * one worker verifies the audit chain since the last checkpoint and signs a new one (lib/audit).
  */
 import { run as runWorker, type Runner } from "graphile-worker";
 import { z } from "zod";
+import { checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
 import { recordAudit } from "@/lib/audit/record";
+import { checkpointAudited } from "@/lib/audit/service";
 import type { Db } from "@/lib/db";
 import { executeRun, type ExecutorDeps } from "./executor";
 import { quietQueueLogger } from "./queue-logger";
 
 export const EXECUTE_RUN = "execute_run";
 export const MAINTENANCE = "runs_maintenance";
+export const AUDIT_CHECKPOINT = "audit_checkpoint";
 
 const payloadSchema = z.object({ runId: z.uuid() }).strict();
 const SYSTEM = { type: "system", name: "maintenance" } as const;
@@ -119,7 +123,7 @@ export async function startRunQueue(options: {
     noHandleSignals: true,
     gracefulShutdownAbortTimeout: options.drainMs ?? 60_000,
     logger: quietQueueLogger,
-    crontab: `* * * * * ${MAINTENANCE}`,
+    crontab: `* * * * * ${MAINTENANCE}\n*/10 * * * * ${AUDIT_CHECKPOINT}`,
     taskList: {
       [EXECUTE_RUN]: async (payload, helpers) => {
         const { runId } = payloadSchema.parse(payload);
@@ -127,6 +131,10 @@ export async function startRunQueue(options: {
       },
       [MAINTENANCE]: async () => {
         await runMaintenance(options.db, enqueue, maintenance);
+      },
+      [AUDIT_CHECKPOINT]: async () => {
+        const { report } = await checkpointAudited(options.db, { type: "system", name: "audit-checkpointer" }, checkpointConfigFromEnv());
+        if (!report.ok) console.error(`audit chain verification failed: ${JSON.stringify(report.broken)}`);
       },
     },
   });

@@ -19,7 +19,7 @@ import { env } from "@/lib/env";
 import { loadConfig, parseConfig, ToolBroker, type AirlockConfig } from "@/lib/broker";
 import { DbPinStore, syncRegistry, upsertServers } from "@/lib/broker/db-registry";
 import { ALLOWED_BUILTINS, createSandboxPool, type SandboxPool } from "@/lib/sandbox";
-import { quickAddJob } from "graphile-worker";
+import { quickAddJob, runMigrations as migrateQueue } from "graphile-worker";
 import { EXECUTE_RUN, startRunQueue, type MaintenanceOptions, type RunQueue } from "./queue";
 import { quietQueueLogger } from "./queue-logger";
 import type { RunDeps } from "./service";
@@ -75,6 +75,8 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
   const allowedImports = [...config.packages, ...ALLOWED_BUILTINS];
   let pool: SandboxPool | null = null;
   let queue: RunQueue | null = null;
+  // The queue's own schema (graphile_worker), installed or upgraded by graphile-worker itself.
+  await migrateQueue({ connectionString: options.databaseUrl, logger: quietQueueLogger });
   if (options.execute) {
     const sandboxPool = createSandboxPool({ size: config.sandbox.poolSize, isolation: config.sandbox.isolation, packages: config.packages });
     pool = sandboxPool;

@@ -1,22 +1,27 @@
 import type { Metadata } from "next";
-import { Badge, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
+import { DraftEditor } from "@/components/policy/draft-editor";
+import { Badge, Card, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
+import { hasScope } from "@/lib/auth/scopes";
 import { requireUserPage } from "@/lib/auth/session";
 import { prisma } from "@/lib/db";
 import { listPolicyVersions } from "@/lib/policy/versions-presenter";
+import { draftAction } from "./actions";
 
 export const metadata: Metadata = { title: "Policies" };
 
 export default async function PoliciesPage() {
-  await requireUserPage("policies:read");
-  const versions = await listPolicyVersions(prisma());
+  const user = await requireUserPage("policies:read");
+  const db = prisma();
+  const versions = await listPolicyVersions(db);
+  const published = await db.policyVersion.findFirst({ where: { status: "published" }, orderBy: { version: "desc" }, select: { text: true, version: true } });
   return (
     <>
-      <PageHeader title="Policies" description="Cedar policy versions that decide whether a run is allowed, escalated or denied." />
+      <PageHeader title="Policies" description="Cedar policies decide whether a run is allowed, escalated to reviewers, or denied — always with the deciding policies' reasons." />
       {versions.length === 0 ? (
         <EmptyState title="No policy versions yet">Until a policy is published, every run is denied.</EmptyState>
       ) : (
-        <Table caption="Policy versions" headers={["Version", "Status", "Created", "Published by", "Lines"]}>
+        <Table caption="Policy versions" headers={["Version", "Status", "Created", "By", "Published", "Lines"]}>
           {versions.map((v) => (
             <tr key={v.version}>
               <Td>v{v.version}</Td>
@@ -26,12 +31,22 @@ export default async function PoliciesPage() {
               <Td>
                 <Time iso={v.createdAt} />
               </Td>
-              <Td>{v.publishedBy ?? "—"}</Td>
+              <Td>{v.createdBy ?? "system"}</Td>
+              <Td>{v.publishedAt ? <Time iso={v.publishedAt} /> : "—"}</Td>
               <Td>{v.lines}</Td>
             </tr>
           ))}
         </Table>
       )}
+      {hasScope(user, "policies:manage") ? (
+        <Card title={`Draft a new version${published ? ` (starting from v${published.version})` : ""}`} className="mt-6">
+          <DraftEditor initialText={published?.text ?? ""} action={draftAction} />
+        </Card>
+      ) : published ? (
+        <Card title={`Published policy v${published.version}`} className="mt-6">
+          <pre className="overflow-x-auto whitespace-pre font-mono text-xs">{published.text}</pre>
+        </Card>
+      ) : null}
     </>
   );
 }

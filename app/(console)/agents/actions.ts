@@ -1,0 +1,31 @@
+"use server";
+/** Agents page actions (agents:manage): create an agent with its first token, revoke an agent. */
+import { revalidatePath } from "next/cache";
+import { z } from "zod";
+import { createAgent, revokeAgent } from "@/lib/auth/agents";
+import { prisma } from "@/lib/db";
+import { userAction, type ActionResult } from "@/lib/review/user-action";
+
+export type CreateAgentState = ActionResult<{ name: string; token: string; scopes: string[] }> | null;
+export type RevokeAgentState = ActionResult<{ revokedTokens: number }> | null;
+
+const create = userAction(
+  "agents:manage",
+  z.object({ name: z.string(), ownerEmail: z.string(), scopes: z.array(z.string()).min(1, "choose at least one scope") }).strict(),
+  (actor, input) => prisma().$transaction((tx) => createAgent(tx, actor, { ...input, scopes: input.scopes as never })),
+);
+const revoke = userAction("agents:manage", z.object({ name: z.string().min(1) }).strict(), (actor, input) =>
+  prisma().$transaction((tx) => revokeAgent(tx, actor, input.name)),
+);
+
+export async function createAgentAction(_previous: CreateAgentState, form: FormData): Promise<CreateAgentState> {
+  const result = await create({ name: form.get("name"), ownerEmail: form.get("ownerEmail"), scopes: form.getAll("scopes") });
+  if (result.ok) revalidatePath("/agents");
+  return result.ok ? { ok: true, data: { name: result.data.name, token: result.data.token, scopes: result.data.scopes } } : result;
+}
+
+export async function revokeAgentAction(_previous: RevokeAgentState, form: FormData): Promise<RevokeAgentState> {
+  const result = await revoke({ name: form.get("name") });
+  if (result.ok) revalidatePath("/agents");
+  return result;
+}

@@ -1,0 +1,161 @@
+/**
+ * Benchmark of the audit log (issue 6, "Benchmark"): prints one JSON object.
+ *
+ * On a throwaway PostgreSQL (never DATABASE_URL's database): migrate, seed ≥ 1,000,000 chained
+ * events over ~135k runs (bench/audit-seed.ts), then measure with the app's own code:
+ * - append: recordAudit, one transaction per event, sequential and 4 concurrent (events/s);
+ * - seal: one run's 5,000 tool calls written + sealed by one terminal event, as the executor does;
+ * - search: p50/p95 of five representative searches (rare word, common word, filter only, code
+ *   hash, time range), 20 runs each with varying parameters, through searchRuns;
+ * - verify: verifyAuditChain over the whole chain, checkpoints included;
+ * - export: prepareExport JSONL and CSV of the whole log into a counting sink (rows/s).
+ * Targets: search p95 ≤ 150 ms, verify ≤ 30 s, export ≥ 50,000 rows/s.
+ *
+ * BENCH_AUDIT_RUNS overrides the number of runs (e.g. 2000 for a quick smoke run).
+ */
+import { cpus } from "node:os";
+import pg from "pg";
+import { tempCheckpoints } from "@/lib/audit/testing";
+import { prepareExport } from "@/lib/audit/export";
+import type { AuditFilters } from "@/lib/audit/filters";
+import { canonicalJson, recordAudit } from "@/lib/audit/record";
+import { searchRuns } from "@/lib/audit/search";
+import { verifyAuditChain } from "@/lib/audit/verify";
+import { createPrismaClient } from "@/lib/db";
+import { applyMigrations } from "@/lib/db/migrate";
+import { startPostgres } from "@/lib/db/postgres-server";
+import { toolCallsDigest } from "@/lib/runs/executor";
+import { RARE_EVERY, rareWord, seedAuditBench } from "./audit-seed";
+import { createHash } from "node:crypto";
+
+const RUNS = Number(process.env.BENCH_AUDIT_RUNS ?? 135_000);
+const SEARCH_ITERATIONS = 20;
+const SYSTEM = { type: "system", name: "bench" } as const;
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+const round = (n: number, digits = 1) => Number(n.toFixed(digits));
+
+async function main() {
+  const server = await startPostgres({ persistent: false });
+  const db = createPrismaClient(server.url);
+  const client = new pg.Client({ connectionString: server.url });
+  try {
+    await applyMigrations(server.url);
+    await client.connect();
+
+    let t = performance.now();
+    const seeded = await seedAuditBench(client, { runs: RUNS });
+    const seedSeconds = (performance.now() - t) / 1000;
+
+    // Append rate through recordAudit (advisory lock + head lookup + insert, one transaction each).
+    const appendOne = (i: number) => db.$transaction((tx) => recordAudit(tx, { actor: SYSTEM, action: "bench.append", subject: { type: "bench", id: String(i) }, data: { i } }));
+    const SEQUENTIAL = 2000;
+    t = performance.now();
+    for (let i = 0; i < SEQUENTIAL; i++) await appendOne(i);
+    const sequentialRate = SEQUENTIAL / ((performance.now() - t) / 1000);
+    const CONCURRENT = 2000;
+    t = performance.now();
+    let next = 0;
+    await Promise.all(Array.from({ length: 4 }, async () => {
+      while (next < CONCURRENT) await appendOne(next++);
+    }));
+    const concurrentRate = CONCURRENT / ((performance.now() - t) / 1000);
+
+    // Tool calls: many per run, sealed by one chained event (what lib/runs/executor.ts finish() does).
+    const SEAL_CALLS = 5000;
+    const [someRun] = await db.$queryRaw<{ id: string; agentId: string }[]>`SELECT id::text, "agentId"::text FROM "Run" LIMIT 1`;
+    const sealRun = await db.run.create({
+      data: { agentId: someRun!.agentId, language: "javascript", code: "/* seal bench */", codeSha256: "0".repeat(64), purpose: "seal bench", inputsDigest: "0".repeat(64), requestDigest: "1".repeat(64), status: "succeeded" },
+    });
+    const digest = (v: unknown) => createHash("sha256").update(canonicalJson(v)).digest("hex");
+    const calls = Array.from({ length: SEAL_CALLS }, (_, i) => ({ seq: i + 1, server: "ledger", tool: "getCustomer", argsDigest: digest({ id: i }), resultDigest: digest({ ok: i }), args: { id: i }, result: { ok: i }, durationMs: 1, outcome: "ok" }));
+    t = performance.now();
+    await db.$transaction(async (tx) => {
+      await tx.runToolCall.createMany({ data: calls.map((c) => ({ ...c, runId: sealRun.id })) });
+      await recordAudit(tx, { actor: SYSTEM, action: "run.succeeded", subject: { type: "run", id: sealRun.id }, data: { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(calls) } });
+    }, { timeout: 120_000 }); // Prisma's default 5 s is too short for thousands of calls here
+    const sealMs = performance.now() - t;
+
+    await client.query("ANALYZE");
+
+    // Searches.
+    const day = 86_400_000;
+    const span = seeded.lastAt.getTime() - seeded.firstAt.getTime();
+    const rareCount = Math.max(1, Math.floor(RUNS / RARE_EVERY));
+    const [hashes] = [(await client.query<{ sha: string }>(`SELECT "codeSha256" AS sha FROM "Run" ORDER BY random() LIMIT ${SEARCH_ITERATIONS}`)).rows.map((r) => r.sha)];
+    const kinds: Record<string, (i: number) => AuditFilters> = {
+      rareWord: (i) => ({ q: rareWord(i % rareCount) }),
+      commonWord: (i) => ({ q: ["invoices", "overdue invoices", "customer", "refund"][i % 4] }),
+      filterOnly: (i) => ({ status: (["failed", "succeeded", "timed_out", "denied"] as const)[i % 4], decision: (["escalate", "allow"] as const)[i % 2], agent: `agent-${i % 50}` }),
+      codeHash: (i) => ({ codeHash: hashes[i % hashes.length]! }),
+      timeRange: (i) => {
+        const since = new Date(seeded.firstAt.getTime() + ((i * 7919) % Math.max(1, span - day)));
+        return { since, until: new Date(since.getTime() + day) };
+      },
+    };
+    const searches: Record<string, { p50: number; p95: number; max: number; avgResults: number }> = {};
+    const all: number[] = [];
+    for (const [name, make] of Object.entries(kinds)) {
+      await searchRuns(db, make(0)); // warm
+      const samples: number[] = [];
+      let results = 0;
+      for (let i = 0; i < SEARCH_ITERATIONS; i++) {
+        const s = performance.now();
+        const page = await searchRuns(db, make(i));
+        samples.push(performance.now() - s);
+        results += page.items.length;
+      }
+      samples.sort((a, b) => a - b);
+      all.push(...samples);
+      searches[name] = { p50: round(quantile(samples, 0.5)), p95: round(quantile(samples, 0.95)), max: round(samples.at(-1)!), avgResults: round(results / SEARCH_ITERATIONS) };
+    }
+    all.sort((a, b) => a - b);
+
+    // Verification of the whole chain (and one checkpoint written beforehand, so it is checked too).
+    const checkpoints = await tempCheckpoints();
+    t = performance.now();
+    const report = await verifyAuditChain(db, { checkpoints });
+    const verifySeconds = (performance.now() - t) / 1000;
+
+    // Export.
+    const exportRate = async (format: "jsonl" | "csv") => {
+      const s = performance.now();
+      const prepared = await prepareExport(db, {}, format, "bench");
+      let bytes = 0;
+      for await (const chunk of prepared.rows) bytes += chunk.length;
+      const seconds = (performance.now() - s) / 1000;
+      return { rows: prepared.manifest.rowCount, seconds: round(seconds, 2), rowsPerSecond: Math.round(prepared.manifest.rowCount / seconds), megabytes: round(bytes / 1e6) };
+    };
+    const jsonl = await exportRate("jsonl");
+    const csv = await exportRate("csv");
+
+    const totalEvents = Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM "AuditEvent"`)).rows[0]!.n);
+    console.log(
+      JSON.stringify(
+        {
+          machine: { cpus: cpus().length, node: process.version, postgres: (await client.query<{ server_version: string }>("SHOW server_version")).rows[0]!.server_version },
+          seed: { runs: seeded.runs, events: seeded.events, toolCalls: seeded.toolCalls, seconds: round(seedSeconds), eventsPerSecond: Math.round(seeded.events / seedSeconds) },
+          append: { sequentialEventsPerSecond: Math.round(sequentialRate), concurrent4EventsPerSecond: Math.round(concurrentRate) },
+          toolCallSeal: { calls: SEAL_CALLS, ms: round(sealMs), callsPerSecond: Math.round(SEAL_CALLS / (sealMs / 1000)) },
+          search: { ...searches, overall: { p50: round(quantile(all, 0.5)), p95: round(quantile(all, 0.95)) }, targetP95Ms: 150 },
+          verify: { ok: report.ok, events: report.eventsChecked, seals: report.sealsChecked, toolCalls: report.toolCallsChecked, seconds: round(verifySeconds, 2), eventsPerSecond: Math.round(report.eventsChecked / verifySeconds), targetSeconds: 30, broken: report.broken },
+          export: { jsonl, csv, targetRowsPerSecond: 50_000 },
+          totalEvents,
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await client.end().catch(() => {});
+    await db.$disconnect();
+    await server.stop();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

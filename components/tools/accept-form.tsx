@@ -1,0 +1,26 @@
+"use client";
+/** Accepts a quarantined tool as shown; the server refuses if it changed again in the meantime. */
+import { useActionState } from "react";
+import { Button } from "@/components/ui/primitives";
+import type { AcceptState } from "@/app/(console)/tools/actions";
+
+type Props = { server: string; tool: string; schemaHash: string; action: (state: AcceptState, form: FormData) => Promise<AcceptState> };
+
+export function AcceptToolForm({ server, tool, schemaHash, action }: Props) {
+  const [state, formAction, pending] = useActionState(action, null);
+  return (
+    <form action={formAction} className="mt-3 flex flex-wrap items-center gap-3">
+      <input type="hidden" name="server" value={server} />
+      <input type="hidden" name="tool" value={tool} />
+      <input type="hidden" name="schemaHash" value={schemaHash} />
+      <Button type="submit" disabled={pending}>
+        Accept this definition
+      </Button>
+      {state && !state.ok ? (
+        <p role="alert" className="text-sm text-red-800">
+          {state.error.message}
+        </p>
+      ) : null}
+    </form>
+  );
+}

@@ -1,0 +1,146 @@
+/**
+ * Signed checkpoints of the audit chain, kept outside the database (issue 6, "Signed checkpoints").
+ *
+ * A checkpoint is a small JSON file naming the chain head at one moment — event id, its hash and
+ * time — signed with an Ed25519 key. Whoever can rewrite the whole "AuditEvent" table (a
+ * superuser, a restored dump) can recompute every hash, but cannot re-sign the checkpoints without
+ * the key, and does not reach the checkpoint directory through the database. Verification
+ * (verify.ts) requires every checkpoint's event to still exist with the same hash.
+ *
+ * Guarantees:
+ * - the key is read from AIRLOCK_AUDIT_KEY_FILE (default <AIRLOCK_DATA_DIR>/audit-signing-key.pem);
+ *   when the file does not exist it is generated once (PKCS#8 PEM, mode 0600, created exclusively
+ *   so two processes cannot both write one);
+ * - files go to AIRLOCK_AUDIT_CHECKPOINT_DIR (default <AIRLOCK_DATA_DIR>/audit-checkpoints), one
+ *   per checkpoint, created exclusively (an existing checkpoint is never overwritten);
+ * - loadCheckpoints() returns every file, each marked valid only if it parses, is signed by *this*
+ *   key (its key id matches) and the signature verifies.
+ *
+ * Refuses / does not do: key rotation (a checkpoint signed by another key is reported invalid,
+ * not trusted); protecting the key file itself — keep it, or the directory, on storage the database
+ * administrator cannot write (see docs/audit.md). Events appended after the newest checkpoint are
+ * protected by the hash chain only, so checkpoint often (every verification writes one).
+ */
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { z } from "zod";
+import { env } from "@/lib/env";
+import { canonicalJson } from "./record";
+
+export type CheckpointConfig = { keyFile: string; dir: string };
+
+export function checkpointConfigFromEnv(): CheckpointConfig {
+  const config = env();
+  // turbopackIgnore: runtime paths from configuration; without it Next traces the whole project.
+  const dataDir = resolve(/*turbopackIgnore: true*/ config.AIRLOCK_DATA_DIR);
+  return {
+    keyFile: resolve(/*turbopackIgnore: true*/ config.AIRLOCK_AUDIT_KEY_FILE ?? join(dataDir, "audit-signing-key.pem")),
+    dir: resolve(/*turbopackIgnore: true*/ config.AIRLOCK_AUDIT_CHECKPOINT_DIR ?? join(dataDir, "audit-checkpoints")),
+  };
+}
+
+export type SigningKey = { privateKey: KeyObject; publicKey: KeyObject; keyId: string };
+
+/** The signing key, generated on first use. */
+export async function loadSigningKey(keyFile: string): Promise<SigningKey> {
+  let pem: string;
+  try {
+    pem = await readFile(keyFile, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    const { privateKey } = generateKeyPairSync("ed25519");
+    await mkdir(dirname(keyFile), { recursive: true, mode: 0o700 });
+    try {
+      await writeFile(keyFile, privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600, flag: "wx" });
+    } catch (writeError) {
+      if ((writeError as NodeJS.ErrnoException).code !== "EEXIST") throw writeError;
+    }
+    pem = await readFile(keyFile, "utf8"); // whoever won the race, everyone uses the file's key
+  }
+  const privateKey = createPrivateKey(pem);
+  if (privateKey.asymmetricKeyType !== "ed25519") throw new Error(`${keyFile} is not an Ed25519 private key`);
+  const publicKey = createPublicKey(privateKey);
+  const keyId = createHash("sha256").update(publicKey.export({ type: "spki", format: "der" })).digest("hex").slice(0, 16);
+  return { privateKey, publicKey, keyId };
+}
+
+const fileSchema = z
+  .object({
+    version: z.literal(1),
+    eventId: z.string().regex(/^\d+$/),
+    hash: z.string().regex(/^[0-9a-f]{64}$/),
+    at: z.string(),
+    signedAt: z.string(),
+    keyId: z.string(),
+    signature: z.string(),
+  })
+  .strict();
+
+export type Checkpoint = z.infer<typeof fileSchema>;
+export type LoadedCheckpoint =
+  | { file: string; valid: true; checkpoint: Checkpoint }
+  | { file: string; valid: false; eventId: string | null; problem: string };
+
+function signedPayload(c: Omit<Checkpoint, "signature">): Buffer {
+  return Buffer.from(canonicalJson({ version: c.version, eventId: c.eventId, hash: c.hash, at: c.at, signedAt: c.signedAt, keyId: c.keyId }));
+}
+
+/** Writes a checkpoint of `head`; returns its path. */
+export async function writeCheckpoint(
+  config: CheckpointConfig,
+  head: { id: bigint | string; hash: string; at: Date | string },
+): Promise<{ file: string; checkpoint: Checkpoint }> {
+  const key = await loadSigningKey(config.keyFile);
+  const unsigned = {
+    version: 1 as const,
+    eventId: String(head.id),
+    hash: head.hash,
+    at: typeof head.at === "string" ? head.at : head.at.toISOString(),
+    signedAt: new Date().toISOString(),
+    keyId: key.keyId,
+  };
+  const checkpoint: Checkpoint = { ...unsigned, signature: sign(null, signedPayload(unsigned), key.privateKey).toString("base64") };
+  await mkdir(config.dir, { recursive: true, mode: 0o700 });
+  const file = join(config.dir, `checkpoint-${unsigned.eventId.padStart(20, "0")}-${unsigned.signedAt.replace(/[-:.]/g, "")}.json`);
+  await writeFile(file, JSON.stringify(checkpoint, null, 2) + "\n", { mode: 0o644, flag: "wx" });
+  return { file, checkpoint };
+}
+
+/** Every checkpoint file in the directory, ordered by event id; invalid ones are returned as such. */
+export async function loadCheckpoints(config: CheckpointConfig): Promise<LoadedCheckpoint[]> {
+  let names: string[];
+  try {
+    names = (await readdir(config.dir)).filter((name) => name.endsWith(".json"));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+  const key = await loadSigningKey(config.keyFile);
+  const loaded: LoadedCheckpoint[] = [];
+  for (const name of names) {
+    const file = join(config.dir, name);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await readFile(file, "utf8"));
+    } catch {
+      loaded.push({ file, valid: false, eventId: null, problem: "not valid JSON" });
+      continue;
+    }
+    const parsed = fileSchema.safeParse(raw);
+    const claimedId = typeof (raw as { eventId?: unknown })?.eventId === "string" ? String((raw as { eventId: string }).eventId) : null;
+    if (!parsed.success) {
+      loaded.push({ file, valid: false, eventId: claimedId, problem: "not a checkpoint file" });
+      continue;
+    }
+    const checkpoint = parsed.data;
+    if (checkpoint.keyId !== key.keyId) {
+      loaded.push({ file, valid: false, eventId: checkpoint.eventId, problem: `signed by another key (${checkpoint.keyId}, expected ${key.keyId})` });
+      continue;
+    }
+    const ok = verify(null, signedPayload(checkpoint), key.publicKey, Buffer.from(checkpoint.signature, "base64"));
+    loaded.push(ok ? { file, valid: true, checkpoint } : { file, valid: false, eventId: checkpoint.eventId, problem: "signature does not verify" });
+  }
+  const idOf = (c: LoadedCheckpoint) => BigInt(c.valid ? c.checkpoint.eventId : (c.eventId ?? "0"));
+  return loaded.sort((a, b) => (idOf(a) < idOf(b) ? -1 : idOf(a) > idOf(b) ? 1 : 0));
+}

@@ -1,0 +1,106 @@
+/**
+ * Test helpers for lib/audit (imported by *.test.ts only): a small, realistic log — users, an
+ * agent, a run whose tool calls are sealed by its terminal event — and superuser tampering.
+ */
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { PrismaClient } from "@/lib/db";
+import { toolCallsDigest } from "@/lib/runs/executor";
+import type { CheckpointConfig } from "./checkpoints";
+import { canonicalJson, recordAudit } from "./record";
+import { createHash } from "node:crypto";
+
+export const SYSTEM = { type: "system", name: "test" } as const;
+
+export function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+export async function tempCheckpoints(): Promise<CheckpointConfig> {
+  const dir = await mkdtemp(join(tmpdir(), "airlock-audit-test-"));
+  return { keyFile: join(dir, "key.pem"), dir: join(dir, "checkpoints") };
+}
+
+export async function append(db: PrismaClient, action: string, subject: { type: string; id?: string } = { type: "thing" }, data: Record<string, unknown> = {}) {
+  return db.$transaction((tx) => recordAudit(tx, { actor: SYSTEM, action, subject, data }));
+}
+
+export type SeededRun = { runId: string; userId: string; agentName: string; ownerEmail: string };
+
+let counter = 0;
+
+/** A run of `agentName` with `calls` tool calls, sealed like lib/runs/executor.ts seals them. */
+export async function seedRun(
+  db: PrismaClient,
+  options: {
+    code?: string;
+    purpose?: string;
+    status?: "succeeded" | "failed" | "pending_review";
+    decision?: "allow" | "escalate" | "deny";
+    calls?: number;
+    capabilitySet?: string[];
+    dataClasses?: string[];
+    logs?: string[];
+    createdAt?: Date;
+    agentName?: string;
+    ownerEmail?: string;
+  } = {},
+): Promise<SeededRun> {
+  counter++;
+  const ownerEmail = options.ownerEmail ?? `owner${counter}@example.com`;
+  const owner = await db.user.upsert({ where: { email: ownerEmail }, update: {}, create: { email: ownerEmail, name: "Owner", role: "admin" } });
+  const agentName = options.agentName ?? `agent-${counter}`;
+  const agent = await db.agent.upsert({ where: { name: agentName }, update: {}, create: { name: agentName, ownerId: owner.id } });
+  const code = options.code ?? `return await tools.ledger.listInvoices({ status: "open" }); // ${counter}`;
+  const run = await db.run.create({
+    data: {
+      agentId: agent.id,
+      language: "javascript",
+      code,
+      codeSha256: sha256(code),
+      purpose: options.purpose ?? "List open invoices",
+      inputsDigest: sha256("[]"),
+      requestDigest: sha256(`${counter}`),
+      status: options.status ?? "succeeded",
+      decision: options.decision ?? "allow",
+      capabilitySet: options.capabilitySet ?? ["ledger.listInvoices"],
+      facts: { dataClasses: options.dataClasses ?? ["internal"] },
+      stats: { logs: (options.logs ?? []).map((text) => ({ level: "log", text })) },
+      result: { ok: true },
+      ...(options.createdAt ? { createdAt: options.createdAt } : {}),
+    },
+  });
+  const subject = { type: "run", id: run.id };
+  await append(db, "run.submitted", subject, { codeSha256: run.codeSha256 });
+  const calls = Array.from({ length: options.calls ?? 0 }, (_, i) => {
+    const args = { status: "open", page: i };
+    const result = { invoices: [{ id: `inv-${i}` }] };
+    return {
+      seq: i + 1,
+      server: "ledger",
+      tool: "listInvoices",
+      argsDigest: sha256(canonicalJson(args)),
+      resultDigest: sha256(canonicalJson(result)),
+      args,
+      result,
+      durationMs: 3,
+      outcome: "ok",
+    };
+  });
+  if (options.calls !== undefined) {
+    await db.$transaction(async (tx) => {
+      if (calls.length) await tx.runToolCall.createMany({ data: calls.map((c) => ({ ...c, runId: run.id })) });
+      await recordAudit(tx, { actor: SYSTEM, action: `run.${run.status}`, subject, data: { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(calls) } });
+    });
+  }
+  return { runId: run.id, userId: owner.id, agentName, ownerEmail };
+}
+
+/** Runs SQL as the database superuser with triggers off (session_replication_role = replica). */
+export async function tamper(db: PrismaClient, ...statements: string[]): Promise<void> {
+  await db.$transaction([
+    db.$executeRawUnsafe(`SET LOCAL session_replication_role = replica`),
+    ...statements.map((sql) => db.$executeRawUnsafe(sql)),
+  ]);
+}

@@ -1,0 +1,181 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { loadCheckpoints, writeCheckpoint, type CheckpointConfig } from "./checkpoints";
+import { chainHash } from "./record";
+import { runVerification } from "./service";
+import { append, seedRun, SYSTEM, tamper, tempCheckpoints } from "./testing";
+import { verifyAuditChain } from "./verify";
+
+const open: TestDatabase[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((db) => db.drop()));
+});
+
+/** A fresh database with a log of ~20 events, a sealed run with 3 tool calls, and a gap at one id. */
+async function freshLog() {
+  const db = await createTestDatabase();
+  open.push(db);
+  const checkpoints = await tempCheckpoints();
+  for (let i = 1; i <= 5; i++) await append(db.prisma, "test.event", { type: "thing", id: String(i) }, { n: i });
+  // A rolled-back append leaves a gap in the ids, as happens in production.
+  await db.prisma
+    .$transaction(async (tx) => {
+      await append(tx as never, "test.rolled_back");
+      throw new Error("rollback");
+    })
+    .catch(() => {});
+  const run = await seedRun(db.prisma, { calls: 3 });
+  for (let i = 6; i <= 15; i++) await append(db.prisma, "test.event", { type: "thing", id: String(i) }, { n: i });
+  const ids = (await db.prisma.auditEvent.findMany({ select: { id: true }, orderBy: { id: "asc" } })).map((e) => e.id);
+  const seal = await db.prisma.auditEvent.findFirstOrThrow({ where: { subjectType: "run", action: "run.succeeded" } });
+  return { db, checkpoints, run, ids, sealId: seal.id };
+}
+
+async function verify(db: TestDatabase, checkpoints: CheckpointConfig | null, from?: bigint) {
+  return verifyAuditChain(db.prisma, { checkpoints, from, batchSize: 4 });
+}
+
+describe("verifyAuditChain", () => {
+  it("accepts an intact log, checks the tool-call seal, and the verification signs a checkpoint", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    const report = await verify(db, checkpoints);
+    expect(report).toMatchObject({ ok: true, broken: null, eventsChecked: ids.length, sealsChecked: 1, toolCallsChecked: 3 });
+    expect(report.head?.id).toBe(ids.at(-1)!.toString());
+
+    const { report: recorded, checkpointFile } = await runVerification(db.prisma, SYSTEM, checkpoints);
+    expect(recorded.ok).toBe(true);
+    expect(checkpointFile).toMatch(/checkpoint-0+\d+-/);
+    const saved = await loadCheckpoints(checkpoints);
+    expect(saved).toHaveLength(1);
+    expect(saved[0]).toMatchObject({ valid: true, checkpoint: { eventId: ids.at(-1)!.toString() } });
+    const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "audit.verified" } });
+    expect(event.data).toMatchObject({ ok: true, eventsChecked: ids.length, checkpointWritten: true });
+    // The next verification also checks that checkpoint.
+    expect((await verify(db, checkpoints)).checkpointsChecked).toBe(1);
+  });
+
+  it("detects a changed field: the altered event is named", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    const target = ids[3]!;
+    await tamper(db.prisma, `UPDATE "AuditEvent" SET data = '{"n": 999}' WHERE id = ${target}`);
+    const report = await verify(db, checkpoints);
+    expect(report.ok).toBe(false);
+    expect(report.broken).toMatchObject({ eventId: target.toString(), reason: "hash_mismatch" });
+  });
+
+  it("detects a changed actor even when the attacker keeps data intact", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    await tamper(db.prisma, `UPDATE "AuditEvent" SET "actorId" = 'someone-else' WHERE id = ${ids[7]}`);
+    expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: ids[7]!.toString(), reason: "hash_mismatch" });
+  });
+
+  it("detects a deleted event: its successor is named", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    await tamper(db.prisma, `DELETE FROM "AuditEvent" WHERE id = ${ids[4]}`);
+    const report = await verify(db, checkpoints);
+    expect(report.broken).toMatchObject({ eventId: ids[5]!.toString(), reason: "prev_hash_mismatch" });
+  });
+
+  it("detects an event inserted in the middle: the inserted event is named", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    // The rolled-back append left a free id between the 5th and 6th events: forge one there,
+    // correctly hashed and linked to its predecessor.
+    const before = await db.prisma.auditEvent.findUniqueOrThrow({ where: { id: ids[4]! } });
+    const forgedId = ids[4]! + 1n;
+    expect(ids).not.toContain(forgedId);
+    const forged = { at: new Date(before.at.getTime() + 1), actorType: "user", actorId: "mallory", action: "run.approved", subjectType: "run", subjectId: null, data: {} };
+    const hash = chainHash(before.hash, forged);
+    await tamper(
+      db.prisma,
+      `INSERT INTO "AuditEvent" (id, at, "actorType", "actorId", action, "subjectType", "subjectId", data, "prevHash", hash)
+       VALUES (${forgedId}, '${forged.at.toISOString()}', 'user', 'mallory', 'run.approved', 'run', NULL, '{}', '${before.hash}', '${hash}')`,
+    );
+    const report = await verify(db, checkpoints);
+    expect(report.broken).toMatchObject({ eventId: forgedId.toString(), reason: "inserted_event" });
+  });
+
+  it("detects a rewritten tail with recomputed hashes through the signed checkpoint", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    const { checkpointFile } = await runVerification(db.prisma, SYSTEM, checkpoints);
+    expect(checkpointFile).not.toBeNull();
+    const checkpointed = ids.at(-1)!;
+    // Rewrite from the 9th event on: change it, then recompute every hash after it.
+    const events = await db.prisma.auditEvent.findMany({ where: { id: { gte: ids[8]! } }, orderBy: { id: "asc" } });
+    let prev = events[0]!.prevHash;
+    const statements: string[] = [];
+    for (const [index, event] of events.entries()) {
+      const data = index === 0 ? { n: -1 } : event.data;
+      const hash = chainHash(prev, { ...event, data });
+      statements.push(`UPDATE "AuditEvent" SET data = '${JSON.stringify(data)}', "prevHash" = '${prev}', hash = '${hash}' WHERE id = ${event.id}`);
+      prev = hash;
+    }
+    await tamper(db.prisma, ...statements);
+
+    // The chain alone is consistent again: that is why checkpoints exist.
+    expect((await verify(db, null)).ok).toBe(true);
+    const report = await verify(db, checkpoints);
+    expect(report.broken).toMatchObject({ eventId: checkpointed.toString(), reason: "checkpoint_mismatch" });
+  });
+
+  it("detects a truncated tail through the signed checkpoint", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    await runVerification(db.prisma, SYSTEM, checkpoints);
+    const cut = ids.at(-3)!;
+    await tamper(db.prisma, `DELETE FROM "AuditEvent" WHERE id >= ${cut}`);
+    const report = await verify(db, checkpoints);
+    expect(report.broken?.reason).toBe("checkpoint_beyond_head");
+  });
+
+  it("detects a tampered tool call: the sealing terminal event is named", async () => {
+    const { db, checkpoints, run, sealId } = await freshLog();
+    await tamper(db.prisma, `UPDATE "RunToolCall" SET tool = 'deleteInvoices' WHERE "runId" = '${run.runId}' AND seq = 2`);
+    expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: sealId.toString(), reason: "tool_calls_mismatch" });
+  });
+
+  it("detects a tool call's stored arguments no longer matching their digest", async () => {
+    const { db, checkpoints, run, sealId } = await freshLog();
+    await tamper(db.prisma, `UPDATE "RunToolCall" SET args = '{"status": "paid"}' WHERE "runId" = '${run.runId}' AND seq = 1`);
+    expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: sealId.toString(), reason: "tool_call_digest_mismatch" });
+  });
+
+  it("detects a deleted or added tool call", async () => {
+    const { db, checkpoints, run, sealId } = await freshLog();
+    await tamper(db.prisma, `DELETE FROM "RunToolCall" WHERE "runId" = '${run.runId}' AND seq = 3`);
+    expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: sealId.toString(), reason: "tool_calls_mismatch" });
+  });
+
+  it("detects tool calls that no event seals", async () => {
+    const { db, checkpoints } = await freshLog();
+    const unsealed = await seedRun(db.prisma, {}); // no terminal event
+    await db.prisma.runToolCall.create({
+      data: { runId: unsealed.runId, seq: 1, server: "ledger", tool: "addNote", argsDigest: "0".repeat(64), durationMs: 1, outcome: "ok" },
+    });
+    expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: null, reason: "unsealed_tool_calls" });
+  });
+
+  it("refuses a forged checkpoint file", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    const real = await writeCheckpoint(checkpoints, { id: ids[2]!, hash: "a".repeat(64), at: new Date() });
+    const forged = { ...real.checkpoint, eventId: ids[3]!.toString() };
+    await writeFile(join(checkpoints.dir, "checkpoint-forged.json"), JSON.stringify(forged));
+    const report = await verify(db, checkpoints);
+    expect(report.broken).toMatchObject({ reason: "checkpoint_invalid", eventId: ids[3]!.toString() });
+  });
+
+  it("--from anchors on the preceding event and checks only what follows", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    await tamper(db.prisma, `UPDATE "AuditEvent" SET action = 'forged' WHERE id = ${ids[1]}`);
+    expect((await verify(db, checkpoints)).broken?.eventId).toBe(ids[1]!.toString());
+    const later = await verify(db, checkpoints, ids[5]!);
+    expect(later).toMatchObject({ ok: true, from: ids[5]!.toString(), eventsChecked: ids.length - 5 });
+  });
+
+  it("the tool-call table refuses UPDATE and DELETE like the audit log", async () => {
+    const { db, run } = await freshLog();
+    await expect(db.prisma.$executeRawUnsafe(`UPDATE "RunToolCall" SET tool = 'x' WHERE "runId" = '${run.runId}'`)).rejects.toThrow(/append-only/);
+    await expect(db.prisma.$executeRawUnsafe(`DELETE FROM "RunToolCall"`)).rejects.toThrow(/append-only/);
+    await expect(db.prisma.$executeRawUnsafe(`TRUNCATE "RunToolCall" CASCADE`)).rejects.toThrow(/append-only/);
+  });
+});

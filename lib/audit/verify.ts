@@ -1,0 +1,338 @@
+/**
+ * Verification of the audit log (issue 6, "Verification"; DESIGN.md step 10).
+ *
+ * verifyAuditChain(db, {from?}) walks "AuditEvent" in id order, in batches (keyset on id, never
+ * the whole table in memory), and checks, in one pass:
+ * - the chain: each event's prevHash is the previous event's hash (GENESIS_HASH for the first),
+ *   and its hash is sha256(prevHash || canonicalJson(event)) recomputed from the stored fields;
+ * - tool-call seals: for each run event carrying data.toolCallsDigest, the digest recomputed from
+ *   that run's "RunToolCall" rows (ordered by seq, lib/runs/executor.ts `toolCallsDigest`), the call
+ *   count, and each stored argument/result against its own digest (unless stored truncated);
+ *   after a full walk, tool calls of a run that no event seals are a break too;
+ * - signed checkpoints (checkpoints.ts): every checkpoint file must verify with the configured key,
+ *   and its event must still exist with the same hash — this is what catches a rewrite of the tail
+ *   with recomputed hashes, or a truncated tail.
+ *
+ * The result names the *first* broken event in id order and why. What it can and cannot pin down:
+ * an edited field is named exactly (its hash no longer matches); a deleted event is named by its
+ * successor (whose prevHash points at nothing); an inserted event is named itself when its
+ * successor still links to the event before it; a rewritten tail is named by the first checkpoint
+ * it crosses, with the previous matching checkpoint as the lower bound of where the rewrite began.
+ * Ids are not expected to be contiguous (rolled-back appends leave gaps), so gaps alone are not
+ * evidence. `from` trusts everything before that id (it anchors on the preceding event's hash).
+ *
+ * Read-only: it writes nothing; service.ts records the verification and writes checkpoints.
+ */
+import { createHash } from "node:crypto";
+import type { Db } from "@/lib/db";
+import { toolCallsDigest } from "@/lib/runs/executor";
+import { loadCheckpoints, type CheckpointConfig } from "./checkpoints";
+import { canonicalJson, GENESIS_HASH } from "./record";
+
+export const BREAK_REASONS = [
+  "hash_mismatch",
+  "prev_hash_mismatch",
+  "inserted_event",
+  "genesis_mismatch",
+  "tool_calls_mismatch",
+  "tool_call_digest_mismatch",
+  "unsealed_tool_calls",
+  "checkpoint_mismatch",
+  "checkpoint_missing_event",
+  "checkpoint_beyond_head",
+  "checkpoint_invalid",
+] as const;
+export type BreakReason = (typeof BREAK_REASONS)[number];
+
+export type ChainBreak = { eventId: string | null; reason: BreakReason; detail: string };
+
+export type VerifyReport = {
+  ok: boolean;
+  /** First event id checked; null for the whole chain from genesis. */
+  from: string | null;
+  eventsChecked: number;
+  sealsChecked: number;
+  toolCallsChecked: number;
+  checkpointsChecked: number;
+  /** The last event checked (the chain head when ok). */
+  head: { id: string; hash: string; at: string } | null;
+  broken: ChainBreak | null;
+  startedAt: string;
+  durationMs: number;
+};
+
+export type VerifyOptions = {
+  from?: bigint;
+  batchSize?: number;
+  /** Where checkpoints are; null skips them (only for callers that check them elsewhere). */
+  checkpoints: CheckpointConfig | null;
+};
+
+type EventRow = {
+  id: bigint;
+  /** ISO 8601 with milliseconds, exactly as Date.prototype.toISOString writes it. */
+  at: string;
+  actorType: string;
+  actorId: string | null;
+  action: string;
+  subjectType: string;
+  subjectId: string | null;
+  data: Record<string, unknown>;
+  prevHash: string;
+  hash: string;
+};
+
+/**
+ * One batch of events. PostgreSQL renders each row as one JSON array text, so the walk costs a
+ * JSON.parse per row instead of a driver conversion per column (measured ≈2× faster), and `at`
+ * comes back already in toISOString form.
+ */
+async function fetchBatch(db: Db, cursor: bigint, limit: number): Promise<EventRow[]> {
+  const rows = await db.$queryRaw<{ line: string }[]>`
+    SELECT json_build_array(id::text, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+           "actorType", "actorId", action, "subjectType", "subjectId", data, "prevHash", hash)::text AS line
+    FROM "AuditEvent" WHERE id > ${cursor} ORDER BY id LIMIT ${limit}`;
+  return rows.map(({ line }) => {
+    const [id, at, actorType, actorId, action, subjectType, subjectId, data, prevHash, hash] = JSON.parse(line) as [
+      string, string, string, string | null, string, string, string | null, Record<string, unknown>, string, string,
+    ];
+    return { id: BigInt(id), at, actorType, actorId, action, subjectType, subjectId, data, prevHash, hash };
+  });
+}
+
+/** chainHash (record.ts) over an event whose time is already an ISO string. */
+function eventHash(prevHash: string, row: EventRow): string {
+  return createHash("sha256")
+    .update(prevHash)
+    .update(canonicalJson({ at: row.at, actorType: row.actorType, actorId: row.actorId, action: row.action, subjectType: row.subjectType, subjectId: row.subjectId, data: row.data }))
+    .digest("hex");
+}
+
+type CallRow = {
+  runId: string;
+  seq: number;
+  server: string;
+  tool: string;
+  argsDigest: string;
+  resultDigest: string | null;
+  outcome: string;
+  args: string | null;
+  result: string | null;
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function digestOf(value: unknown): string {
+  return createHash("sha256").update(canonicalJson(value ?? null)).digest("hex");
+}
+
+/** The executor keeps `{truncated: true, bytes}` instead of values over its size cap. */
+function isTruncationMarker(value: unknown): boolean {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return false;
+  const keys = Object.keys(value).sort();
+  return keys.length === 2 && keys[0] === "bytes" && keys[1] === "truncated" && (value as { truncated: unknown }).truncated === true;
+}
+
+function storedValueMatches(stored: string | null, digest: string): boolean {
+  const value: unknown = stored === null ? null : JSON.parse(stored);
+  return digestOf(value) === digest || isTruncationMarker(value);
+}
+
+async function checkSeals(db: Db, seals: { event: EventRow; data: Record<string, unknown> }[]): Promise<{ broken: ChainBreak | null; calls: number }> {
+  if (seals.length === 0) return { broken: null, calls: 0 };
+  const runIds = [...new Set(seals.map((s) => s.event.subjectId).filter((id): id is string => !!id && UUID.test(id)))];
+  const rows = runIds.length
+    ? await db.$queryRaw<CallRow[]>`
+        SELECT "runId"::text AS "runId", seq, server, tool, "argsDigest", "resultDigest", outcome,
+               args::text AS args, result::text AS result
+        FROM "RunToolCall" WHERE "runId" = ANY(${runIds}::uuid[]) ORDER BY "runId", seq`
+    : [];
+  const byRun = new Map<string, CallRow[]>();
+  for (const row of rows) {
+    const list = byRun.get(row.runId) ?? [];
+    list.push(row);
+    byRun.set(row.runId, list);
+  }
+  for (const { event, data } of seals) {
+    const calls = byRun.get((event.subjectId ?? "").toLowerCase()) ?? [];
+    if (toolCallsDigest(calls) !== data.toolCallsDigest || (typeof data.toolCalls === "number" && data.toolCalls !== calls.length)) {
+      return {
+        broken: {
+          eventId: event.id.toString(),
+          reason: "tool_calls_mismatch",
+          detail: `the ${calls.length} recorded tool call(s) of run ${event.subjectId} no longer match the digest sealed by event #${event.id} (${event.action})`,
+        },
+        calls: rows.length,
+      };
+    }
+    for (const call of calls) {
+      const argsOk = storedValueMatches(call.args, call.argsDigest);
+      const resultOk = call.resultDigest === null ? call.result === null : storedValueMatches(call.result, call.resultDigest);
+      if (!argsOk || !resultOk) {
+        return {
+          broken: {
+            eventId: event.id.toString(),
+            reason: "tool_call_digest_mismatch",
+            detail: `tool call #${call.seq} (${call.server}.${call.tool}) of run ${event.subjectId}: stored ${argsOk ? "result" : "arguments"} no longer match their digest`,
+          },
+          calls: rows.length,
+        };
+      }
+    }
+  }
+  return { broken: null, calls: rows.length };
+}
+
+function earlier(a: ChainBreak | null, b: ChainBreak | null): ChainBreak | null {
+  if (!a) return b;
+  if (!b) return a;
+  if (a.eventId === null) return a;
+  if (b.eventId === null) return b;
+  return BigInt(b.eventId) < BigInt(a.eventId) ? b : a;
+}
+
+export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<VerifyReport> {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const batchSize = options.batchSize ?? 10_000;
+  const report: VerifyReport = {
+    ok: false,
+    from: options.from !== undefined ? options.from.toString() : null,
+    eventsChecked: 0,
+    sealsChecked: 0,
+    toolCallsChecked: 0,
+    checkpointsChecked: 0,
+    head: null,
+    broken: null,
+    startedAt: startedAt.toISOString(),
+    durationMs: 0,
+  };
+  const done = (broken: ChainBreak | null) => {
+    report.broken = broken;
+    report.ok = broken === null;
+    report.durationMs = Math.round(performance.now() - t0);
+    return report;
+  };
+
+  // Checkpoints first: a forged or foreign checkpoint file is itself a finding.
+  const pending: { id: bigint; hash: string; at: string }[] = [];
+  if (options.checkpoints) {
+    for (const loaded of await loadCheckpoints(options.checkpoints)) {
+      if (!loaded.valid) {
+        return done({ eventId: loaded.eventId, reason: "checkpoint_invalid", detail: `${loaded.file}: ${loaded.problem}` });
+      }
+      const id = BigInt(loaded.checkpoint.eventId);
+      if (options.from === undefined || id >= options.from) pending.push({ id, hash: loaded.checkpoint.hash, at: loaded.checkpoint.at });
+    }
+  }
+  let lastMatchedCheckpoint: bigint | null = null;
+
+  // The anchor: genesis, or the (trusted) event just before `from`.
+  let expectedPrev = GENESIS_HASH;
+  let cursor = 0n;
+  if (options.from !== undefined) {
+    cursor = options.from - 1n;
+    const before = await db.$queryRaw<{ id: bigint; hash: string }[]>`
+      SELECT id, hash FROM "AuditEvent" WHERE id < ${options.from} ORDER BY id DESC LIMIT 1`;
+    if (before[0]) expectedPrev = before[0].hash;
+  }
+  let beforePrev: string | null = null;
+  let previous: EventRow | null = null;
+
+  for (;;) {
+    const rows = await fetchBatch(db, cursor, batchSize);
+    if (rows.length === 0) break;
+
+    let chainBreak: ChainBreak | null = null;
+    const seals: { event: EventRow; data: Record<string, unknown> }[] = [];
+    for (const row of rows) {
+      while (pending[0] && pending[0].id < row.id) {
+        const missing = pending.shift()!;
+        chainBreak = {
+          eventId: missing.id.toString(),
+          reason: "checkpoint_missing_event",
+          detail: `checkpoint of ${missing.at} names event #${missing.id}, which is no longer in the log (deleted)`,
+        };
+        break;
+      }
+      if (chainBreak) break;
+      if (row.prevHash !== expectedPrev) {
+        if (previous && beforePrev !== null && row.prevHash === beforePrev) {
+          chainBreak = {
+            eventId: previous.id.toString(),
+            reason: "inserted_event",
+            detail: `event #${previous.id} was inserted: its successor #${row.id} still links to the event before it`,
+          };
+        } else if (!previous && options.from === undefined) {
+          chainBreak = { eventId: row.id.toString(), reason: "genesis_mismatch", detail: `the first event #${row.id} does not start from the genesis hash` };
+        } else {
+          chainBreak = {
+            eventId: row.id.toString(),
+            reason: "prev_hash_mismatch",
+            detail: previous
+              ? `event #${row.id} does not link to #${previous.id}: an event between them was deleted, or #${previous.id} was altered`
+              : `event #${row.id} does not link to the event before it`,
+          };
+        }
+        break;
+      }
+      const data = row.data;
+      const recomputed = eventHash(row.prevHash, row);
+      if (recomputed !== row.hash) {
+        chainBreak = { eventId: row.id.toString(), reason: "hash_mismatch", detail: `event #${row.id} (${row.action}) was altered: its stored hash does not match its content` };
+        break;
+      }
+      if (pending[0] && pending[0].id === row.id) {
+        const checkpoint = pending.shift()!;
+        report.checkpointsChecked++;
+        if (checkpoint.hash !== row.hash) {
+          chainBreak = {
+            eventId: row.id.toString(),
+            reason: "checkpoint_mismatch",
+            detail: `event #${row.id} differs from the signed checkpoint of ${checkpoint.at}: the chain was rewritten ${
+              lastMatchedCheckpoint !== null ? `after event #${lastMatchedCheckpoint}` : "at or before this event"
+            } and its hashes recomputed`,
+          };
+          break;
+        }
+        lastMatchedCheckpoint = row.id;
+      }
+      if (row.subjectType === "run" && typeof data.toolCallsDigest === "string") seals.push({ event: row, data });
+      report.eventsChecked++;
+      report.head = { id: row.id.toString(), hash: row.hash, at: row.at };
+      beforePrev = expectedPrev;
+      expectedPrev = row.hash;
+      previous = row;
+    }
+
+    const sealed = await checkSeals(db, seals);
+    report.sealsChecked += seals.length;
+    report.toolCallsChecked += sealed.calls;
+    const broken = earlier(chainBreak, sealed.broken);
+    if (broken) return done(broken);
+    cursor = rows[rows.length - 1]!.id;
+    if (rows.length < batchSize) break;
+  }
+
+  if (pending[0]) {
+    const beyond = pending[0];
+    return done({
+      eventId: beyond.id.toString(),
+      reason: "checkpoint_beyond_head",
+      detail: `the signed checkpoint of ${beyond.at} names event #${beyond.id}, but the log ends at #${report.head?.id ?? "nothing"}: its tail was removed`,
+    });
+  }
+
+  if (options.from === undefined) {
+    const unsealed = await db.$queryRaw<{ runId: string }[]>`
+      SELECT DISTINCT t."runId"::text AS "runId" FROM "RunToolCall" t
+      WHERE NOT EXISTS (
+        SELECT 1 FROM "AuditEvent" e
+        WHERE e."subjectType" = 'run' AND e."subjectId" = t."runId"::text AND e.data ->> 'toolCallsDigest' IS NOT NULL)
+      LIMIT 1`;
+    if (unsealed[0]) {
+      return done({ eventId: null, reason: "unsealed_tool_calls", detail: `run ${unsealed[0].runId} has tool calls that no audit event seals` });
+    }
+  }
+  return done(null);
+}

@@ -1,0 +1,73 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { CheckpointConfig } from "@/lib/audit/checkpoints";
+import { append, seedRun, tamper, tempCheckpoints } from "@/lib/audit/testing";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { auditCommand, type AuditCommandDeps } from "./audit";
+
+let db: TestDatabase;
+let checkpoints: CheckpointConfig;
+let deps: AuditCommandDeps;
+
+function capture() {
+  const out = { stdout: "", stderr: "" };
+  return {
+    out,
+    io: { stdout: (s: string) => void (out.stdout += s), stderr: (s: string) => void (out.stderr += s), readStdin: async () => "" },
+  };
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  checkpoints = await tempCheckpoints();
+  deps = { withDatabase: (fn) => fn(db.prisma), checkpoints: () => checkpoints };
+  await seedRun(db.prisma, { purpose: "Refund a duplicate", calls: 1 });
+  for (let i = 0; i < 5; i++) await append(db.prisma, "test.event", { type: "thing", id: String(i) }, { i });
+});
+afterAll(() => db?.drop());
+
+describe("airlock audit", () => {
+  it("prints usage and exits 2 on bad arguments", async () => {
+    for (const argv of [[], ["frobnicate"], ["verify", "--from", "abc"], ["verify", "--bogus"], ["export"], ["export", "--format", "xml"], ["export", "--format", "csv", "--status", "exploded"], ["verify", "extra"]]) {
+      const { io, out } = capture();
+      expect(await auditCommand(argv, io, deps)).toBe(2);
+      expect(out.stderr).toContain("Usage:");
+    }
+  });
+
+  it("verify: exit 0 with the head, and signs a checkpoint", async () => {
+    const { io, out } = capture();
+    expect(await auditCommand(["verify"], io, deps)).toBe(0);
+    expect(out.stdout).toMatch(/^OK: \d+ event\(s\) verified from genesis, 1 tool-call seal/);
+    expect(out.stdout).toMatch(/Head: #\d+ [0-9a-f]{64}/);
+    expect(out.stdout).toContain("Checkpoint written:");
+    const json = capture();
+    expect(await auditCommand(["verify", "--from", "2", "--json"], json.io, deps)).toBe(0);
+    expect(JSON.parse(json.out.stdout)).toMatchObject({ ok: true, from: "2", checkpointFile: null });
+  });
+
+  it("export: JSONL to stdout with the manifest first; CSV with the manifest in a file", async () => {
+    const jsonl = capture();
+    expect(await auditCommand(["export", "--format", "jsonl", "--q", "refund"], jsonl.io, deps)).toBe(0);
+    const lines = jsonl.out.stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(lines[0].manifest).toMatchObject({ format: "jsonl", rowCount: 2, exportedBy: "system:cli", filters: { q: "refund" } });
+    expect(lines.slice(1).map((l) => l.action)).toEqual(["run.submitted", "run.succeeded"]);
+    expect(jsonl.out.stderr).toMatch(/Exported 2 event\(s\); chain head #\d+/);
+
+    const csv = capture();
+    const manifestFile = join(checkpoints.dir, "..", "manifest.json");
+    expect(await auditCommand(["export", "--format", "csv", "--since", "2000-01-01", "--manifest", manifestFile], csv.io, deps)).toBe(0);
+    const manifest = JSON.parse(await readFile(manifestFile, "utf8"));
+    expect(csv.out.stdout.trimEnd().split("\r\n")).toHaveLength(manifest.rowCount + 1);
+    expect(manifest.chainHead.hash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("verify: exit 1 naming the first broken event after tampering", async () => {
+    const target = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "test.event" }, orderBy: { id: "asc" } });
+    await tamper(db.prisma, `UPDATE "AuditEvent" SET action = 'test.forged' WHERE id = ${target.id}`);
+    const { io, out } = capture();
+    expect(await auditCommand(["verify"], io, deps)).toBe(1);
+    expect(out.stderr).toContain(`BROKEN at event #${target.id}: hash_mismatch`);
+  });
+});

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "UpstreamTool" ADD COLUMN     "pinnedDefinition" JSONB;
