@@ -34,7 +34,7 @@ export default tseslint.config(
         {
           patterns: [
             { group: ["@/lib/generated/*", "@prisma/*"], message: "Components must not touch the database." },
-            { group: ["@/lib/db", "@/lib/db/*", "@/lib/*/service", "@/lib/*/presenter"], message: "Server modules stay on the server; pass DTOs as props." },
+            { group: ["@/lib/db", "@/lib/db/*", "@/lib/*/service", "@/lib/*/presenter", "@/lib/*/*-presenter"], message: "Server modules stay on the server; pass DTOs as props." },
           ],
         },
       ],

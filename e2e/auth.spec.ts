@@ -67,11 +67,24 @@ test("a compliance user is refused an admin page by the server", async ({ page, 
   await expect(page.getByText("demo-agent")).toHaveCount(0);
 });
 
-test("compliance sees login events in the audit log", async ({ page, loginAs }) => {
+test("compliance verifies the audit chain and exports events including sign-ins", async ({ page, loginAs }) => {
   await loginAs("compliance");
   await page.getByRole("link", { name: "Audit", exact: true }).click();
-  await expect(page.getByRole("cell", { name: "auth.login_succeeded" }).first()).toBeVisible();
-  await expect(page.getByRole("cell", { name: "auth.login_failed" }).first()).toBeVisible();
+  await page.getByRole("button", { name: "Verify now" }).click();
+  await expect(page.getByTestId("audit-verification")).toContainText("Chain intact");
+
+  const exported = await page.request.get("/api/audit/export?format=jsonl");
+  expect(exported.status()).toBe(200);
+  const lines = (await exported.text()).trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(lines[0]).toHaveProperty("manifest.rowCount", lines.length - 1);
+  const actions = lines.slice(1).map((event) => event.action);
+  expect(actions).toEqual(expect.arrayContaining(["auth.login_succeeded", "auth.login_failed", "audit.verified"]));
+});
+
+test("a reviewer is refused the audit export by the server", async ({ page, loginAs }) => {
+  await loginAs("reviewer");
+  expect((await page.request.get("/api/audit/export?format=csv")).status()).toBe(403);
+  expect((await page.goto("/audit"))?.status()).toBe(403);
 });
 
 test("an unknown page gets the 404 page", async ({ page }) => {

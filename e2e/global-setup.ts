@@ -15,7 +15,8 @@ import { startPostgres } from "../lib/db/postgres-server";
 import { createPrismaClient } from "../lib/db";
 import { seedDemo } from "../lib/demo/seed";
 
-export const STATE_FILE = join(import.meta.dirname, ".state.json");
+/** One file per run's port, so concurrent runs on one machine never read each other's state. */
+export const STATE_FILE = join(import.meta.dirname, `.state-${process.env.E2E_PORT ?? "default"}.json`);
 
 async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -5,7 +5,8 @@
  *   @id("…")        required, unique: the policy's name in decisions and audit
  *   @reason("…")    required: the sentence shown to agents and reviewers when it decides
  *   @approvals("N") permits only, 1–10: matching means "escalate to N approvals"
- *   @role("…")      only with @approvals: who may approve ("reviewer" or "admin"; default reviewer)
+ *   @role("…")      only with @approvals: who may approve ("reviewer", the default and today the only
+ *                   role holding runs:review — admins configure Airlock but do not approve runs)
  * How these become allow / escalate / deny is decide.ts's business.
  *
  * Guarantees: `validatePolicyText` never throws and reports every problem with a 1-based line
@@ -19,7 +20,7 @@ import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
 import { AppError } from "@/lib/errors";
 import { CEDAR_SCHEMA, SCHEMA_NAME } from "@/lib/policy/request";
 
-export const REVIEWER_ROLES = ["reviewer", "admin"] as const;
+export const REVIEWER_ROLES = ["reviewer"] as const;
 export type ReviewerRole = (typeof REVIEWER_ROLES)[number];
 const MAX_APPROVALS = 10;
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;

@@ -222,7 +222,7 @@ describe("validating drafts", () => {
       [2, expect.stringContaining("needs @reason")],
       [3, expect.stringContaining("only makes sense on a permit")],
       [4, expect.stringContaining("whole number from 1 to 10")],
-      [5, expect.stringContaining("@role must be one of reviewer, admin")],
+      [5, expect.stringContaining("@role must be one of reviewer")],
       [6, expect.stringContaining('@id("f") is used by more than one policy')],
     ]);
   });

@@ -21,6 +21,7 @@ import { z } from "zod";
 import { checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
 import { recordAudit } from "@/lib/audit/record";
 import { checkpointAudited } from "@/lib/audit/service";
+import { expireReviews } from "@/lib/review/service";
 import type { Db } from "@/lib/db";
 import { executeRun, type ExecutorDeps } from "./executor";
 import { quietQueueLogger } from "./queue-logger";
@@ -43,8 +44,6 @@ export type MaintenanceOptions = {
   heartbeatTimeoutMs: number;
   /** A queued run older than this without progress is enqueued again. */
   requeueAfterMs: number;
-  /** Expires pending reviews; supplied by lib/review. */
-  expireReviews?: (db: Db, now: Date) => Promise<number>;
 };
 
 export const DEFAULT_MAINTENANCE: MaintenanceOptions = { heartbeatTimeoutMs: 30_000, requeueAfterMs: 30_000 };
@@ -61,7 +60,7 @@ async function allIdempotent(db: Db, capabilitySet: string[]): Promise<boolean> 
 
 /** One sweep; returns what it did. Safe to run from any number of processes at once. */
 export async function runMaintenance(db: Db, enqueue: (runId: string) => Promise<void>, options: MaintenanceOptions, now = new Date()) {
-  const expired = options.expireReviews ? await options.expireReviews(db, now) : 0;
+  const expired = (await expireReviews(db, now)).length;
   const lostCutoff = new Date(now.getTime() - options.heartbeatTimeoutMs);
   const lost = await db.run.findMany({ where: { status: "running", heartbeatAt: { lt: lostCutoff } }, select: { id: true, capabilitySet: true, executorId: true } });
   let failed = 0;

@@ -11,7 +11,8 @@
  * - analysis and policy see only server-side facts (the tool registry, dataset classes), never the
  *   agent's claims; the decision, its reasons, the policy version and the Cedar request are stored
  *   with the run, and every state transition is an audit event in the same transaction;
- * - an allowed run is queued in that transaction and handed to the executor afterwards.
+ * - an allowed run is queued in that transaction and handed to the executor afterwards; an
+ *   escalated one is announced to the review webhook, if configured (never with code or data).
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
@@ -26,6 +27,7 @@ import type { Finding } from "@/lib/intake/findings";
 import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
 import { buildPolicyRequest, type RequestedLimits } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
+import { notifyEscalation } from "@/lib/review/notify";
 import { CANCELLABLE_BEFORE_START, isTerminal } from "./states";
 
 export type AgentActor = Extract<Actor, { type: "agent" }>;
@@ -265,6 +267,7 @@ export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown):
       throw error;
     });
   if (run.status === "queued") deps.startExecution(run.id);
+  if (run.status === "pending_review") void notifyEscalation(run.id, db);
   return presentRun(db, run);
 }
 

@@ -4,7 +4,7 @@ import { revalidatePath } from "next/cache";
 import { z } from "zod";
 import { createAgent, revokeAgent } from "@/lib/auth/agents";
 import { prisma } from "@/lib/db";
-import { userAction, type ActionResult } from "@/lib/review/user-action";
+import { userAction, type ActionResult } from "@/lib/auth/user-action";
 
 export type CreateAgentState = ActionResult<{ name: string; token: string; scopes: string[] }> | null;
 export type RevokeAgentState = ActionResult<{ revokedTokens: number }> | null;

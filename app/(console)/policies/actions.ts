@@ -10,7 +10,7 @@ import { prisma } from "@/lib/db";
 import { validatePolicyText, type PolicyProblem } from "@/lib/policy/policy-set";
 import { replayDraft, type ReplayRow } from "@/lib/policy/replay";
 import { publishPolicyText, saveDraft } from "@/lib/policy/store";
-import { userAction, type ActionResult } from "@/lib/review/user-action";
+import { userAction, type ActionResult } from "@/lib/auth/user-action";
 
 export type DraftState =
   | ActionResult<

@@ -1,15 +1,16 @@
 import type { Metadata } from "next";
+import Link from "next/link";
 import { Badge, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import { requireUserPage } from "@/lib/auth/session";
 import { prisma } from "@/lib/db";
-import { listRuns } from "@/lib/runs/presenter";
+import { recentRuns } from "@/lib/review/presenter";
 
 export const metadata: Metadata = { title: "Runs" };
 
 export default async function RunsPage() {
   await requireUserPage("runs:read");
-  const runs = await listRuns(prisma());
+  const runs = await recentRuns(prisma());
   return (
     <>
       <PageHeader title="Runs" description="Every script agents have submitted, newest first." />
@@ -18,12 +19,16 @@ export default async function RunsPage() {
       ) : (
         <Table caption="Runs" headers={["Submitted", "Agent", "Purpose", "Status"]}>
           {runs.map((run) => (
-            <tr key={run.id}>
+            <tr key={run.id} data-testid={`run-row-${run.id}`}>
               <Td>
                 <Time iso={run.createdAt} />
               </Td>
               <Td>{run.agent}</Td>
-              <Td>{run.purpose}</Td>
+              <Td>
+                <Link href={`/runs/${run.id}`} className="font-medium text-teal-800 underline-offset-2 hover:underline">
+                  {run.purpose}
+                </Link>
+              </Td>
               <Td>
                 <Badge>{run.status.replaceAll("_", " ")}</Badge>
               </Td>

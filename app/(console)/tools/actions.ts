@@ -5,7 +5,7 @@ import { z } from "zod";
 import { acceptTool } from "@/lib/broker/admin";
 import { prisma } from "@/lib/db";
 import { appRuntime } from "@/lib/runs/runtime";
-import { userAction, type ActionResult } from "@/lib/review/user-action";
+import { userAction, type ActionResult } from "@/lib/auth/user-action";
 
 export type AcceptState = ActionResult<{ server: string; tool: string }> | null;
 

@@ -1,0 +1,33 @@
+"use server";
+/**
+ * Server actions of the run page. Each goes through userAction (parse → actor → scope) and calls
+ * the same service function as the JSON route; none has logic of its own.
+ */
+import { revalidatePath } from "next/cache";
+import { z } from "zod";
+import { prisma } from "@/lib/db";
+import { decisionFormSchema, formFields } from "@/lib/review/forms";
+import { decideRun, type DecisionResult } from "@/lib/review/service";
+import { userAction, type ActionResult } from "@/lib/auth/user-action";
+import { cancelRun } from "@/lib/runs/service";
+
+export type DecisionState = ActionResult<DecisionResult> | null;
+export type CancelState = ActionResult<{ runId: string; status: string }> | null;
+
+const decide = userAction("runs:review", decisionFormSchema, (actor, input) => decideRun(prisma(), actor, input));
+const cancel = userAction("runs:review", z.object({ runId: z.uuid("runId must be a run id") }).strict(), (actor, input) => cancelRun({ db: prisma() }, actor, input.runId));
+
+export async function decideAction(_previous: DecisionState, form: FormData): Promise<DecisionState> {
+  const result = await decide(formFields(form));
+  if (result.ok) {
+    revalidatePath(`/runs/${result.data.runId}`);
+    revalidatePath("/queue");
+  }
+  return result;
+}
+
+export async function cancelAction(_previous: CancelState, form: FormData): Promise<CancelState> {
+  const result = await cancel(formFields(form));
+  if (result.ok) revalidatePath(`/runs/${result.data.runId}`);
+  return result;
+}

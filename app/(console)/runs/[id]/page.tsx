@@ -1,0 +1,159 @@
+import type { Metadata } from "next";
+import { notFound } from "next/navigation";
+import { AutoRefresh } from "@/components/run/auto-refresh";
+import { CancelButton } from "@/components/run/cancel-button";
+import { CodeView, DiffView } from "@/components/run/code-view";
+import { DecisionForm } from "@/components/run/decision-form";
+import { Capabilities, Inputs, Outcome, PolicyDecision, Provenance, Reviews, SameCode, Section, Timeline, ToolCalls } from "@/components/run/run-sections";
+import { Badge } from "@/components/ui/primitives";
+import { Time } from "@/components/ui/time";
+import { requireUserPage } from "@/lib/auth/session";
+import { prisma } from "@/lib/db";
+import { runDetail } from "@/lib/review/presenter";
+import { cancelAction, decideAction } from "./actions";
+
+export const metadata: Metadata = { title: "Run" };
+export const dynamic = "force-dynamic";
+
+const MOVING = ["approved", "auto_approved", "queued", "running"];
+const STATUS_TONE: Record<string, "good" | "warn" | "bad" | "neutral"> = {
+  succeeded: "good",
+  pending_review: "warn",
+  queued: "warn",
+  running: "warn",
+  failed: "bad",
+  denied: "bad",
+  rejected: "bad",
+  timed_out: "bad",
+  expired: "bad",
+  changes_requested: "bad",
+};
+
+export default async function RunPage({ params }: { params: Promise<{ id: string }> }) {
+  const user = await requireUserPage("runs:read");
+  const { id } = await params;
+  const run = await runDetail(prisma(), id, user);
+  if (!run) notFound();
+  return (
+    <div className="space-y-5">
+      {/* Votes of other reviewers and execution progress appear without a reload. */}
+      <AutoRefresh active={MOVING.includes(run.status) || run.status === "pending_review"} everyMs={run.status === "pending_review" ? 5_000 : 2_000} />
+      <header>
+        <p className="font-mono text-xs text-slate-500">run {run.id}</p>
+        <h1 className="text-2xl font-semibold tracking-tight">{run.purpose}</h1>
+        <div className="mt-2 flex flex-wrap items-center gap-2 text-sm text-slate-700">
+          <Badge tone={STATUS_TONE[run.status] ?? "neutral"}>
+            <span data-testid="run-status">{run.status.replaceAll("_", " ")}</span>
+          </Badge>
+          <Badge tone={run.risk.level === "high" ? "bad" : run.risk.level === "medium" ? "warn" : "neutral"}>{run.risk.level} risk</Badge>
+          <Badge>{run.facts.effect.replace("_", " ")}</Badge>
+          {run.facts.openWorld ? <Badge tone="warn">open world</Badge> : null}
+          {run.facts.dataClasses.map((c) => (
+            <Badge key={c}>{c}</Badge>
+          ))}
+          <span>
+            agent <strong>{run.agent.name}</strong> (owner {run.agent.owner})
+          </span>
+          <span>
+            submitted <Time iso={run.createdAt} />
+          </span>
+          {run.status === "pending_review" && run.reviewExpiresAt ? (
+            <span>
+              review expires <Time iso={run.reviewExpiresAt} />
+            </span>
+          ) : null}
+        </div>
+      </header>
+
+      <Section title="Review" id="review">
+        <Reviews run={run} />
+        <div className="mt-4">
+          {run.viewer.reviewer ? (
+            <DecisionForm
+              runId={run.id}
+              canDecide={run.viewer.canDecide}
+              cannotDecideBecause={run.status === "pending_review" ? run.viewer.cannotDecideBecause : null}
+              binding={run.binding}
+              action={decideAction}
+            />
+          ) : run.viewer.cannotDecideBecause && run.status === "pending_review" ? (
+            <p className="rounded-md bg-slate-50 px-3 py-2 text-sm text-slate-700" data-testid="cannot-decide">
+              {run.viewer.cannotDecideBecause}
+            </p>
+          ) : null}
+        </div>
+        {run.viewer.reviewer ? (
+          <div className="mt-4 empty:hidden">
+            <CancelButton runId={run.id} canCancel={run.viewer.canCancel} action={cancelAction} />
+          </div>
+        ) : null}
+      </Section>
+
+      <Section title="Policy decision" id="policy">
+        <PolicyDecision run={run} />
+      </Section>
+
+      <Section title="Code" id="code">
+        <p className="mb-2 text-xs text-slate-500">
+          {run.language} · sha256 <code>{run.binding.codeSha256}</code> · {run.findings.length} finding{run.findings.length === 1 ? "" : "s"}
+        </p>
+        {run.code.hiddenCharacters ? (
+          <p role="note" className="mb-2 rounded-md bg-amber-50 px-3 py-2 text-sm text-amber-900">
+            This script contains invisible or direction-changing characters; they are shown as ⟦U+…⟧ markers.
+          </p>
+        ) : null}
+        <CodeView lines={run.code.lines} findingsByLine={run.code.findingsByLine} label="Script" />
+      </Section>
+
+      <Section title="Capability set" id="capabilities">
+        <Capabilities run={run} />
+      </Section>
+
+      <Section title="Inputs" id="inputs">
+        <Inputs run={run} />
+      </Section>
+
+      <div className="grid gap-5 lg:grid-cols-2">
+        <Section title="Provenance" id="provenance">
+          <Provenance run={run} />
+        </Section>
+        <Section title="Earlier runs with the same code" id="same-code">
+          <SameCode run={run} />
+        </Section>
+      </div>
+
+      <Section title="Changes since the previous attempt" id="diff">
+        {run.previousAttempt ? (
+          <>
+            <p className="mb-2 text-sm text-slate-600">
+              Compared with{" "}
+              <a href={`/runs/${run.previousAttempt.id}`} className="text-teal-800 underline">
+                the attempt of <Time iso={run.previousAttempt.createdAt} />
+              </a>{" "}
+              ({run.previousAttempt.status.replaceAll("_", " ")}) in the same conversation.
+            </p>
+            <DiffView diff={run.previousAttempt.diff} />
+          </>
+        ) : (
+          <p className="text-sm text-slate-600">This is the agent&apos;s first attempt in this conversation{run.provenance.conversationId ? "" : " (no conversation id was given)"}.</p>
+        )}
+      </Section>
+
+      {run.outcome ? (
+        <Section title="Outcome" id="outcome">
+          <Outcome run={run} />
+        </Section>
+      ) : null}
+
+      {run.outcome || run.toolCalls.length > 0 ? (
+        <Section title="Tool calls" id="tool-calls">
+          <ToolCalls run={run} />
+        </Section>
+      ) : null}
+
+      <Section title="Timeline" id="timeline">
+        <Timeline run={run} />
+      </Section>
+    </div>
+  );
+}

@@ -1,0 +1,21 @@
+/** GET /api/queue/count — how many runs wait for the signed-in reviewer (the navigation badge). */
+import { NextResponse } from "next/server";
+import { currentUser } from "@/lib/auth/session";
+import { requireScope } from "@/lib/auth/scopes";
+import { prisma } from "@/lib/db";
+import { toPublicError } from "@/lib/errors";
+import { waitingForYouCount } from "@/lib/review/presenter";
+
+export const dynamic = "force-dynamic";
+
+export async function GET() {
+  try {
+    const user = await currentUser();
+    requireScope(user, "runs:review");
+    return NextResponse.json({ waitingForYou: await waitingForYouCount(prisma(), user!) }, { headers: { "cache-control": "no-store" } });
+  } catch (error) {
+    const failure = toPublicError(error);
+    if (failure.code === "internal") console.error("GET /api/queue/count failed", error);
+    return NextResponse.json({ error: failure }, { status: failure.status });
+  }
+}

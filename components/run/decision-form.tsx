@@ -1,0 +1,86 @@
+"use client";
+/**
+ * Approve / reject / request changes. The facts the reviewer is looking at (code hash, capability
+ * set, inputs digest, policy version) travel back as hidden fields and the server compares them
+ * with the run; the server also enforces scope, separation of duties, quorum and one vote per
+ * person — this form only offers what the page already knows the viewer may do.
+ */
+import { useActionState } from "react";
+import { Button } from "@/components/ui/primitives";
+import type { RunDetail } from "@/lib/review/dto";
+import type { DecisionState } from "@/app/(console)/runs/[id]/actions";
+
+type Props = {
+  runId: string;
+  /** Offer the form (the page knows the viewer may decide); the panel stays mounted either way so the outcome stays visible. */
+  canDecide: boolean;
+  /** Why the form is not offered, when the run still waits for review. */
+  cannotDecideBecause: string | null;
+  binding: RunDetail["binding"];
+  action: (state: DecisionState, form: FormData) => Promise<DecisionState>;
+};
+
+const VERDICT_WORD = { approve: "approved", reject: "rejected", request_changes: "requested changes" } as const;
+
+export function DecisionForm({ runId, canDecide, cannotDecideBecause, binding, action }: Props) {
+  const [state, formAction, pending] = useActionState(action, null);
+  const outcome =
+    state && state.ok ? (
+      <p role="status" data-testid="decision-result" className="rounded-md bg-emerald-50 px-3 py-2 text-sm text-emerald-900">
+        You {VERDICT_WORD[state.data.verdict]}. The run is now {state.data.status.replaceAll("_", " ")} ({state.data.approvals.received}/{state.data.approvals.required}{" "}
+        approvals).
+      </p>
+    ) : null;
+  const failure =
+    state && !state.ok ? (
+      <p role="alert" data-testid="decision-error" className="rounded-md bg-red-50 px-3 py-2 text-sm text-red-800">
+        {state.error.message}
+      </p>
+    ) : null;
+  if (!canDecide) {
+    return (
+      <div className="space-y-3">
+        {outcome}
+        {failure}
+        {cannotDecideBecause ? (
+          <p className="rounded-md bg-slate-50 px-3 py-2 text-sm text-slate-700" data-testid="cannot-decide">
+            {cannotDecideBecause}
+          </p>
+        ) : null}
+      </div>
+    );
+  }
+  return (
+    <form action={formAction} className="space-y-3" aria-label="Decision">
+      <input type="hidden" name="runId" value={runId} />
+      <input type="hidden" name="codeSha256" value={binding.codeSha256} />
+      <input type="hidden" name="capabilitySet" value={JSON.stringify(binding.capabilitySet)} />
+      <input type="hidden" name="inputsDigest" value={binding.inputsDigest} />
+      <input type="hidden" name="policyVersionId" value={binding.policyVersionId ?? ""} />
+      <div>
+        <label htmlFor="decision-comment" className="block text-sm font-medium text-slate-700">
+          Comment <span className="font-normal text-slate-500">(required to reject or request changes; the agent reads it)</span>
+        </label>
+        <textarea id="decision-comment" name="comment" rows={3} maxLength={5000} className="mt-1 w-full rounded-md border border-slate-300 px-3 py-2 text-sm" />
+      </div>
+      <div className="flex flex-wrap gap-2">
+        <Button type="submit" name="verdict" value="approve" disabled={pending}>
+          Approve
+        </Button>
+        <Button type="submit" name="verdict" value="request_changes" disabled={pending} className="bg-amber-600 hover:bg-amber-700">
+          Request changes
+        </Button>
+        <Button type="submit" name="verdict" value="reject" disabled={pending} className="bg-red-700 hover:bg-red-800">
+          Reject
+        </Button>
+      </div>
+      <p className="text-xs text-slate-500">
+        Your decision covers code sha256 <code>{binding.codeSha256.slice(0, 12)}…</code>, {binding.capabilitySet.length} tool
+        {binding.capabilitySet.length === 1 ? "" : "s"}, inputs digest <code>{binding.inputsDigest.slice(0, 12)}…</code> and this policy version — nothing
+        more.
+      </p>
+      {failure}
+      {outcome}
+    </form>
+  );
+}

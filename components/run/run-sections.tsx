@@ -1,0 +1,319 @@
+/**
+ * Read-only sections of the run page. Everything rendered here is inert text from the presenter
+ * (React text nodes; no HTML from scripts, tools or agents).
+ */
+import Link from "next/link";
+import type { ReactNode } from "react";
+import { Badge, Card, Table, Td } from "@/components/ui/primitives";
+import { Time } from "@/components/ui/time";
+import type { RunDetail } from "@/lib/review/dto";
+
+export function Section({ title, id, children, className }: { title: string; id: string; children: ReactNode; className?: string }) {
+  return (
+    <section aria-labelledby={id} className={`rounded-lg border border-slate-200 bg-white p-5 shadow-sm ${className ?? ""}`}>
+      <h2 id={id} className="mb-3 text-base font-semibold text-slate-800">
+        {title}
+      </h2>
+      {children}
+    </section>
+  );
+}
+
+function Pre({ children, label }: { children: ReactNode; label: string }) {
+  return (
+    <pre aria-label={label} tabIndex={0} className="max-h-96 overflow-auto rounded-md bg-slate-50 p-3 font-mono text-xs whitespace-pre-wrap break-words text-slate-800">
+      {children}
+    </pre>
+  );
+}
+
+function hint(value: boolean | null, yes: string): ReactNode {
+  if (value === null) return null;
+  return value ? <Badge tone={yes === "read-only" ? "good" : "warn"}>{yes}</Badge> : null;
+}
+
+export function Capabilities({ run }: { run: RunDetail }) {
+  if (run.capabilities.length === 0) return <p className="text-sm text-slate-600">The script calls no tools.</p>;
+  return (
+    <Table caption="Tools this script may call" headers={["Tool", "Annotations", "Data class", "Description"]}>
+      {run.capabilities.map((tool) => (
+        <tr key={tool.name} data-testid={`capability-${tool.name}`}>
+          <Td className="font-mono text-xs">{tool.name}</Td>
+          <Td>
+            <div className="flex flex-wrap gap-1">
+              {!tool.known ? <Badge tone="bad">unknown tool (treated as destructive)</Badge> : null}
+              {tool.quarantined ? <Badge tone="bad">quarantined</Badge> : null}
+              {hint(tool.annotations.readOnly, "read-only")}
+              {hint(tool.annotations.destructive, "destructive")}
+              {hint(tool.annotations.openWorld, "open world")}
+              {tool.annotations.idempotent === true ? <Badge>idempotent</Badge> : null}
+              {tool.annotations.readOnly === false && tool.annotations.destructive === false ? <Badge tone="warn">writes</Badge> : null}
+            </div>
+          </Td>
+          <Td>{tool.dataClass ? <Badge tone={["pii", "financial", "phi"].includes(tool.dataClass) ? "warn" : "neutral"}>{tool.dataClass}</Badge> : "—"}</Td>
+          <Td className="text-xs text-slate-600">{tool.description ?? "—"}</Td>
+        </tr>
+      ))}
+    </Table>
+  );
+}
+
+export function Inputs({ run }: { run: RunDetail }) {
+  if (run.inputs.length === 0) return <p className="text-sm text-slate-600">No datasets are passed to this run.</p>;
+  return (
+    <ul className="space-y-4">
+      {run.inputs.map((input) => (
+        <li key={input.name} data-testid={`input-${input.name}`}>
+          <p className="flex flex-wrap items-center gap-2 text-sm">
+            <span className="font-mono">{input.name}</span>
+            <Badge tone={["pii", "financial", "phi"].includes(input.dataClass) ? "warn" : "neutral"}>{input.dataClass}</Badge>
+            <span className="text-slate-600">{input.sizeBytes === null ? "missing" : `${input.sizeBytes.toLocaleString("en")} bytes`}</span>
+            {input.mediaType ? <span className="text-slate-500">{input.mediaType}</span> : null}
+            {input.changed ? <Badge tone="bad">content changed since submission — the run will refuse it</Badge> : null}
+          </p>
+          {input.preview !== null ? (
+            <Pre label={`Preview of ${input.name}`}>
+              {input.preview}
+              {input.previewTruncated ? "\n… (preview shows the first 20 lines)" : ""}
+            </Pre>
+          ) : (
+            <p className="text-xs text-slate-500">No text preview for this media type.</p>
+          )}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+export function PolicyDecision({ run }: { run: RunDetail }) {
+  return (
+    <div className="space-y-3">
+      <p className="text-sm">
+        Decision <Badge tone={run.decision === "deny" ? "bad" : run.decision === "escalate" ? "warn" : "good"}>{run.decision ?? "none"}</Badge>
+        {run.policyVersion !== null ? <span className="text-slate-600"> under policy version {run.policyVersion}</span> : null}
+        {run.decision === "escalate" ? (
+          <span className="text-slate-600">
+            {" "}
+            — {run.approvalsRequired} approval{run.approvalsRequired === 1 ? "" : "s"} from the {run.reviewerRole ?? "reviewer"} role
+          </span>
+        ) : null}
+      </p>
+      <ul className="space-y-2">
+        {run.reasons.map((reason) => (
+          <li key={reason.policyId} className="rounded-md border border-slate-200 p-3" data-testid={`reason-${reason.policyId}`}>
+            <p className="font-mono text-xs text-slate-500">{reason.policyId}</p>
+            <p className="text-sm">{reason.text}</p>
+            {reason.source ? (
+              <details className="mt-1">
+                <summary className="cursor-pointer text-xs text-teal-800">Policy text</summary>
+                <Pre label={`Cedar text of ${reason.policyId}`}>{reason.source}</Pre>
+              </details>
+            ) : null}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+export function Provenance({ run }: { run: RunDetail }) {
+  const p = run.provenance;
+  return (
+    <dl className="grid grid-cols-[auto_1fr] gap-x-4 gap-y-1 text-sm">
+      <dt className="text-slate-500">Model</dt>
+      <dd>{p.model ?? "not stated"}</dd>
+      <dt className="text-slate-500">Conversation</dt>
+      <dd className="font-mono text-xs">{p.conversationId ?? "not stated"}</dd>
+      <dt className="text-slate-500">Prompt</dt>
+      <dd>
+        {p.prompt ? (
+          <Pre label="Prompt excerpt">
+            {p.prompt}
+            {p.promptLength > p.prompt.length ? `\n… (${p.promptLength} characters in all)` : ""}
+          </Pre>
+        ) : (
+          "not stated"
+        )}
+      </dd>
+    </dl>
+  );
+}
+
+export function SameCode({ run }: { run: RunDetail }) {
+  if (run.sameCode.length === 0) return <p className="text-sm text-slate-600">No earlier run had exactly this code.</p>;
+  return (
+    <Table caption="Earlier runs with the same code hash" headers={["Submitted", "Agent", "Status", "Reviews"]}>
+      {run.sameCode.map((other) => (
+        <tr key={other.id}>
+          <Td>
+            <Link href={`/runs/${other.id}`} className="text-teal-800 underline">
+              <Time iso={other.createdAt} />
+            </Link>
+          </Td>
+          <Td>{other.agent}</Td>
+          <Td>
+            <Badge>{other.status.replaceAll("_", " ")}</Badge> {other.decision ? <span className="text-xs text-slate-500">policy: {other.decision}</span> : null}
+          </Td>
+          <Td className="text-xs">{other.reviewers.length ? other.reviewers.join("; ") : "—"}</Td>
+        </tr>
+      ))}
+    </Table>
+  );
+}
+
+export function Outcome({ run }: { run: RunDetail }) {
+  const outcome = run.outcome;
+  if (!outcome) return null;
+  const stats = outcome.stats;
+  return (
+    <div className="space-y-4">
+      <dl className="grid grid-cols-2 gap-3 text-sm sm:grid-cols-5">
+        {[
+          ["Isolation", outcome.isolation ?? "unknown"],
+          ["Wall time", stats.wallMs === null ? "—" : `${stats.wallMs} ms`],
+          ["CPU", stats.cpuMs === null ? "—" : `${stats.cpuMs} ms`],
+          ["Peak memory", stats.peakRssMb === null ? "—" : `${stats.peakRssMb} MB`],
+          ["Tool calls", stats.toolCalls === null ? "—" : String(stats.toolCalls)],
+        ].map(([label, value]) => (
+          <div key={label} className="rounded-md bg-slate-50 p-2">
+            <dt className="text-xs text-slate-500">{label}</dt>
+            <dd className="font-medium" data-testid={label === "Isolation" ? "isolation" : undefined}>
+              {value}
+            </dd>
+          </div>
+        ))}
+      </dl>
+      {outcome.error ? (
+        <div role="note" className="rounded-md border border-red-200 bg-red-50 p-3 text-sm" data-testid="run-error">
+          <p className="font-mono text-xs text-red-800">{outcome.error.code}</p>
+          <p className="whitespace-pre-wrap text-red-900">{outcome.error.message}</p>
+          {outcome.error.untrusted ? <p className="mt-1 text-xs text-red-700">This text came from the script or a tool; it is untrusted.</p> : null}
+        </div>
+      ) : null}
+      {outcome.flags.length > 0 ? (
+        <p className="flex flex-wrap gap-1 text-sm">
+          Flags:{" "}
+          {outcome.flags.map((flag) => (
+            <Badge key={flag} tone="warn">
+              {flag}
+            </Badge>
+          ))}
+        </p>
+      ) : null}
+      <div>
+        <h3 className="mb-1 text-sm font-semibold text-slate-700">Result{outcome.truncated ? " (truncated for the agent; complete here)" : ""}</h3>
+        {outcome.result === null ? <p className="text-sm text-slate-600">No result.</p> : <Pre label="Result">{outcome.result}</Pre>}
+      </div>
+      <div>
+        <h3 className="mb-1 text-sm font-semibold text-slate-700">Logs</h3>
+        {outcome.logs.length === 0 ? (
+          <p className="text-sm text-slate-600">Nothing was logged.</p>
+        ) : (
+          <Pre label="Logs">
+            {outcome.logs.map((line, i) => (
+              <span key={i} className={line.level === "error" ? "text-red-700" : line.level === "warn" ? "text-amber-700" : undefined}>
+                [{line.level}] {line.text}
+                {"\n"}
+              </span>
+            ))}
+          </Pre>
+        )}
+      </div>
+      {outcome.artifacts.length > 0 ? (
+        <div>
+          <h3 className="mb-1 text-sm font-semibold text-slate-700">Artifacts</h3>
+          <ul className="text-sm">
+            {outcome.artifacts.map((a) => (
+              <li key={a.name}>
+                <span className="font-mono">{a.name}</span> — {a.sizeBytes} bytes, sha256 <code className="text-xs">{a.sha256.slice(0, 16)}…</code>
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+export function ToolCalls({ run }: { run: RunDetail }) {
+  if (run.toolCalls.length === 0) return <p className="text-sm text-slate-600">No tool calls were made.</p>;
+  return (
+    <ol className="space-y-2">
+      {run.toolCalls.map((call) => (
+        <li key={call.seq}>
+          <details className="rounded-md border border-slate-200" data-testid={`tool-call-${call.seq}`}>
+            <summary className="cursor-pointer px-3 py-2 text-sm">
+              <span className="font-mono">
+                #{call.seq} {call.name}
+              </span>{" "}
+              <Badge tone={call.outcome === "ok" ? "good" : "bad"}>{call.outcome}</Badge> <span className="text-slate-500">{call.durationMs} ms</span>
+            </summary>
+            <div className="space-y-2 px-3 pb-3">
+              <h3 className="text-xs font-semibold text-slate-600">Arguments</h3>
+              <Pre label={`Arguments of call ${call.seq}`}>{call.args}</Pre>
+              <h3 className="text-xs font-semibold text-slate-600">Result</h3>
+              <Pre label={`Result of call ${call.seq}`}>{call.result}</Pre>
+              {call.error ? <p className="text-sm text-red-800">Error: {call.error}</p> : null}
+            </div>
+          </details>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+export function Timeline({ run }: { run: RunDetail }) {
+  return (
+    <ol className="relative space-y-3 border-l border-slate-200 pl-4" data-testid="timeline">
+      {run.timeline.map((event) => (
+        <li key={event.id} data-action={event.action}>
+          <p className="text-sm">
+            <span className="font-mono text-xs font-semibold">{event.action}</span> <span className="text-slate-600">by {event.actor}</span>
+          </p>
+          <p className="text-xs text-slate-500">
+            <Time iso={event.at} /> · event #{event.id}
+          </p>
+          {event.data !== "{}" ? (
+            <details>
+              <summary className="cursor-pointer text-xs text-teal-800">Details</summary>
+              <Pre label={`Data of event ${event.id}`}>{event.data}</Pre>
+            </details>
+          ) : null}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+export function Reviews({ run }: { run: RunDetail }) {
+  const approvals = run.reviews.filter((r) => r.verdict === "approve");
+  return (
+    <div className="space-y-2 text-sm">
+      {run.decision === "escalate" ? (
+        <p data-testid="quorum">
+          <strong>
+            {approvals.length} of {Math.max(1, run.approvalsRequired)}
+          </strong>{" "}
+          approvals{approvals.length > 0 ? `: ${approvals.map((r) => `${r.reviewer} (${r.email})`).join(", ")}` : ""}
+        </p>
+      ) : null}
+      {run.reviews.length > 0 ? (
+        <ul className="space-y-1">
+          {run.reviews.map((review) => (
+            <li key={review.email} className="rounded-md bg-slate-50 px-3 py-2">
+              <span className="font-medium">{review.reviewer}</span> <Badge tone={review.verdict === "approve" ? "good" : "bad"}>{review.verdict.replaceAll("_", " ")}</Badge>{" "}
+              <span className="text-xs text-slate-500">
+                <Time iso={review.at} />
+              </span>
+              {review.comment ? <p className="mt-1 whitespace-pre-wrap">{review.comment}</p> : null}
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p className="text-slate-600">No reviews yet.</p>
+      )}
+    </div>
+  );
+}
+
+export { Card };

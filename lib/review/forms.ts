@@ -1,0 +1,44 @@
+/**
+ * The decision form's wire format: what the run page renders as fields (hidden `seen.*` values
+ * included) and how a submitted FormData or JSON body becomes decideRun's input. The schema is
+ * closed; decideRun validates again and compares `seen` with the run row.
+ */
+import { z } from "zod";
+
+const field = z.string().max(20_000);
+
+export const decisionFormSchema = z
+  .object({
+    runId: field,
+    verdict: field,
+    comment: field.optional(),
+    codeSha256: field,
+    capabilitySet: field,
+    inputsDigest: field,
+    policyVersionId: field.optional(),
+  })
+  .strict()
+  .transform((form, ctx) => {
+    let capabilitySet: unknown;
+    try {
+      capabilitySet = JSON.parse(form.capabilitySet);
+    } catch {
+      ctx.addIssue({ code: "custom", path: ["capabilitySet"], message: "must be a JSON array" });
+      return z.NEVER;
+    }
+    return {
+      runId: form.runId,
+      verdict: form.verdict,
+      comment: form.comment,
+      seen: { codeSha256: form.codeSha256, capabilitySet, inputsDigest: form.inputsDigest, policyVersionId: form.policyVersionId ? form.policyVersionId : null },
+    };
+  });
+
+/** FormData → a plain object of its string fields (files and React's internal `$ACTION_*` fields dropped). */
+export function formFields(form: FormData): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (const [key, value] of form.entries()) {
+    if (typeof value === "string" && !key.startsWith("$ACTION")) out[key] = value;
+  }
+  return { ...out };
+}

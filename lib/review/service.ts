@@ -1,0 +1,237 @@
+/**
+ * Human review of escalated runs (DESIGN.md steps 4–5, issue 5 "Decisions").
+ *
+ * decideRun guarantees:
+ * - only a person holding `runs:review` decides, and only where the policy's reviewer role (if
+ *   any) is theirs; nobody decides a run of an agent they own (separation of duties);
+ * - the input is parsed with a closed schema; a comment is required to reject or request changes;
+ * - the decision is bound to what the reviewer saw: code sha256, capability set, inputs digest and
+ *   policy version are sent back with it and compared with the run row on the server; any
+ *   difference is refused (conflict, naming the fields) — approval evidence never comes from the
+ *   client alone;
+ * - race-free: the run row is locked (`SELECT … FOR UPDATE`) and every state change is a
+ *   conditional update (`WHERE status = 'pending_review'`) in the same transaction as the Review
+ *   row (unique per reviewer, so one vote per person) and the audit events. Of two simultaneous
+ *   final approvals exactly one queues the run; the other is told it was already decided;
+ * - quorum: the run is `approved` and `queued` only when the distinct approvals reach
+ *   `approvalsRequired`; reject → `rejected`, request changes → `changes_requested` (terminal);
+ * - after the commit, the one transaction that queued the run hands it to the executor, once.
+ *
+ * expireReviews moves pending runs past `reviewExpiresAt` to `expired`, each with a conditional
+ * update and its audit event (the agent sees REVIEW_EXPIRED through get_run).
+ *
+ * Notifications (lib/review/notify.ts) are sent after commit and never change the outcome.
+ */
+import { z } from "zod";
+import { recordAudit } from "@/lib/audit/record";
+import { requireScope, type Actor } from "@/lib/auth/scopes";
+import type { Db, Tx } from "@/lib/db";
+import { AppError } from "@/lib/errors";
+import type { Run } from "@/lib/generated/prisma/client";
+import type { RunDeps } from "@/lib/runs/service";
+import { notifyDecision } from "./notify";
+
+export const VERDICTS = ["approve", "reject", "request_changes"] as const;
+export type Verdict = (typeof VERDICTS)[number];
+
+/** The facts an approval is bound to (DESIGN.md step 5), as the reviewer's page showed them. */
+export const seenSchema = z
+  .object({
+    codeSha256: z.string().regex(/^[0-9a-f]{64}$/, "codeSha256 must be a sha256 hex digest"),
+    capabilitySet: z.array(z.string().min(1).max(300)).max(1_000),
+    inputsDigest: z.string().regex(/^[0-9a-f]{64}$/, "inputsDigest must be a sha256 hex digest"),
+    policyVersionId: z.uuid().nullable(),
+  })
+  .strict();
+
+export type SeenFacts = z.infer<typeof seenSchema>;
+
+export const decisionSchema = z
+  .object({
+    runId: z.uuid("runId must be a run id"),
+    verdict: z.enum(VERDICTS),
+    comment: z
+      .string()
+      .trim()
+      .max(5_000, "comment is limited to 5000 characters")
+      .optional()
+      .transform((value) => (value ? value : undefined)),
+    seen: seenSchema,
+  })
+  .strict()
+  .superRefine((value, ctx) => {
+    if (value.verdict !== "approve" && !value.comment) {
+      ctx.addIssue({ code: "custom", path: ["comment"], message: "A comment is required to reject or request changes; the agent reads it." });
+    }
+  });
+
+export type DecisionInput = z.input<typeof decisionSchema>;
+
+const STATUS_BY_VERDICT = { approve: "approved", reject: "rejected", request_changes: "changes_requested" } as const satisfies Record<Verdict, Run["status"]>;
+
+export type DecisionResult = {
+  runId: string;
+  status: Run["status"];
+  verdict: Verdict;
+  approvals: { received: number; required: number; by: string[] };
+};
+
+export type ReviewDeps = {
+  db: Db;
+  /** Hands a queued run to the executor (the runtime's startExecution); called at most once per decision. */
+  startExecution?: RunDeps["startExecution"];
+};
+
+function parseDecision(raw: unknown) {
+  const parsed = decisionSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = issue?.path.join(".");
+    throw new AppError("bad_request", path && !issue?.message.startsWith("A comment") ? `${path}: ${issue?.message}` : (issue?.message ?? "invalid decision"), {
+      details: { field: path || null },
+    });
+  }
+  return parsed.data;
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  const x = [...a].sort();
+  const y = [...b].sort();
+  return x.length === y.length && x.every((value, i) => value === y[i]);
+}
+
+/** The fields of `seen` that no longer match the run (empty when the binding holds). */
+export function bindingChanges(run: Pick<Run, "codeSha256" | "capabilitySet" | "inputsDigest" | "policyVersionId">, seen: SeenFacts): string[] {
+  const changed: string[] = [];
+  if (run.codeSha256 !== seen.codeSha256) changed.push("codeSha256");
+  if (!sameSet(run.capabilitySet as string[], seen.capabilitySet)) changed.push("capabilitySet");
+  if (run.inputsDigest !== seen.inputsDigest) changed.push("inputsDigest");
+  if ((run.policyVersionId ?? null) !== seen.policyVersionId) changed.push("policyVersionId");
+  return changed;
+}
+
+async function lockRun(tx: Tx, runId: string) {
+  await tx.$queryRaw`SELECT id FROM "Run" WHERE id = ${runId}::uuid FOR UPDATE`;
+  return tx.run.findUnique({ where: { id: runId }, include: { agent: { select: { ownerId: true, name: true } } } });
+}
+
+/** Moves a run between two states only if it is still in the first; audited in the same tx. */
+async function transition(tx: Tx, actor: Actor, runId: string, from: Run["status"], to: Run["status"], data: Record<string, unknown> = {}, extra: { finishedAt?: Date } = {}) {
+  const moved = await tx.run.updateMany({ where: { id: runId, status: from }, data: { status: to, ...extra } });
+  if (moved.count !== 1) throw new AppError("conflict", `Run ${runId} is no longer ${from.replaceAll("_", " ")}; it was decided by someone else.`);
+  await recordAudit(tx, { actor, action: `run.${to}`, subject: { type: "run", id: runId }, data });
+}
+
+export async function decideRun(deps: ReviewDeps | Db, actor: Actor, raw: unknown): Promise<DecisionResult> {
+  requireScope(actor, "runs:review");
+  if (actor.type !== "user") throw new AppError("forbidden", "Only a person can review a run.");
+  const { db, startExecution } = "$transaction" in deps ? { db: deps, startExecution: undefined } : deps;
+  const input = parseDecision(raw);
+  const { runId, verdict, comment, seen } = input;
+
+  const result = await db.$transaction(
+    async (tx) => {
+      const run = await lockRun(tx, runId);
+      if (!run) throw new AppError("not_found", `No run ${runId}.`);
+      if (run.agent.ownerId === actor.id) {
+        throw new AppError("forbidden", `You own the agent ${run.agent.name}, so you cannot decide its runs; another reviewer must.`, {
+          details: { reason: "own_agent" },
+        });
+      }
+      if (run.reviewerRole && run.reviewerRole !== actor.role) {
+        throw new AppError("forbidden", `Policy asks a ${run.reviewerRole} to review this run; your role is ${actor.role}.`, { details: { reason: "reviewer_role" } });
+      }
+      if (run.status !== "pending_review") {
+        throw new AppError("conflict", `Run ${runId} is already ${run.status.replaceAll("_", " ")}; it is no longer waiting for review.`, {
+          details: { status: run.status },
+        });
+      }
+      if (run.reviewExpiresAt && run.reviewExpiresAt.getTime() <= Date.now()) {
+        throw new AppError("conflict", `The review of run ${runId} expired at ${run.reviewExpiresAt.toISOString()}; the agent must submit it again.`, {
+          details: { status: "expired" },
+        });
+      }
+      const changed = bindingChanges(run, seen);
+      if (changed.length > 0) {
+        throw new AppError("conflict", `The run changed since you opened it (${changed.join(", ")}); reload the page and review it again.`, {
+          details: { changed },
+        });
+      }
+      const mine = await tx.review.findUnique({ where: { runId_reviewerId: { runId, reviewerId: actor.id } }, select: { verdict: true } });
+      if (mine) {
+        throw new AppError("conflict", `You already voted on this run (${mine.verdict.replaceAll("_", " ")}); quorum needs a different person.`, {
+          details: { reason: "already_voted" },
+        });
+      }
+      await tx.review.create({ data: { runId, reviewerId: actor.id, verdict, comment: comment ?? null } });
+      const approvers = await tx.review.findMany({
+        where: { runId, verdict: "approve" },
+        orderBy: { createdAt: "asc" },
+        select: { reviewer: { select: { email: true } } },
+      });
+      const approvals = { received: approvers.length, required: Math.max(1, run.approvalsRequired), by: approvers.map((r) => r.reviewer.email) };
+      const subject = { type: "run", id: runId };
+      await recordAudit(tx, {
+        actor,
+        action: "run.reviewed",
+        subject,
+        data: { verdict, comment: comment ?? null, approvals: approvals.received, approvalsRequired: approvals.required, seen },
+      });
+
+      if (verdict !== "approve") {
+        await transition(tx, actor, runId, "pending_review", STATUS_BY_VERDICT[verdict], { verdict, comment }, { finishedAt: new Date() });
+        return { runId, status: STATUS_BY_VERDICT[verdict], verdict, approvals } satisfies DecisionResult;
+      }
+      if (approvals.received < approvals.required) {
+        return { runId, status: "pending_review" as const, verdict, approvals } satisfies DecisionResult;
+      }
+      await transition(tx, actor, runId, "pending_review", "approved", { approvedBy: approvals.by, approvalsRequired: approvals.required, binding: seen });
+      await transition(tx, { type: "system", name: "runs" }, runId, "approved", "queued");
+      return { runId, status: "queued" as const, verdict, approvals } satisfies DecisionResult;
+    },
+    { timeout: 15_000, maxWait: 10_000 },
+  );
+
+  if (result.status === "queued") {
+    // Exactly one transaction moved this run to `queued`; only it starts the execution.
+    const start = startExecution ?? (await defaultStartExecution(db));
+    start(runId);
+  }
+  void notifyDecision(db, result);
+  return result;
+}
+
+async function defaultStartExecution(db: Db): Promise<RunDeps["startExecution"]> {
+  const { appRuntime } = await import("@/lib/runs/runtime");
+  const runtime = await appRuntime(db);
+  return (runId) => runtime.startExecution(runId);
+}
+
+/**
+ * Expires pending reviews whose deadline passed: each run separately, conditionally on still
+ * being `pending_review` and past its deadline, with its audit event. Safe to run from any number
+ * of schedulers at once. Returns the ids it expired.
+ */
+export async function expireReviews(db: Db, now: Date = new Date()): Promise<string[]> {
+  const due = await db.run.findMany({
+    where: { status: "pending_review", reviewExpiresAt: { lt: now } },
+    select: { id: true, reviewExpiresAt: true },
+    orderBy: { reviewExpiresAt: "asc" },
+    take: 500,
+  });
+  const expired: string[] = [];
+  const actor: Actor = { type: "system", name: "review-expiry" };
+  for (const run of due) {
+    const done = await db.$transaction(async (tx) => {
+      const moved = await tx.run.updateMany({
+        where: { id: run.id, status: "pending_review", reviewExpiresAt: { lt: now } },
+        data: { status: "expired", finishedAt: now },
+      });
+      if (moved.count !== 1) return false;
+      await recordAudit(tx, { actor, action: "run.expired", subject: { type: "run", id: run.id }, data: { reviewExpiresAt: run.reviewExpiresAt?.toISOString() ?? null } });
+      return true;
+    });
+    if (done) expired.push(run.id);
+  }
+  return expired;
+}
