@@ -17,7 +17,7 @@ import { createServer } from "node:net";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { applyMigrations, assertDatabaseReachable } from "@/lib/db/migrate";
-import { startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
+import { clusterDirFor, startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
 import { createPrismaClient } from "@/lib/db";
 import { seedDemo, type DemoCredentials } from "@/lib/demo/seed";
 import { env, EnvError, setEnvForChildren, childProcessEnv } from "@/lib/env";
@@ -154,8 +154,10 @@ async function main() {
     if (databaseUrl) {
       await assertDatabaseReachable(databaseUrl);
     } else {
-      console.log(`Starting the embedded PostgreSQL (data in ${join(dataDir, "postgres")})…`);
-      postgres = await startPostgres({ persistent: true, dataDir: join(dataDir, "postgres") });
+      const cluster = await clusterDirFor(dataDir);
+      if (cluster.relocated) console.log(`The postgres OS user cannot reach ${dataDir}; keeping the database in ${cluster.dir} instead.`);
+      console.log(`Starting the embedded PostgreSQL (data in ${cluster.dir})…`);
+      postgres = await startPostgres({ persistent: true, dataDir: cluster.dir });
       databaseUrl = postgres.url;
       // Lets `npx airlock …` find this running database.
       await writeFile(join(dataDir, "postgres.json"), JSON.stringify({ url: postgres.url, pid: process.pid }), { mode: 0o600 });

@@ -91,10 +91,11 @@ export function parseConfig(raw: unknown, file: string): AirlockConfig {
 
 /** Reads the config from `path`, else AIRLOCK_CONFIG, else ./airlock.config.json. */
 export function loadConfig(path?: string): AirlockConfig {
-  const file = resolve(path ?? env().AIRLOCK_CONFIG ?? "airlock.config.json");
+  // turbopackIgnore: a runtime path from configuration; without it Next traces the whole project.
+  const file = resolve(/*turbopackIgnore: true*/ path ?? env().AIRLOCK_CONFIG ?? "airlock.config.json");
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readFileSync(/*turbopackIgnore: true*/ file, "utf8");
   } catch (cause) {
     throw new ConfigError(file, [`cannot be read (${(cause as NodeJS.ErrnoException).code ?? "error"})`]);
   }

@@ -10,7 +10,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { createPrismaClient, type Db } from "@/lib/db";
 import { applyMigrations } from "@/lib/db/migrate";
-import { startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
+import { clusterDirFor, startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
 import { env } from "@/lib/env";
 
 const runningSchema = z.object({ url: z.string(), pid: z.number().int() }).strict();
@@ -36,7 +36,7 @@ export async function withCliDatabase<T>(
   let server: PostgresServer | null = null;
   let url = config.DATABASE_URL ?? (await runningEmbeddedUrl(dataDir));
   if (!url) {
-    server = await startPostgres({ persistent: true, dataDir: join(dataDir, "postgres") });
+    server = await startPostgres({ persistent: true, dataDir: (await clusterDirFor(dataDir)).dir });
     url = server.url;
   }
   const db = createPrismaClient(url);

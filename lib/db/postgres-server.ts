@@ -20,7 +20,7 @@
  * stop); the next start then fails with "another server might be running" from PostgreSQL.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { appendFile, chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
@@ -207,6 +207,21 @@ async function prepareDataDir(dataDir: string, persistent: boolean): Promise<voi
         "or set DATABASE_URL to an existing server.",
     );
   }
+}
+
+/**
+ * Where the persistent cluster of a data directory lives: `<dataDir>/postgres`, unless we are root
+ * and the postgres OS user cannot reach that folder (a checkout under a 0700 home, say) — then
+ * under /var/lib/airlock, named by a hash of the data directory, so every start and every CLI
+ * command finds the same cluster. A cluster that already exists in the data directory stays there.
+ */
+export async function clusterDirFor(dataDir: string): Promise<{ dir: string; relocated: boolean }> {
+  const preferred = join(resolve(dataDir), "postgres");
+  if (!isRoot() || existsSync(join(preferred, "pgdata")) || !(await postgresIds())) return { dir: preferred, relocated: false };
+  await mkdir(dataDir, { recursive: true, mode: 0o711 });
+  if ((await run("runuser", ["-u", "postgres", "--", "test", "-x", resolve(dataDir)])).code === 0) return { dir: preferred, relocated: false };
+  const id = createHash("sha256").update(resolve(dataDir)).digest("hex").slice(0, 16);
+  return { dir: join("/var/lib/airlock", id), relocated: true };
 }
 
 async function chownToPostgres(path: string): Promise<void> {

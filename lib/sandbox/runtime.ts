@@ -58,7 +58,7 @@ export function versionAtLeast(version: string, min: readonly [number, number, n
 
 function which(name: string): string | null {
   for (const dir of ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin"]) {
-    const candidate = join(dir, name);
+    const candidate = join(/*turbopackIgnore: true*/ dir, name);
     try {
       accessSync(candidate, constants.X_OK);
       return candidate;
