@@ -2,22 +2,13 @@
 import Link from "next/link";
 import { Badge, EmptyState, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
+import type { RunSearchItem } from "@/lib/audit/search";
 
-export type AuditSearchRow = {
-  id: string;
-  createdAt: string;
-  agent: string;
-  owner: string;
-  status: string;
-  decision: string | null;
-  purpose: string;
-  codeSha256: string;
-};
 
 const tone = (status: string) =>
   status === "succeeded" ? "good" : ["failed", "timed_out", "denied", "rejected"].includes(status) ? "bad" : status === "pending_review" ? "warn" : "neutral";
 
-export function AuditSearchResults({ rows, nextHref }: { rows: AuditSearchRow[]; nextHref: string | null }) {
+export function AuditSearchResults({ rows, nextHref }: { rows: RunSearchItem[]; nextHref: string | null }) {
   if (rows.length === 0) return <EmptyState title="No runs match">Try fewer words or filters.</EmptyState>;
   return (
     <div className="space-y-3">

@@ -7,21 +7,13 @@
 import { useActionState } from "react";
 import { Badge, Button, Card } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
+import type { LastVerification } from "@/lib/audit/presenter";
 
-export type VerificationSummary = {
-  at: string;
-  actor: string;
-  ok: boolean;
-  eventsChecked: number;
-  durationMs: number;
-  headId: string | null;
-  broken: { eventId: string | null; reason: string; detail: string } | null;
-};
 
-export type VerifyActionState = { error: string | null; last: VerificationSummary | null };
+export type VerifyActionState = { error: string | null; last: LastVerification | null };
 
 type Props = {
-  last: VerificationSummary | null;
+  last: LastVerification | null;
   action: (state: VerifyActionState, form: FormData) => Promise<VerifyActionState>;
 };
 
