@@ -44,6 +44,8 @@ const schema = z
       .transform((value) => value === "true"),
     AIRLOCK_REVIEW_TTL_HOURS: z.coerce.number().min(0.01).max(24 * 365).default(24),
     AIRLOCK_REVIEW_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+    // Next's own switch: when "true", Next leaves SIGTERM/SIGINT to us (lib/runs/boot.ts drains).
+    NEXT_MANUAL_SIG_HANDLE: z.enum(["true", "false"]).optional(),
     AUTH_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
     AIRLOCK_OIDC_ISSUER: optionalString.pipe(z.url().optional()),
     AIRLOCK_OIDC_CLIENT_ID: optionalString,

@@ -25,6 +25,8 @@ import { env, EnvError, setEnvForChildren, childProcessEnv } from "@/lib/env";
 const dev = process.argv.includes("--dev");
 const root = resolve(import.meta.dirname, "..");
 const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
+/** How long the web server may take to let runs in flight finish after Ctrl-C / SIGTERM. */
+const DRAIN_MS = 45_000;
 
 function fail(message: string): never {
   console.error(`airlock: ${message}`);
@@ -120,8 +122,11 @@ async function main() {
     if (stopping) return;
     stopping = true;
     if (server && server.exitCode === null && server.pid) {
+      console.log("Stopping: runs in flight finish first…");
+      // Only the server itself: it drains its executor, which still needs the upstream tool
+      // servers (its children, in its process group) until the runs in flight are done.
       try {
-        process.kill(-server.pid, "SIGTERM");
+        process.kill(server.pid, "SIGTERM");
       } catch {
         /* already gone */
       }
@@ -133,12 +138,17 @@ async function main() {
             /* already gone */
           }
           done(null);
-        }, 5_000);
+        }, DRAIN_MS);
         server?.once("exit", () => {
           clearTimeout(timer);
           done(null);
         });
       });
+      try {
+        process.kill(-server.pid, "SIGKILL"); // anything the server left behind in its group
+      } catch {
+        /* nothing left */
+      }
     }
     if (postgres) {
       await postgres.stop();
@@ -181,7 +191,13 @@ async function main() {
     await chmod(credentialsFile, 0o600);
   }
 
-  setEnvForChildren({ DATABASE_URL: databaseUrl, AUTH_SECRET: await authSecret(dataDir) });
+  setEnvForChildren({
+    DATABASE_URL: databaseUrl,
+    AUTH_SECRET: await authSecret(dataDir),
+    // The web process drains its in-process executor on SIGTERM itself (lib/runs/boot.ts).
+    NEXT_MANUAL_SIG_HANDLE: "true",
+    NEXT_TELEMETRY_DISABLED: "1",
+  });
   if (!dev) await buildIfNeeded();
 
   const url = config.AIRLOCK_PUBLIC_URL ?? `http://${config.AIRLOCK_HOST === "0.0.0.0" ? "localhost" : config.AIRLOCK_HOST}:${config.PORT}`;

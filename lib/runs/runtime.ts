@@ -128,6 +128,8 @@ export function appRuntime(db: Db): Promise<Runtime> {
     databaseUrl: config.DATABASE_URL,
     execute: config.AIRLOCK_IN_PROCESS_WORKER,
     executorId: `web-${hostname()}-${process.pid}`,
+    // Shorter than npm start's 45 s stop timeout, so runs past it still get their terminal state.
+    drainMs: 30_000,
   }).catch((error: unknown) => {
     cache.__airlockRuntime = undefined;
     throw error;
