@@ -20,6 +20,7 @@ writeFileSync(
 writeFileSync(join(dir, "ok.ts"), `const { invoices }: { invoices: { id: string }[] } = await tools.ledger.listInvoices({ status: "void" });\nconsole.log(inputs.text("note"));\nreturn invoices.length;`);
 writeFileSync(join(dir, "refund.js"), `return await tools.ledger.issueRefund({ invoiceId: "inv_0001", amountMinor: 100, reason: "test", idempotencyKey: "key-12345" });`);
 writeFileSync(join(dir, "note.txt"), "from an input");
+writeFileSync(join(dir, "typo.ts"), `const page = await tools.ledger.listInvoices({ limit: "three" });\nreturn page.invoices.length;`);
 
 function capture() {
   const out = { stdout: "", stderr: "" };
@@ -49,6 +50,16 @@ describe("airlock exec", () => {
     const env = JSON.parse(out.stdout);
     expect(env).toMatchObject({ status: "succeeded", logs: [{ level: "log", text: "from an input" }], isolation: { level: "strict" } });
     expect(env.result).toBeGreaterThan(0);
+  });
+
+  it("type-checks TypeScript against the declarations and prints findings with line and column", async () => {
+    const { out, io } = capture();
+    expect(await execCommand([join(dir, "typo.ts"), "--allow", "ledger.listInvoices", "--config", config], io)).toBe(1);
+    expect(out.stderr).toContain(`${join(dir, "typo.ts")}:1:`);
+    expect(out.stderr).toMatch(/error type_error: TS2322: Type 'string' is not assignable to type 'number'/);
+    const json = capture();
+    await execCommand([join(dir, "typo.ts"), "--allow", "ledger.listInvoices", "--json", "--config", config], json.io);
+    expect(JSON.parse(json.out.stdout).findings).toEqual([expect.objectContaining({ code: "type_error", line: 1 })]);
   });
 
   it("exits 1 when the run fails (a tool outside --allow is CAPABILITY_DENIED)", async () => {

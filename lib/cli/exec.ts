@@ -4,14 +4,18 @@
  * not be used), 2 for bad arguments. Tools are allowed only by name (`--allow`) or all at once
  * (`--allow-all`, never quarantined ones); with neither, the script may call no tool. The
  * isolation level is the flag's, else the config's; a level the host cannot provide fails the run
- * (SANDBOX_UNAVAILABLE) rather than running weaker. This is a developer/admin door: it applies no
- * policy or review — those belong to the run lifecycle.
+ * (SANDBOX_UNAVAILABLE) rather than running weaker. The script is analysed first (TypeScript is
+ * type-checked against the upstreams' declarations) and the findings are printed with line and
+ * column. This is a developer/admin door: it applies no policy or review — those belong to the
+ * run lifecycle. Without --config it uses the same configuration as the server (lib/runs/runtime).
  */
 import { readFileSync } from "node:fs";
 import { extname } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, JsonFilePinStore, ToolBroker, loadConfig } from "@/lib/broker";
-import { ISOLATION_LEVELS, runInSandbox, type Envelope, type IsolationLevel, type StagedInput } from "@/lib/sandbox";
+import { analyzeScript } from "@/lib/intake/analyze";
+import { resolveConfig } from "@/lib/runs/runtime";
+import { ALLOWED_BUILTINS, ISOLATION_LEVELS, runInSandbox, type Envelope, type IsolationLevel, type StagedInput } from "@/lib/sandbox";
 
 type Io = { stdout: (s: string) => void; stderr: (s: string) => void };
 
@@ -106,7 +110,7 @@ export async function execCommand(argv: string[], io: Io): Promise<number> {
   let broker: ToolBroker;
   let config: ReturnType<typeof loadConfig>;
   try {
-    config = loadConfig(args.config);
+    config = args.config ? loadConfig(args.config) : resolveConfig();
     broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(config.pins.file) });
   } catch (error) {
     io.stderr(`airlock exec: ${error instanceof ConfigError ? error.message : `upstreams unavailable: ${(error as Error).message}`}\n`);
@@ -120,6 +124,16 @@ export async function execCommand(argv: string[], io: Io): Promise<number> {
       return 2;
     }
     const allowed = args.allowAll ? broker.tools().filter((t) => !t.quarantined).map((t) => `${t.server}.${t.name}`) : args.allow;
+    const { findings } = analyzeScript({
+      code,
+      language: args.language,
+      tools: broker.tools().map(({ server, name, annotations, dataClass, quarantined }) => ({ server, name, annotations, dataClass, quarantined })),
+      declarations: broker.declarations(),
+      allowedPackages: [...config.packages, ...ALLOWED_BUILTINS],
+    });
+    if (!args.json) {
+      for (const f of findings) io.stderr(`${args.file}:${f.line}:${f.column}: ${f.severity} ${f.code}: ${f.message}\n`);
+    }
     const env = await runInSandbox({
       code,
       language: args.language,
@@ -131,7 +145,7 @@ export async function execCommand(argv: string[], io: Io): Promise<number> {
       packages: config.packages,
       limits: args.timeoutMs === undefined ? {} : { timeoutMs: args.timeoutMs },
     });
-    io.stdout(args.json ? `${JSON.stringify(env, null, 2)}\n` : formatEnvelope(env));
+    io.stdout(args.json ? `${JSON.stringify({ ...env, findings }, null, 2)}\n` : formatEnvelope(env));
     return env.status === "succeeded" ? 0 : 1;
   } finally {
     await broker.close();

@@ -6,6 +6,7 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError, JsonFilePinStore, ToolBroker, loadConfig, type SearchDetail, type ToolInfo } from "@/lib/broker";
+import { resolveConfig } from "@/lib/runs/runtime";
 
 type Io = { stdout: (s: string) => void; stderr: (s: string) => void };
 
@@ -46,7 +47,7 @@ export async function toolsCommand(argv: string[], io: Io): Promise<number> {
   }
   let broker: ToolBroker;
   try {
-    const config = loadConfig(values.config);
+    const config = values.config ? loadConfig(values.config) : resolveConfig();
     if (values.server !== undefined && !(values.server in config.servers)) {
       io.stderr(`airlock tools: no server '${values.server}' in the config\n\n${TOOLS_USAGE}`);
       return 2;
