@@ -203,7 +203,8 @@ async function main() {
   const url = config.AIRLOCK_PUBLIC_URL ?? `http://${config.AIRLOCK_HOST === "0.0.0.0" ? "localhost" : config.AIRLOCK_HOST}:${config.PORT}`;
   server = spawn(
     process.execPath,
-    [nextBin, dev ? "dev" : "start", "-p", String(config.PORT), "-H", config.AIRLOCK_HOST],
+    // --disable-sigusr1: no other process of this user can open the server's inspector with a signal.
+    ["--disable-sigusr1", nextBin, dev ? "dev" : "start", "-p", String(config.PORT), "-H", config.AIRLOCK_HOST],
     { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: childProcessEnv(), detached: true },
   );
   let announced = false;
