@@ -4,6 +4,7 @@
  * functions here are the unaudited building blocks and the small status widgets.
  */
 import type { Db } from "@/lib/db";
+import type { RunSearchItem } from "./search";
 
 export type AuditListItem = {
   id: string;
@@ -64,18 +65,7 @@ export async function lastVerification(db: Db): Promise<LastVerification | null>
 }
 
 export type RunTimeline = {
-  run: {
-    id: string;
-    agent: string;
-    owner: string;
-    status: string;
-    decision: string | null;
-    purpose: string;
-    codeSha256: string;
-    code: string;
-    createdAt: string;
-    finishedAt: string | null;
-  };
+  run: RunSearchItem & { code: string; finishedAt: string | null };
   events: (AuditListItem & { data: string })[];
   toolCalls: { seq: number; at: string; tool: string; outcome: string; durationMs: number; argsDigest: string; resultDigest: string | null }[];
   reviews: { at: string; reviewer: string; verdict: string; comment: string | null }[];

@@ -70,16 +70,7 @@ export function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   return { createdAt, id };
 }
 
-type Row = {
-  id: string;
-  createdAt: Date;
-  agent: string;
-  owner: string;
-  status: string;
-  decision: string | null;
-  purpose: string;
-  codeSha256: string;
-};
+type Row = Omit<RunSearchItem, "createdAt"> & { createdAt: Date };
 
 export async function searchRuns(
   db: Db | Tx,
