@@ -1,0 +1,85 @@
+/**
+ * The README's quick start, for real: `npm start` (scripts/start.ts) with its own embedded
+ * database in a fresh data directory prints working credentials, serves the console and the MCP
+ * endpoint, stops cleanly on SIGTERM (no PostgreSQL left behind), and a second start reuses the data.
+ * Runs after the build, so start.ts finds it current and does not rebuild.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { expect, test } from "@playwright/test";
+
+const root = join(import.meta.dirname, "..");
+
+function npmStart(dataDir: string, port: number) {
+  // The embedded path: no DATABASE_URL, whatever the environment running the tests has.
+  const env: NodeJS.ProcessEnv = { ...process.env, AIRLOCK_DATA_DIR: dataDir, PORT: String(port) };
+  delete env.DATABASE_URL;
+  const child = spawn(process.execPath, ["--conditions=react-server", "--import", "tsx", "scripts/start.ts"], {
+    cwd: root,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const ready = (async () => {
+    const deadline = Date.now() + 150_000;
+    while (!output.includes("Press Ctrl-C to stop.")) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`npm start did not come up:\n${output}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  return { child, ready, exited, output: () => output };
+}
+
+function postgresProcessesFor(clusterDir: string): Promise<string> {
+  return new Promise((resolve) => {
+    const ps = spawn("ps", ["-eo", "args"]);
+    let out = "";
+    ps.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    ps.on("exit", () => resolve(out.split("\n").filter((line) => line.includes(clusterDir) && line.includes("postgres")).join("\n")));
+  });
+}
+
+test("npm start: first start prints working credentials; SIGTERM stops everything; a second start reuses the data", async ({ request }) => {
+  test.setTimeout(300_000);
+  const dataDir = await mkdtemp(join(tmpdir(), "airlock-quickstart-"));
+  const port = 40_000 + Math.floor(Math.random() * 10_000);
+
+  const first = npmStart(dataDir, port);
+  await first.ready;
+  const banner = first.output();
+  expect(banner).toContain(`Airlock is running at http://127.0.0.1:${port}`);
+  const token = /Agent token for demo-agent \(shown once\):\s+(alk_\S+)/.exec(banner)?.[1];
+  const adminPassword = /admin\s+admin@airlock\.local\s+(\S+)/.exec(banner)?.[1];
+  expect(token).toBeDefined();
+  expect(adminPassword).toBeDefined();
+  // Where the cluster lives (the data dir, or /var/lib/airlock/… when postgres cannot reach it).
+  const clusterDir = /Starting the embedded PostgreSQL \(data in (\S+)\)/.exec(banner)![1]!;
+
+  expect((await request.get(`http://127.0.0.1:${port}/login`)).status()).toBe(200);
+  const client = new Client({ name: "quickstart", version: "1" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/api/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  expect((await client.listTools()).tools).toHaveLength(5);
+  await client.close();
+
+  expect(await postgresProcessesFor(clusterDir)).not.toBe(""); // the check below can see a leftover
+  first.child.kill("SIGTERM");
+  expect(await first.exited).toBe(0);
+  expect(await postgresProcessesFor(clusterDir)).toBe("");
+
+  const second = npmStart(dataDir, port);
+  await second.ready;
+  expect(second.output()).toContain("Demo logins and the agent token from the first start");
+  expect(second.output()).not.toContain(adminPassword!);
+  expect(await readFile(join(dataDir, "demo-credentials.txt"), "utf8")).toContain(token!);
+  expect((await request.get(`http://127.0.0.1:${port}/login`)).status()).toBe(200);
+  second.child.kill("SIGTERM");
+  expect(await second.exited).toBe(0);
+  expect(await postgresProcessesFor(clusterDir)).toBe("");
+});
