@@ -255,10 +255,10 @@ describe("the RPC channel", () => {
   it.each([
     ["a non-JSON line", write("garbage\n"), "RPC_VIOLATION"],
     ["an unknown frame type", write('{"t":"result","id":1,"ok":true,"value":1}\n'), "RPC_VIOLATION"],
-    ["a call with a reused id", `await tools.demo.echo({}); ${write('{"t":"call","id":1,"server":"demo","tool":"echo","args":{}}\n')} await new Promise(() => {});`, "RPC_VIOLATION"],
+    ["a call with a reused id", `await tools.demo.echo({}); ${write('{"t":"call","id":1,"server":"demo","tool":"echo","args":{}}\n')} await new Promise(() => setInterval(() => {}, 1000));`, "RPC_VIOLATION"],
     ["a call with a non-numeric id", write('{"t":"call","id":"1","server":"demo","tool":"echo","args":{}}\n'), "RPC_VIOLATION"],
     ["a forged call outside the capability set", write('{"t":"call","id":99,"server":"ledger","tool":"issueRefund","args":{}}\n'), "CAPABILITY_DENIED"],
-    ["an over-long frame", `${write('{"t":"log","level":"log","text":"')} process.getBuiltinModule("fs").writeSync(1, "x".repeat(30 * 1024 * 1024)); await new Promise(() => {});`, "OUTPUT_LIMIT"],
+    ["an over-long frame", `${write('{"t":"log","level":"log","text":"')} process.getBuiltinModule("fs").writeSync(1, "x".repeat(30 * 1024 * 1024)); await new Promise(() => setInterval(() => {}, 1000));`, "OUTPUT_LIMIT"],
     ["a malformed log frame", write('{"t":"log","level":"shout","text":1}\n'), "RPC_VIOLATION"],
     ["deeply nested call arguments", `let a = {}; for (let i = 0; i < 200; i++) a = { a }; await tools.demo.echo(a);`, "RPC_VIOLATION"],
   ])("%s fails the run", async (_name, code, expected) => {
@@ -269,7 +269,7 @@ describe("the RPC channel", () => {
   it("frames after a refused call (even in the same write) never reach upstream", async () => {
     let upstream = 0;
     const frames = ['{"t":"call","id":1,"server":"ledger","tool":"issueRefund","args":{}}', '{"t":"call","id":2,"server":"demo","tool":"echo","args":{}}'];
-    const env = await attack(`${write(frames.join("\n") + "\n")} await new Promise(() => {});`, { callTool: async () => ++upstream });
+    const env = await attack(`${write(frames.join("\n") + "\n")} await new Promise(() => setInterval(() => {}, 1000));`, { callTool: async () => ++upstream });
     expect(env.error?.code).toBe("CAPABILITY_DENIED");
     await new Promise((r) => setTimeout(r, 100));
     expect(upstream).toBe(0);
@@ -277,9 +277,11 @@ describe("the RPC channel", () => {
 
   it("a child that stops reading tool results cannot make the host buffer them", async () => {
     const big = "y".repeat(1024 * 1024);
+    // The interval keeps the child alive (a bare pending promise would let it exit early, which
+    // fails the run too, but not the way this test is about): only the host's guard can end it.
     const env = await attack(`process.stdin.pause(); process.stdin.removeAllListeners("data");
       for (let i = 0; i < 100; i++) tools.demo.echo({}).catch(() => {});
-      await new Promise(() => {});`, { callTool: async () => big, limits: { timeoutMs: 10_000 } });
+      await new Promise(() => setInterval(() => {}, 1000));`, { callTool: async () => big, limits: { timeoutMs: 10_000 } });
     expect(env.error?.code).toBe("RPC_VIOLATION");
   });
 
