@@ -2,7 +2,8 @@
  * Agents and their bearer tokens.
  *
  * Guarantees: a token's secret is returned exactly once, by createAgent/issueAgentToken, and only its
- * sha256 is stored; revoking an agent revokes every token it has; authenticateAgentToken accepts only
+ * sha256 is stored; revoking an agent revokes every token it has and stops its runs (cancels those
+ * not started, asks running ones to stop); authenticateAgentToken accepts only
  * an unrevoked, unexpired token of an unrevoked agent and answers null for everything else (callers
  * give every failure the same 401, so a caller cannot tell revoked from unknown). Every change is
  * audited in its own transaction.
@@ -13,6 +14,7 @@ import { AppError } from "@/lib/errors";
 import type { Db, Tx } from "@/lib/db";
 import { DEFAULT_AGENT_SCOPES, isScope, requireScope, type Actor, type Scope } from "./scopes";
 import { generateAgentToken, hashAgentToken, looksLikeAgentToken } from "./tokens";
+import { CANCELLABLE_BEFORE_START } from "@/lib/runs/states";
 import { emailSchema } from "./users";
 
 const AGENT_SCOPES = ["runs:submit", "runs:read", "tools:read", "inputs:read"] as const satisfies readonly Scope[];
@@ -92,6 +94,19 @@ export async function revokeAgent(tx: Tx, actor: Actor, name: string): Promise<{
     where: { agentId: agent.id, revokedAt: null },
     data: { revokedAt: now },
   });
+  // A revoked agent's work stops too: runs not yet started are cancelled (so no one can approve
+  // or execute them), running ones are asked to stop (their executor aborts the sandbox).
+  const waiting = await tx.run.findMany({ where: { agentId: agent.id, status: { in: [...CANCELLABLE_BEFORE_START] } }, select: { id: true } });
+  for (const run of waiting) {
+    const stopped = await tx.run.updateMany({
+      where: { id: run.id, status: { in: [...CANCELLABLE_BEFORE_START] } },
+      data: { status: "cancelled", finishedAt: now, cancelRequestedAt: now, error: { code: "CANCELLED", message: "The agent was revoked.", untrusted: false } },
+    });
+    if (stopped.count === 1) {
+      await recordAudit(tx, { actor, action: "run.cancelled", subject: { type: "run", id: run.id }, data: { reason: "agent_revoked" } });
+    }
+  }
+  await tx.run.updateMany({ where: { agentId: agent.id, status: "running", cancelRequestedAt: null }, data: { cancelRequestedAt: now } });
   await recordAudit(tx, {
     actor,
     action: "agent.revoked",

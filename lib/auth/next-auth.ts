@@ -1,7 +1,8 @@
 /**
  * next-auth (v5) configuration: password sign-in (argon2id, rate-limited, audited — lib/auth/users.ts)
  * and, when AIRLOCK_OIDC_* are set, single sign-on through any OIDC provider. SSO never creates
- * accounts: the email must belong to an existing, enabled user, whose role an admin set.
+ * accounts: the provider must assert a verified email (`email_verified`), and it must belong to an
+ * existing, enabled user, whose role an admin set.
  *
  * Sessions are JWTs holding only the user id; the role is re-read from the database on every
  * request (currentActor), so a role change or a disabled account takes effect at once.
@@ -53,8 +54,10 @@ function buildConfig(): NextAuthConfig {
     },
     providers,
     callbacks: {
-      async signIn({ user, account }) {
+      async signIn({ user, account, profile }) {
         if (account?.provider !== "oidc") return true;
+        // An email the identity provider has not verified proves nothing about who signs in.
+        if (profile?.email_verified !== true) return false;
         const email = user.email?.trim().toLowerCase();
         if (!email) return false;
         const known = await prisma().user.findUnique({ where: { email } });

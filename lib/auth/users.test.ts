@@ -78,4 +78,11 @@ describe("signInWithPassword", () => {
     const failures = await db.prisma.auditEvent.count({ where: { action: "auth.login_failed", data: { path: ["email"], equals: "target@example.com" } } });
     expect(failures).toBe(6);
   });
+
+  it("counts parallel guesses one at a time, so they cannot all slip under the limit", async () => {
+    await db.prisma.$transaction((tx) => createUser(tx, system, { email: "racer@example.com", role: "reviewer", password: "the right password" }));
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => signInWithPassword(db.prisma, "racer@example.com", `guess-${i}`)));
+    expect(results.filter((r) => !r.ok && r.reason === "invalid_credentials")).toHaveLength(5);
+    expect(results.filter((r) => !r.ok && r.reason === "rate_limited")).toHaveLength(5);
+  });
 });

@@ -70,37 +70,39 @@ export async function signInWithPassword(db: Db, rawEmail: unknown, rawPassword:
 
   const { AIRLOCK_LOGIN_MAX_FAILURES, AIRLOCK_LOGIN_WINDOW_MINUTES } = env();
   const since = new Date(Date.now() - AIRLOCK_LOGIN_WINDOW_MINUTES * 60_000);
-  const recentFailures = await db.loginAttempt.count({
-    where: { email: email.data, succeeded: false, at: { gte: since } },
-  });
+  dummyHash ??= hashPassword(crypto.randomUUID());
+  const dummy = await dummyHash;
 
-  let result: SignInResult;
-  let userId: string | null = null;
-  if (recentFailures >= AIRLOCK_LOGIN_MAX_FAILURES) {
-    result = { ok: false, reason: "rate_limited" };
-  } else {
-    const user = await db.user.findUnique({ where: { email: email.data } });
-    dummyHash ??= hashPassword(crypto.randomUUID());
-    const valid = await verifyPassword(user?.passwordHash ?? (await dummyHash), password.data);
-    if (user && valid && !user.disabledAt) {
-      userId = user.id;
-      result = { ok: true, user: { id: user.id, email: user.email, name: user.name, role: user.role } };
-    } else {
-      userId = user?.id ?? null;
-      result = { ok: false, reason: "invalid_credentials" };
-    }
-  }
-
-  await db.$transaction(async (tx) => {
-    if (result.ok || result.reason === "invalid_credentials") {
-      await tx.loginAttempt.create({ data: { email: email.data, succeeded: result.ok } });
-    }
-    await recordAudit(tx, {
-      actor: { type: "system", name: "auth" },
-      action: result.ok ? "auth.login_succeeded" : "auth.login_failed",
-      subject: { type: "user", id: userId },
-      data: { email: email.data, ...(result.ok ? {} : { reason: result.reason }) },
-    });
-  });
-  return result;
+  // One attempt per email at a time: counting, checking and recording happen under a lock, so
+  // parallel guesses cannot all slip in under the limit.
+  return db.$transaction(
+    async (tx) => {
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`login:${email.data}`}))`;
+      const recentFailures = await tx.loginAttempt.count({
+        where: { email: email.data, succeeded: false, at: { gte: since } },
+      });
+      let result: SignInResult;
+      let userId: string | null = null;
+      if (recentFailures >= AIRLOCK_LOGIN_MAX_FAILURES) {
+        result = { ok: false, reason: "rate_limited" };
+      } else {
+        const user = await tx.user.findUnique({ where: { email: email.data } });
+        const valid = await verifyPassword(user?.passwordHash ?? dummy, password.data);
+        userId = user?.id ?? null;
+        result =
+          user && valid && !user.disabledAt
+            ? { ok: true, user: { id: user.id, email: user.email, name: user.name, role: user.role } }
+            : { ok: false, reason: "invalid_credentials" };
+        await tx.loginAttempt.create({ data: { email: email.data, succeeded: result.ok } });
+      }
+      await recordAudit(tx, {
+        actor: { type: "system", name: "auth" },
+        action: result.ok ? "auth.login_succeeded" : "auth.login_failed",
+        subject: { type: "user", id: userId },
+        data: { email: email.data, ...(result.ok ? {} : { reason: result.reason }) },
+      });
+      return result;
+    },
+    { timeout: 15_000, maxWait: 15_000 },
+  );
 }

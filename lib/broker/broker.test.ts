@@ -324,7 +324,9 @@ describe("hostile upstream", () => {
       const env = await runInSandbox({ code: `return await tools.hostile.drifting({});`, allowedTools: ["hostile.drifting"], callTool: changed.callTool });
       expect(env.error?.code).toBe("TOOL_ERROR");
       expect(env.error?.message).toMatch(/quarantined/);
-      await changed.accept("hostile", "drifting");
+      expect(await changed.accept("hostile", "drifting", "0".repeat(64))).toBe(false); // not what this broker holds
+      await expect(changed.callTool("hostile", "drifting", {}, new AbortController().signal)).rejects.toThrow(/quarantined/);
+      expect(await changed.accept("hostile", "drifting", changed.tool("hostile", "drifting")!.hash)).toBe(true);
       expect(await changed.callTool("hostile", "drifting", {}, new AbortController().signal)).toBe("called drifting");
     } finally {
       await changed.close();

@@ -233,14 +233,21 @@ export class ToolBroker {
     return this.config.packages;
   }
 
-  /** Admin decision: trust the tool as it is now (re-pin) and lift its quarantine. */
-  async accept(server: string, name: string): Promise<void> {
+  /**
+   * Admin decision: trust the definition with `acceptedHash` — the one the admin was shown. It is
+   * pinned, and this broker lifts its quarantine only if the definition it holds is that one; an
+   * upstream that showed this process something else stays quarantined here. Returns whether the
+   * quarantine was lifted in this process.
+   */
+  async accept(server: string, name: string, acceptedHash: string): Promise<boolean> {
     const tool = this.tool(server, name);
     if (!tool) throw new BrokerError(`no tool ${server}.${name}`);
     if (tool.quarantineReason === "name_collision") throw new BrokerError(`${server}.${name} is listed twice (or badly named) by its upstream; it cannot be accepted`);
-    await this.pins.set(server, name, tool.hash);
+    await this.pins.set(server, name, acceptedHash);
+    if (tool.hash !== acceptedHash) return false;
     tool.quarantined = false;
     tool.quarantineReason = null;
+    return true;
   }
 
   /**

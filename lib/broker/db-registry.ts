@@ -41,7 +41,8 @@ export class DbPinStore implements PinStore {
     await this.db.upstreamTool.upsert({
       where: { serverId_name: { serverId: serverRow.id, name: tool } },
       create: { serverId: serverRow.id, name: tool, description: "", inputSchema: {}, schemaHash: hash, pinnedHash: hash },
-      update: { pinnedHash: hash, quarantined: false },
+      // The row's quarantine flag is set by acceptTool and syncRegistry, never by a pin write.
+      update: { pinnedHash: hash },
     });
   }
 }

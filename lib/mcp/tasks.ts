@@ -11,6 +11,7 @@
  */
 import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import { ErrorCode, McpError, type Result, type Task } from "@modelcontextprotocol/sdk/types.js";
+import { requireScope } from "@/lib/auth/scopes";
 import type { Db } from "@/lib/db";
 import type { Run } from "@/lib/generated/prisma/client";
 import { cancelRun, presentRun, type AgentActor, type RunView } from "@/lib/runs/service";
@@ -66,6 +67,7 @@ export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView
       throw new McpError(ErrorCode.InvalidRequest, "Tasks are created by submit_run only.");
     },
     async getTask(taskId) {
+      requireScope(agent, "runs:read");
       const run = await find(taskId);
       return run ? taskOf(run) : null;
     },
@@ -73,6 +75,7 @@ export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView
       throw new McpError(ErrorCode.InvalidRequest, "Task results are written by Airlock's executor only.");
     },
     async getTaskResult(taskId) {
+      requireScope(agent, "runs:read");
       const run = await find(taskId);
       if (!run) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
       return toResult(await presentRun(db, run));
@@ -82,6 +85,7 @@ export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView
       await cancelRun({ db }, agent, taskId);
     },
     async listTasks(cursor) {
+      requireScope(agent, "runs:read");
       const after = cursor ? await find(cursor) : null;
       const runs = await db.run.findMany({
         where: {

@@ -103,6 +103,10 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   const run = await claim(db, runId, deps.executorId);
   if (!run) return false;
 
+  // A retried run (its executor was lost) keeps the calls of earlier attempts; number after them.
+  const previous = await db.runToolCall.aggregate({ where: { runId }, _max: { seq: true } });
+  const seqBase = previous._max.seq ?? 0;
+
   const controller = new AbortController();
   const onShutdown = () => controller.abort();
   shutdown?.addEventListener("abort", onShutdown);
@@ -123,7 +127,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
     const { dir, staged } = await stageInputs(db, run.inputs as { name: string; datasetId: string; sha256: string }[]);
     stagingDir = dir;
     const callTool: CallTool = async (server, tool, args, signal) => {
-      const seq = calls.length + 1;
+      const seq = seqBase + calls.length + 1;
       const started = performance.now();
       const row: CallRow = { seq, server, tool, argsDigest: digest(args), resultDigest: null, args: keep(args), result: null, durationMs: 0, outcome: "ok", error: null };
       calls.push(row);
@@ -172,15 +176,19 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       : { ...envelope, status: "cancelled", error: { code: "CANCELLED", message: "Cancelled while running.", untrusted: false } };
   }
   await recorder.flush();
-  await finish(db, runId, envelope, calls);
+  await finish(db, runId, envelope);
   return true;
 }
 
-/** Writes completed calls in batches, one insert at a time, in completion order. */
+/**
+ * Writes completed calls in batches, one insert at a time, in completion order. A failed write is
+ * kept (never an unhandled rejection) and stops further writes; flush() reports it.
+ */
 class CallRecorder {
   private pending: CallRow[] = [];
   private chain: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
+  private failure: unknown = null;
 
   constructor(
     private readonly db: Db,
@@ -200,6 +208,7 @@ class CallRecorder {
     this.pending = [];
     if (batch.length === 0) return;
     this.chain = this.chain.then(async () => {
+      if (this.failure) return;
       await this.db.runToolCall.createMany({
         data: batch.map((c) => ({
           runId: this.runId,
@@ -215,6 +224,8 @@ class CallRecorder {
           error: c.error,
         })),
       });
+    }).catch((error: unknown) => {
+      this.failure ??= error;
     });
   }
 
@@ -222,10 +233,17 @@ class CallRecorder {
   async flush(): Promise<void> {
     this.writePending();
     await this.chain;
+    if (this.failure) throw this.failure;
   }
 }
 
-async function finish(db: Db, runId: string, envelope: Envelope, calls: CallRow[]): Promise<void> {
+/** Writes the terminal state, sealing every recorded call of the run (all attempts) into the chain. */
+async function finish(db: Db, runId: string, envelope: Envelope): Promise<void> {
+  const calls = await db.runToolCall.findMany({
+    where: { runId },
+    orderBy: { seq: "asc" },
+    select: { seq: true, server: true, tool: true, argsDigest: true, resultDigest: true, outcome: true },
+  });
   const sealed = toolCallsDigest(calls);
   await db.$transaction(async (tx) => {
     const written = await tx.run.updateMany({

@@ -6,7 +6,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAgent } from "@/lib/auth/agents";
+import { createAgent, revokeAgent } from "@/lib/auth/agents";
 import type { Actor } from "@/lib/auth/scopes";
 import { createUser } from "@/lib/auth/users";
 import { generateLedgerData } from "@/lib/demo/ledger/data";
@@ -173,6 +173,16 @@ describe("submitRun → policy → sandbox", () => {
     } finally {
       setEnvForChildren({ AIRLOCK_BUDGET_RUNS_PER_HOUR: "120" });
     }
+    const swarm = await makeAgent("swarm");
+    setEnvForChildren({ AIRLOCK_BUDGET_RUNS_PER_HOUR: "3" });
+    try {
+      const remind = (n: number) => ({ code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_001${n}", message: "hi" });`, purpose: `swarm ${n}` });
+      const settled = await Promise.allSettled(Array.from({ length: 6 }, (_, n) => submitRun(runtime, swarm, remind(n))));
+      expect(settled.filter((r) => r.status === "fulfilled")).toHaveLength(3);
+      expect(await db.prisma.run.count({ where: { agentId: swarm.id } })).toBe(3);
+    } finally {
+      setEnvForChildren({ AIRLOCK_BUDGET_RUNS_PER_HOUR: "120" });
+    }
     const busy = await makeAgent("busy");
     await db.prisma.run.updateMany({ where: { agentId: burst.id }, data: { agentId: busy.id, status: "queued" } });
     setEnvForChildren({ AIRLOCK_BUDGET_CONCURRENT_RUNS: "2" });
@@ -221,5 +231,16 @@ when { resource.tools.contains("ledger.sendReminderEmail") };
     expect(dashboard.topAgents[0]?.name).toBe("analyst");
     expect(dashboard.topTools.map((t) => t.tool)).toEqual(expect.arrayContaining(["ledger.listInvoices", "ledger.listRefunds"]));
     expect(dashboard.pendingReviews).toBeGreaterThanOrEqual(1);
+  });
+
+  it("revoking an agent cancels its runs that have not started, audited", async () => {
+    const doomed = await makeAgent("doomed");
+    const pending = await submitRun(runtime, doomed, { code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", message: "x" });`, purpose: "remind" });
+    expect(pending.status).toBe("pending_review");
+    await db.prisma.$transaction((tx) => revokeAgent(tx, system, "doomed"));
+    const run = await db.prisma.run.findUniqueOrThrow({ where: { id: pending.runId } });
+    expect(run).toMatchObject({ status: "cancelled", error: { code: "CANCELLED" } });
+    const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { subjectId: pending.runId, action: "run.cancelled" } });
+    expect(event.data).toMatchObject({ reason: "agent_revoked" });
   });
 });

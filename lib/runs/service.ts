@@ -18,7 +18,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { canonicalJson, recordAudit } from "@/lib/audit/record";
 import { requireScope, type Actor } from "@/lib/auth/scopes";
-import type { Db } from "@/lib/db";
+import type { Db, Tx } from "@/lib/db";
 import { env } from "@/lib/env";
 import { AppError, type RunErrorCode } from "@/lib/errors";
 import type { Prisma, Run } from "@/lib/generated/prisma/client";
@@ -118,7 +118,7 @@ function parseSubmit(raw: unknown) {
   return parsed.data;
 }
 
-async function enforceBudgets(db: Db, agentId: string, codeSha256: string): Promise<void> {
+async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string): Promise<void> {
   const config = env();
   const hourAgo = new Date(Date.now() - 3_600_000);
   const [lastHour, active, failures, cpu] = await Promise.all([
@@ -168,6 +168,7 @@ export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown):
   }
   await enforceBudgets(db, actor.id, codeSha256);
 
+  if (input.inputs.length > 0) requireScope(actor, "inputs:read");
   const datasets = await db.dataset.findMany({ where: { name: { in: input.inputs } }, select: { id: true, name: true, sha256: true, dataClass: true } });
   const missing = input.inputs.filter((name) => !datasets.some((d) => d.name === name));
   if (missing.length > 0) {
@@ -206,6 +207,9 @@ export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown):
 
   const run = await db
     .$transaction(async (tx) => {
+      // Checked again under a per-agent lock, so parallel submissions cannot overrun the budgets.
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`budget:${actor.id}`}))`;
+      await enforceBudgets(tx, actor.id, codeSha256);
       const created = await tx.run.create({
         data: {
           agentId: actor.id,

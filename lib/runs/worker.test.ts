@@ -15,6 +15,7 @@ import { childProcessEnv } from "@/lib/env";
 import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { publishPolicyText } from "@/lib/policy/store";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { toolCallsDigest } from "./executor";
 import { runMaintenance } from "./queue";
 import { createRuntime, demoConfig, type Runtime } from "./runtime";
 import { getRun, submitRun, type AgentActor } from "./service";
@@ -134,10 +135,12 @@ describe("worker processes", () => {
     const first = startWorker();
     await first.ready;
     const view = await submitRun(runtime, agent, {
-      code: `await new Promise((r) => setTimeout(r, 3000)); return (await tools.ledger.listRefunds({ limit: 2 })).refunds.length;`,
+      code: `await tools.ledger.listRefunds({ limit: 1 }); await new Promise((r) => setTimeout(r, 3000)); return (await tools.ledger.listRefunds({ limit: 2 })).refunds.length;`,
       purpose: "idempotent read",
     });
     await waitForStatus(view.runId, "running");
+    // The first attempt's call is on record before its executor dies.
+    await expect.poll(() => db.prisma.runToolCall.count({ where: { runId: view.runId } }), { timeout: 10_000 }).toBe(1);
     process.kill(-first.child.pid!, "SIGKILL");
     await first.exited;
     const second = startWorker();
@@ -148,5 +151,10 @@ describe("worker processes", () => {
     await waitForStatus(view.runId, "succeeded");
     const events = await db.prisma.auditEvent.findMany({ where: { subjectId: view.runId, action: "run.running" } });
     expect(events).toHaveLength(2);
+    // Both attempts' calls are kept, numbered in order, and sealed together by the terminal event.
+    const calls = await db.prisma.runToolCall.findMany({ where: { runId: view.runId }, orderBy: { seq: "asc" } });
+    expect(calls.map((c) => c.seq)).toEqual([1, 2, 3]);
+    const terminal = await db.prisma.auditEvent.findFirstOrThrow({ where: { subjectId: view.runId, action: "run.succeeded" } });
+    expect((terminal.data as { toolCallsDigest: string; toolCalls: number }).toolCallsDigest).toBe(toolCallsDigest(calls));
   }, 90_000);
 });

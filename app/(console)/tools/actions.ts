@@ -14,8 +14,9 @@ const accept = userAction(
   z.object({ server: z.string().min(1).max(64), tool: z.string().min(1).max(128), schemaHash: z.string().regex(/^[0-9a-f]{64}$/) }).strict(),
   async (actor, input) => {
     const accepted = await acceptTool(prisma(), actor, input);
-    // Lift the quarantine in this process's broker too, so new proposals are decided on it at once.
-    await (await appRuntime(prisma())).broker.accept(input.server, input.tool);
+    // Lift the quarantine in this process's broker too — only if it holds the definition the admin
+    // saw (an upstream may show different processes different definitions).
+    await (await appRuntime(prisma())).broker.accept(input.server, input.tool, accepted.pinnedHash);
     return { server: accepted.server, tool: accepted.tool };
   },
 );
