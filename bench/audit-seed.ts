@@ -12,7 +12,8 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import type pg from "pg";
-import { canonicalJson, chainHash, GENESIS_HASH } from "@/lib/audit/record";
+import { chainHash, GENESIS_HASH } from "@/lib/audit/record";
+import { canonicalJson } from "@/lib/canonical-json";
 import { toolCallsDigest } from "@/lib/runs/executor";
 
 export const RARE_EVERY = 10_000;

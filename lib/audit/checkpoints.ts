@@ -26,7 +26,7 @@ import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
 import { env } from "@/lib/env";
-import { canonicalJson } from "./record";
+import { canonicalJson } from "@/lib/canonical-json";
 
 export type CheckpointConfig = { keyFile: string; dir: string };
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { canonicalJson, chainHash, GENESIS_HASH, recordAudit } from "./record";
+import { canonicalJson } from "@/lib/canonical-json";
+import { chainHash, GENESIS_HASH, recordAudit } from "./record";
 
 let db: TestDatabase;
 const actor = { type: "system", name: "test" } as const;

@@ -10,6 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Actor } from "@/lib/auth/scopes";
+import { canonicalJson } from "@/lib/canonical-json";
 import type { Tx } from "@/lib/db";
 import type { Prisma } from "@/lib/generated/prisma/client";
 
@@ -23,25 +24,6 @@ export type AuditEventInput = {
   subject: { type: string; id?: string | null };
   data?: Record<string, unknown>;
 };
-
-/** JSON with object keys sorted at every depth: one byte string per value. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value instanceof Date) return value.toISOString();
-  if (value && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) {
-      const item = (value as Record<string, unknown>)[key];
-      if (item !== undefined) out[key] = sortKeys(item);
-    }
-    return out;
-  }
-  return value;
-}
 
 export function chainHash(prevHash: string, event: {
   at: Date;

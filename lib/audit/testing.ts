@@ -8,7 +8,8 @@ import { join } from "node:path";
 import type { PrismaClient } from "@/lib/db";
 import { toolCallsDigest } from "@/lib/runs/executor";
 import type { CheckpointConfig } from "./checkpoints";
-import { canonicalJson, recordAudit } from "./record";
+import { canonicalJson } from "@/lib/canonical-json";
+import { recordAudit } from "./record";
 import { createHash } from "node:crypto";
 
 export const SYSTEM = { type: "system", name: "test" } as const;

@@ -27,7 +27,8 @@ import { createHash } from "node:crypto";
 import type { Db } from "@/lib/db";
 import { toolCallsDigest } from "@/lib/runs/executor";
 import { loadCheckpoints, type CheckpointConfig } from "./checkpoints";
-import { canonicalJson, GENESIS_HASH } from "./record";
+import { canonicalJson } from "@/lib/canonical-json";
+import { GENESIS_HASH } from "./record";
 
 export const BREAK_REASONS = [
   "hash_mismatch",

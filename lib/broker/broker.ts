@@ -29,6 +29,7 @@ import type { AirlockConfig, ServerConfig } from "./config";
 import { generateDeclarations } from "./declarations";
 import type { PinStore } from "./pins";
 import type { BrokerCallRecord, ToolAnnotations, ToolInfo } from "./types";
+import { canonicalJson } from "@/lib/canonical-json";
 
 export class ToolCallError extends Error {
   constructor(
@@ -58,16 +59,6 @@ export const DEFAULT_BROKER_LIMITS: BrokerLimits = {
 };
 
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
-
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value ?? null);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  const entries = Object.keys(value)
-    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-  return `{${entries.join(",")}}`;
-}
 
 export const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 

@@ -16,7 +16,8 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { canonicalJson, recordAudit } from "@/lib/audit/record";
+import { recordAudit } from "@/lib/audit/record";
+import { canonicalJson } from "@/lib/canonical-json";
 import { requireScope, type Actor } from "@/lib/auth/scopes";
 import type { Db, Tx } from "@/lib/db";
 import { env } from "@/lib/env";
