@@ -2,6 +2,10 @@
  * Starts what the browser tests run against: a throwaway PostgreSQL (migrated, demo-seeded with
  * a known password) and `next start` on E2E_PORT with the built app. Returns the teardown that
  * stops both. The seeded credentials reach the tests through e2e/.state.json.
+ *
+ * The database is prepared as `npm start` prepares the embedded one (lib/db/setup.ts), so the app
+ * runs as the unprivileged app role; the state file's `databaseUrl` is the superuser's, for tests
+ * that set up or tamper with data behind the app's back.
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -10,8 +14,8 @@ import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { FullConfig } from "@playwright/test";
-import { applyMigrations } from "../lib/db/migrate";
 import { startPostgres } from "../lib/db/postgres-server";
+import { prepareEmbeddedDatabase } from "../lib/db/setup";
 import { createPrismaClient } from "../lib/db";
 import { seedDemo } from "../lib/demo/seed";
 
@@ -36,9 +40,9 @@ export default async function globalSetup(config: FullConfig) {
   const baseURL = config.projects[0]?.use.baseURL ?? "http://127.0.0.1:3100";
   const port = new URL(baseURL).port;
   const postgres = await startPostgres({ persistent: false });
-  await applyMigrations(postgres.url);
+  const { appUrl } = await prepareEmbeddedDatabase(postgres);
   const password = randomBytes(12).toString("base64url");
-  const db = createPrismaClient(postgres.url);
+  const db = createPrismaClient(appUrl);
   const credentials = await seedDemo(db, { password });
   await db.$disconnect();
   if (!credentials) throw new Error("seeding the e2e database did nothing");
@@ -51,7 +55,7 @@ export default async function globalSetup(config: FullConfig) {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "/tmp",
       NODE_ENV: "production",
-      DATABASE_URL: postgres.url,
+      DATABASE_URL: appUrl,
       AUTH_SECRET: randomBytes(32).toString("base64url"),
       AIRLOCK_LOGIN_MAX_FAILURES: "3",
       AIRLOCK_DATA_DIR: await mkdtemp(join(tmpdir(), "airlock-e2e-data-")),

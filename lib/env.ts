@@ -21,6 +21,13 @@ const schema = z
         .regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://")
         .optional(),
     ),
+    // The owner that applies migrations, when the app's DATABASE_URL is an unprivileged role.
+    AIRLOCK_MIGRATION_DATABASE_URL: optionalString.pipe(
+      z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, "must start with postgres:// or postgresql://")
+        .optional(),
+    ),
     PORT: port.default(3000),
     AIRLOCK_HOST: z.string().min(1).default("127.0.0.1"),
     AIRLOCK_DATA_DIR: z.string().min(1).default(".airlock"),
@@ -52,6 +59,13 @@ const schema = z
     AIRLOCK_OIDC_CLIENT_SECRET: optionalString,
   })
   .superRefine((value, ctx) => {
+    if (value.AIRLOCK_MIGRATION_DATABASE_URL && !value.DATABASE_URL) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["AIRLOCK_MIGRATION_DATABASE_URL"],
+        message: "is only used with DATABASE_URL (the embedded PostgreSQL migrates as its own owner); set DATABASE_URL too, or unset it",
+      });
+    }
     const oidc = [value.AIRLOCK_OIDC_ISSUER, value.AIRLOCK_OIDC_CLIENT_ID, value.AIRLOCK_OIDC_CLIENT_SECRET];
     if (oidc.some(Boolean) && !oidc.every(Boolean)) {
       ctx.addIssue({

@@ -4,7 +4,11 @@
  *  1. validates the environment (lib/env.ts) and that PORT is free — each failure is one line, exit 1;
  *  2. uses DATABASE_URL if set (never starting its own), otherwise starts the embedded PostgreSQL
  *     under AIRLOCK_DATA_DIR (data kept between starts);
- *  3. applies migrations, seeds the demo on the first start and prints its logins and agent token;
+ *  3. applies migrations as the owner (the embedded superuser, or AIRLOCK_MIGRATION_DATABASE_URL)
+ *     and grants the app role what it needs (lib/db/setup.ts); the app connects as that role —
+ *     `airlock_app` for the embedded database — and a connection that could switch off the audit
+ *     log's append-only triggers gets one warning line on stderr; seeds the demo on the first start
+ *     and prints its logins and agent token;
  *  4. builds the app when no build exists or sources changed since the last one;
  *  5. serves it with `next start`, and on Ctrl-C / SIGTERM stops the server and the database,
  *     leaving no process behind.
@@ -16,8 +20,10 @@ import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/pr
 import { createServer } from "node:net";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
-import { applyMigrations, assertDatabaseReachable } from "@/lib/db/migrate";
+import { assertDatabaseReachable } from "@/lib/db/migrate";
 import { clusterDirFor, startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
+import { privilegeWarning } from "@/lib/db/roles";
+import { externalDatabaseUrls, migrateDatabase, prepareEmbeddedDatabase } from "@/lib/db/setup";
 import { createPrismaClient } from "@/lib/db";
 import { seedDemo, type DemoCredentials } from "@/lib/demo/seed";
 import { env, EnvError, setEnvForChildren, childProcessEnv } from "@/lib/env";
@@ -159,20 +165,26 @@ async function main() {
   process.on("SIGINT", () => void stop(0));
   process.on("SIGTERM", () => void stop(0));
 
-  let databaseUrl = config.DATABASE_URL;
+  let databaseUrl: string;
   try {
-    if (databaseUrl) {
-      await assertDatabaseReachable(databaseUrl);
+    if (config.DATABASE_URL) {
+      const urls = externalDatabaseUrls(config.DATABASE_URL, config.AIRLOCK_MIGRATION_DATABASE_URL);
+      await assertDatabaseReachable(urls.appUrl);
+      if (urls.ownerUrl !== urls.appUrl) await assertDatabaseReachable(urls.ownerUrl);
+      await migrateDatabase(urls.ownerUrl, urls.appRole);
+      databaseUrl = urls.appUrl;
     } else {
       const cluster = await clusterDirFor(dataDir);
       if (cluster.relocated) console.log(`The postgres OS user cannot reach ${dataDir}; keeping the database in ${cluster.dir} instead.`);
       console.log(`Starting the embedded PostgreSQL (data in ${cluster.dir})…`);
       postgres = await startPostgres({ persistent: true, dataDir: cluster.dir });
-      databaseUrl = postgres.url;
-      // Lets `npx airlock …` find this running database.
-      await writeFile(join(dataDir, "postgres.json"), JSON.stringify({ url: postgres.url, pid: process.pid }), { mode: 0o600 });
+      const urls = await prepareEmbeddedDatabase(postgres);
+      databaseUrl = urls.appUrl;
+      // Lets `npx airlock …` find this running database (and migrate it as the owner).
+      await writeFile(join(dataDir, "postgres.json"), JSON.stringify({ url: urls.appUrl, ownerUrl: urls.ownerUrl, pid: process.pid }), { mode: 0o600 });
     }
-    await applyMigrations(databaseUrl);
+    const warning = await privilegeWarning(databaseUrl);
+    if (warning) console.error(`airlock: warning: ${warning}`);
   } catch (error) {
     console.error(`airlock: ${error instanceof Error ? error.message : String(error)}`);
     return stop(1);

@@ -1,5 +1,5 @@
 /**
- * Signed checkpoints of the audit chain, kept outside the database (issue 6, "Signed checkpoints").
+ * Signed checkpoints of the audit chain, kept outside the database (docs/audit.md, "Signed checkpoints").
  *
  * A checkpoint is a small JSON file naming the chain head at one moment — event id, its hash and
  * time — signed with an Ed25519 key. Whoever can rewrite the whole "AuditEvent" table (a
@@ -19,7 +19,9 @@
  * Refuses / does not do: key rotation (a checkpoint signed by another key is reported invalid,
  * not trusted); protecting the key file itself — keep it, or the directory, on storage the database
  * administrator cannot write (see docs/audit.md). Events appended after the newest checkpoint are
- * protected by the hash chain only, so checkpoint often (every verification writes one).
+ * protected by the hash chain only, so checkpoints are signed every CHECKPOINT_INTERVAL_MINUTES
+ * (and by every clean verification); verification reports them missing when an event older than
+ * CHECKPOINT_MAX_UNCOVERED_MS is covered by none.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
@@ -29,6 +31,14 @@ import { env } from "@/lib/env";
 import { canonicalJson } from "@/lib/canonical-json";
 
 export type CheckpointConfig = { keyFile: string; dir: string };
+
+/** How often the run queue's cron signs a checkpoint (lib/runs/queue.ts). */
+export const CHECKPOINT_INTERVAL_MINUTES = 10;
+/**
+ * An event older than this that no checkpoint covers means checkpoints are missing (verify.ts):
+ * twice the interval, so one late or failed checkpoint run is not an alarm.
+ */
+export const CHECKPOINT_MAX_UNCOVERED_MS = 2 * CHECKPOINT_INTERVAL_MINUTES * 60_000;
 
 export function checkpointConfigFromEnv(): CheckpointConfig {
   const config = env();

@@ -1,5 +1,5 @@
 /**
- * The audited doors to the audit log (issue 6): search, a run's timeline, export, verification.
+ * The audited doors to the audit log: search, a run's timeline, export, verification.
  * The console page, the export route, the server action and the CLI all call these; none of them
  * reads the log on its own.
  *
@@ -12,7 +12,11 @@
  * - the audit event is appended after the read, in its own short transaction, so a slow search
  *   never holds the chain's advisory lock.
  * - a checkpoint is signed only for a head that was just verified (whole chain, or everything
- *   after the last valid checkpoint).
+ *   after the last valid checkpoint) and only when the verification reported no problem at all —
+ *   missing checkpoints included, so emptying the checkpoint directory is not healed by the next
+ *   verification. The checkpoint job extends coverage from the newest valid checkpoint; with
+ *   none, it signs only a log younger than the allowed gap, or when an operator asks for it
+ *   (`bootstrap`, recorded in its audit event).
  */
 import type { Actor } from "@/lib/auth/scopes";
 import { actorLabel, requireScope } from "@/lib/auth/scopes";
@@ -94,10 +98,10 @@ export async function runVerification(
   db: Db,
   actor: Actor,
   config: CheckpointConfig,
-  options: { from?: bigint } = {},
+  options: { from?: bigint; now?: Date } = {},
 ): Promise<VerificationOutcome> {
   requireScope(actor, "audit:read");
-  const report = await verifyAuditChain(db, { from: options.from, checkpoints: config });
+  const report = await verifyAuditChain(db, { from: options.from, checkpoints: config, now: options.now });
   let checkpointFile: string | null = null;
   if (report.ok && options.from === undefined && report.head) checkpointFile = await checkpointIfNew(config, report.head);
   await record(db, actor, "audit.verified", report, checkpointFile);
@@ -105,17 +109,26 @@ export async function runVerification(
 }
 
 /**
- * For schedulers (`airlock audit checkpoint`, a worker timer): verifies everything after the last
- * valid checkpoint (the whole chain if there is none) and signs the head if that holds.
+ * For schedulers (`airlock audit checkpoint`, the run queue's cron): verifies everything after the
+ * last valid checkpoint and signs the head if that holds. With no valid checkpoint it verifies the
+ * whole chain and refuses (`checkpoints_missing`) when events older than the allowed gap exist,
+ * unless `bootstrap` — an operator starting a new checkpoint directory or key, vouching for the
+ * log as it is.
  */
-export async function checkpointAudited(db: Db, actor: Actor, config: CheckpointConfig): Promise<VerificationOutcome> {
+export async function checkpointAudited(
+  db: Db,
+  actor: Actor,
+  config: CheckpointConfig,
+  options: { bootstrap?: boolean; now?: Date } = {},
+): Promise<VerificationOutcome> {
   requireScope(actor, "audit:read");
   const checkpoints = await loadCheckpoints(config);
   const last = checkpoints.filter((c) => c.valid).at(-1);
   const from = last?.valid ? BigInt(last.checkpoint.eventId) : undefined;
-  const report = await verifyAuditChain(db, { from, checkpoints: config });
+  const bootstrap = from === undefined && options.bootstrap === true;
+  const report = await verifyAuditChain(db, { from, checkpoints: config, allowUncovered: from !== undefined || bootstrap, now: options.now });
   const checkpointFile = report.ok && report.head ? await checkpointIfNew(config, report.head) : null;
-  await record(db, actor, "audit.checkpointed", report, checkpointFile);
+  await record(db, actor, "audit.checkpointed", report, checkpointFile, bootstrap ? { bootstrap: true } : {});
   return { report, checkpointFile };
 }
 
@@ -125,7 +138,7 @@ async function checkpointIfNew(config: CheckpointConfig, head: NonNullable<Verif
   return (await writeCheckpoint(config, head)).file;
 }
 
-async function record(db: Db, actor: Actor, action: string, report: VerifyReport, checkpointFile: string | null) {
+async function record(db: Db, actor: Actor, action: string, report: VerifyReport, checkpointFile: string | null, extra: Record<string, unknown> = {}) {
   await db.$transaction((tx) =>
     recordAudit(tx, {
       actor,
@@ -141,6 +154,7 @@ async function record(db: Db, actor: Actor, action: string, report: VerifyReport
         broken: report.broken,
         durationMs: report.durationMs,
         checkpointWritten: checkpointFile !== null,
+        ...extra,
       },
     }),
   );

@@ -1,10 +1,10 @@
-import { writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { loadCheckpoints, writeCheckpoint, type CheckpointConfig } from "./checkpoints";
+import { CHECKPOINT_INTERVAL_MINUTES, loadCheckpoints, writeCheckpoint, type CheckpointConfig } from "./checkpoints";
 import { chainHash } from "./record";
-import { runVerification } from "./service";
+import { checkpointAudited, runVerification } from "./service";
 import { append, seedRun, SYSTEM, tamper, tempCheckpoints } from "./testing";
 import { verifyAuditChain } from "./verify";
 
@@ -153,6 +153,82 @@ describe("verifyAuditChain", () => {
       data: { runId: unsealed.runId, seq: 1, server: "ledger", tool: "addNote", argsDigest: "0".repeat(64), durationMs: 1, outcome: "ok" },
     });
     expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: null, reason: "unsealed_tool_calls" });
+  });
+
+  it("does not count the tool calls of a run still in flight as unsealed; once the run is terminal they are", async () => {
+    const { db, checkpoints } = await freshLog();
+    const inFlight = await seedRun(db.prisma, { status: "pending_review" });
+    await db.prisma.run.update({ where: { id: inFlight.runId }, data: { status: "running" } });
+    await db.prisma.runToolCall.create({
+      data: { runId: inFlight.runId, seq: 1, server: "ledger", tool: "addNote", argsDigest: "0".repeat(64), durationMs: 0, outcome: "started" },
+    });
+    expect(await verify(db, checkpoints)).toMatchObject({ ok: true, broken: null });
+    // Terminal without a sealing event (e.g. a terminal event written without its seal): a break.
+    await db.prisma.run.update({ where: { id: inFlight.runId }, data: { status: "failed" } });
+    expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: null, reason: "unsealed_tool_calls", detail: expect.stringContaining(inFlight.runId) });
+  });
+
+  it("reports checkpoints missing when no checkpoint covers an event older than twice the interval", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    const later = (minutes: number) => new Date(Date.now() + minutes * 60_000);
+    // No checkpoint, but the log is younger than twice the interval: nothing is missing yet.
+    expect(await verifyAuditChain(db.prisma, { checkpoints, now: later(2 * CHECKPOINT_INTERVAL_MINUTES - 1) })).toMatchObject({ ok: true });
+    const report = await verifyAuditChain(db.prisma, { checkpoints, now: later(2 * CHECKPOINT_INTERVAL_MINUTES + 1) });
+    expect(report).toMatchObject({ ok: false, broken: { eventId: ids[0]!.toString(), reason: "checkpoints_missing", detail: expect.stringMatching(/no checkpoint at all/) } });
+
+    // A checkpoint of the head covers everything up to it; what came after it ages from then on.
+    await runVerification(db.prisma, SYSTEM, checkpoints);
+    const afterCheckpoint = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "audit.verified" } });
+    expect(await verifyAuditChain(db.prisma, { checkpoints, now: later(CHECKPOINT_INTERVAL_MINUTES) })).toMatchObject({ ok: true });
+    expect((await verifyAuditChain(db.prisma, { checkpoints, now: later(3 * CHECKPOINT_INTERVAL_MINUTES) })).broken).toMatchObject({
+      eventId: afterCheckpoint.id.toString(),
+      reason: "checkpoints_missing",
+      detail: expect.stringContaining(`the newest checkpoint names #${ids.at(-1)}`),
+    });
+  });
+
+  it("names a real break before missing checkpoints", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    await tamper(db.prisma, `UPDATE "AuditEvent" SET action = 'forged' WHERE id = ${ids[6]}`);
+    const report = await verifyAuditChain(db.prisma, { checkpoints, now: new Date(Date.now() + 60 * 60_000) });
+    expect(report.broken).toMatchObject({ eventId: ids[6]!.toString(), reason: "hash_mismatch" });
+  });
+
+  it("an emptied checkpoint directory is not healed: verifying twice fails twice and writes no checkpoint", async () => {
+    const { db, checkpoints } = await freshLog();
+    expect((await runVerification(db.prisma, SYSTEM, checkpoints)).checkpointFile).not.toBeNull();
+    await rm(checkpoints.dir, { recursive: true, force: true });
+    const now = new Date(Date.now() + 3 * CHECKPOINT_INTERVAL_MINUTES * 60_000);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const { report, checkpointFile } = await runVerification(db.prisma, SYSTEM, checkpoints, { now });
+      expect(report).toMatchObject({ ok: false, broken: { reason: "checkpoints_missing" } });
+      expect(checkpointFile).toBeNull();
+      expect(await loadCheckpoints(checkpoints)).toEqual([]);
+    }
+    const recorded = await db.prisma.auditEvent.findMany({ where: { action: "audit.verified" }, orderBy: { id: "asc" } });
+    expect(recorded.map((e) => (e.data as { ok: boolean; checkpointWritten: boolean }))).toEqual([
+      expect.objectContaining({ ok: true, checkpointWritten: true }),
+      expect.objectContaining({ ok: false, checkpointWritten: false }),
+      expect.objectContaining({ ok: false, checkpointWritten: false }),
+    ]);
+    // Nor does the checkpoint job heal it, having no checkpoint to extend from — unless an operator bootstraps.
+    const job = await checkpointAudited(db.prisma, SYSTEM, checkpoints, { now });
+    expect(job).toMatchObject({ report: { ok: false, broken: { reason: "checkpoints_missing" } }, checkpointFile: null });
+    const bootstrapped = await checkpointAudited(db.prisma, SYSTEM, checkpoints, { now, bootstrap: true });
+    expect(bootstrapped.checkpointFile).not.toBeNull();
+    const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "audit.checkpointed" }, orderBy: { id: "desc" } });
+    expect(event.data).toMatchObject({ ok: true, bootstrap: true, checkpointWritten: true });
+  });
+
+  it("the checkpoint job extends from the newest valid checkpoint, even after a pause longer than the gap", async () => {
+    const { db, checkpoints } = await freshLog();
+    await runVerification(db.prisma, SYSTEM, checkpoints);
+    await append(db.prisma, "test.after");
+    const now = new Date(Date.now() + 24 * 60 * 60_000); // e.g. npm start stopped overnight
+    expect((await verifyAuditChain(db.prisma, { checkpoints, now })).broken?.reason).toBe("checkpoints_missing");
+    const { report, checkpointFile } = await checkpointAudited(db.prisma, SYSTEM, checkpoints, { now });
+    expect(report.ok).toBe(true);
+    expect(checkpointFile).not.toBeNull();
   });
 
   it("refuses a forged checkpoint file", async () => {

@@ -1,17 +1,23 @@
 /**
- * Verification of the audit log (issue 6, "Verification"; DESIGN.md step 10).
+ * Verification of the audit log (docs/audit.md, "Verification").
  *
  * verifyAuditChain(db, {from?}) walks "AuditEvent" in id order, in batches (keyset on id, never
  * the whole table in memory), and checks, in one pass:
  * - the chain: each event's prevHash is the previous event's hash (GENESIS_HASH for the first),
  *   and its hash is sha256(prevHash || canonicalJson(event)) recomputed from the stored fields;
  * - tool-call seals: for each run event carrying data.toolCallsDigest, the digest recomputed from
- *   that run's "RunToolCall" rows (ordered by seq, lib/runs/executor.ts `toolCallsDigest`), the call
+ *   that run's "RunToolCall" rows (ordered by seq, lib/audit/seal.ts `toolCallsDigest`), the call
  *   count, and each stored argument/result against its own digest (unless stored truncated);
- *   after a full walk, tool calls of a run that no event seals are a break too;
+ *   after a full walk, tool calls that no event seals are a break too — unless their run is still
+ *   in flight (not in a terminal state, lib/runs/states.ts): its terminal event seals them later;
  * - signed checkpoints (checkpoints.ts): every checkpoint file must verify with the configured key,
  *   and its event must still exist with the same hash — this is what catches a rewrite of the tail
- *   with recomputed hashes, or a truncated tail.
+ *   with recomputed hashes, or a truncated tail;
+ * - that checkpoints exist: an event older than CHECKPOINT_MAX_UNCOVERED_MS (twice the checkpoint
+ *   interval) that no valid checkpoint covers is reported as `checkpoints_missing` (an emptied
+ *   checkpoint directory, or no checkpoint job running), after every other check, so a real break
+ *   is named first. Only the checkpoint job, anchored on a valid checkpoint, may skip this
+ *   (`allowUncovered`): extending signed coverage is its job.
  *
  * The result names the *first* broken event in id order and why. What it can and cannot pin down:
  * an edited field is named exactly (its hash no longer matches); a deleted event is named by its
@@ -25,8 +31,9 @@
  */
 import { createHash } from "node:crypto";
 import type { Db } from "@/lib/db";
-import { toolCallsDigest } from "@/lib/runs/executor";
-import { loadCheckpoints, type CheckpointConfig } from "./checkpoints";
+import { toolCallsDigest } from "@/lib/audit/seal";
+import { NEXT_STATES, isTerminal } from "@/lib/runs/states";
+import { CHECKPOINT_INTERVAL_MINUTES, CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoints, type CheckpointConfig } from "./checkpoints";
 import { canonicalJson } from "@/lib/canonical-json";
 import { GENESIS_HASH } from "./record";
 
@@ -42,6 +49,7 @@ export const BREAK_REASONS = [
   "checkpoint_missing_event",
   "checkpoint_beyond_head",
   "checkpoint_invalid",
+  "checkpoints_missing",
 ] as const;
 export type BreakReason = (typeof BREAK_REASONS)[number];
 
@@ -67,7 +75,13 @@ export type VerifyOptions = {
   batchSize?: number;
   /** Where checkpoints are; null skips them (only for callers that check them elsewhere). */
   checkpoints: CheckpointConfig | null;
+  /** Do not report `checkpoints_missing` (the checkpoint job, extending from a valid checkpoint). */
+  allowUncovered?: boolean;
+  /** The time old events are measured against; now by default. */
+  now?: Date;
 };
+
+const TERMINAL_STATUSES: string[] = (Object.keys(NEXT_STATES) as (keyof typeof NEXT_STATES)[]).filter(isTerminal);
 
 type EventRow = {
   id: bigint;
@@ -217,12 +231,15 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
 
   // Checkpoints first: a forged or foreign checkpoint file is itself a finding.
   const pending: { id: bigint; hash: string; at: string }[] = [];
+  /** The newest event a valid checkpoint names (0 when there is none). */
+  let covered = 0n;
   if (options.checkpoints) {
     for (const loaded of await loadCheckpoints(options.checkpoints)) {
       if (!loaded.valid) {
         return done({ eventId: loaded.eventId, reason: "checkpoint_invalid", detail: `${loaded.file}: ${loaded.problem}` });
       }
       const id = BigInt(loaded.checkpoint.eventId);
+      if (id > covered) covered = id;
       if (options.from === undefined || id >= options.from) pending.push({ id, hash: loaded.checkpoint.hash, at: loaded.checkpoint.at });
     }
   }
@@ -325,14 +342,35 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
   }
 
   if (options.from === undefined) {
-    const unsealed = await db.$queryRaw<{ runId: string }[]>`
-      SELECT DISTINCT t."runId"::text AS "runId" FROM "RunToolCall" t
-      WHERE NOT EXISTS (
-        SELECT 1 FROM "AuditEvent" e
-        WHERE e."subjectType" = 'run' AND e."subjectId" = t."runId"::text AND e.data ->> 'toolCallsDigest' IS NOT NULL)
+    // A run still in flight has tool calls its terminal event has not sealed yet.
+    const unsealed = await db.$queryRaw<{ runId: string; status: string | null }[]>`
+      SELECT DISTINCT t."runId"::text AS "runId", r.status::text AS status FROM "RunToolCall" t
+      LEFT JOIN "Run" r ON r.id = t."runId"
+      WHERE (r.id IS NULL OR r.status::text = ANY(${TERMINAL_STATUSES}::text[]))
+        AND NOT EXISTS (
+          SELECT 1 FROM "AuditEvent" e
+          WHERE e."subjectType" = 'run' AND e."subjectId" = t."runId"::text AND e.data ->> 'toolCallsDigest' IS NOT NULL)
       LIMIT 1`;
     if (unsealed[0]) {
-      return done({ eventId: null, reason: "unsealed_tool_calls", detail: `run ${unsealed[0].runId} has tool calls that no audit event seals` });
+      const { runId, status } = unsealed[0];
+      return done({ eventId: null, reason: "unsealed_tool_calls", detail: `run ${runId} (${status ?? "no such run"}) has tool calls that no audit event seals` });
+    }
+  }
+
+  if (options.checkpoints && !options.allowUncovered) {
+    const now = options.now ?? new Date();
+    const [oldest] = await db.$queryRaw<{ id: bigint; at: Date }[]>`
+      SELECT id, at FROM "AuditEvent" WHERE id > ${covered} ORDER BY id LIMIT 1`;
+    if (oldest && now.getTime() - oldest.at.getTime() > CHECKPOINT_MAX_UNCOVERED_MS) {
+      const minutes = Math.floor((now.getTime() - oldest.at.getTime()) / 60_000);
+      return done({
+        eventId: oldest.id.toString(),
+        reason: "checkpoints_missing",
+        detail:
+          `no signed checkpoint covers event #${oldest.id} of ${oldest.at.toISOString()} (${minutes} minutes old) or any event after it` +
+          `${covered > 0n ? ` (the newest checkpoint names #${covered})` : " (there is no checkpoint at all)"}; checkpoints are signed every ` +
+          `${CHECKPOINT_INTERVAL_MINUTES} minutes, so the checkpoint directory ${options.checkpoints.dir} was emptied or the checkpoint job is not running`,
+      });
     }
   }
   return done(null);

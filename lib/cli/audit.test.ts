@@ -1,10 +1,13 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CheckpointConfig } from "@/lib/audit/checkpoints";
+import { loadCheckpoints, type CheckpointConfig } from "@/lib/audit/checkpoints";
 import { append, seedRun, tamper, tempCheckpoints } from "@/lib/audit/testing";
+import { setEnvForChildren } from "@/lib/env";
+import { appendBackdated } from "@/lib/testing/audit-log";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { auditCommand, type AuditCommandDeps } from "./audit";
+import { runCli } from "./main";
 
 let db: TestDatabase;
 let checkpoints: CheckpointConfig;
@@ -69,5 +72,46 @@ describe("airlock audit", () => {
     const { io, out } = capture();
     expect(await auditCommand(["verify"], io, deps)).toBe(1);
     expect(out.stderr).toContain(`BROKEN at event #${target.id}: hash_mismatch`);
+  });
+});
+
+describe("airlock audit verify, through the CLI's entry point, on a log no checkpoint covers", () => {
+  let old: TestDatabase;
+  let config: CheckpointConfig;
+  let first: bigint;
+
+  beforeAll(async () => {
+    old = await createTestDatabase();
+    config = await tempCheckpoints();
+    // An hour-old log and an empty checkpoint directory (deleted, or never written).
+    const hourAgo = Date.now() - 60 * 60_000;
+    first = await appendBackdated(old.prisma, new Date(hourAgo), "test.old");
+    for (let i = 1; i < 3; i++) await appendBackdated(old.prisma, new Date(hourAgo + i * 1000), "test.old");
+    setEnvForChildren({ DATABASE_URL: old.url, AIRLOCK_AUDIT_KEY_FILE: config.keyFile, AIRLOCK_AUDIT_CHECKPOINT_DIR: config.dir });
+  });
+  afterAll(() => old?.drop());
+
+  it("exits 1 saying checkpoints are missing, every time, and writes none", async () => {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const { io, out } = capture();
+      expect(await runCli(["audit", "verify"], io)).toBe(1);
+      expect(out.stderr).toContain(`CHECKPOINTS MISSING from event #${first}: checkpoints_missing`);
+      expect(out.stderr).toMatch(/no signed checkpoint covers event/);
+      expect(out.stdout).toBe("");
+      expect(await loadCheckpoints(config)).toEqual([]);
+    }
+    // The scheduled checkpoint has nothing to extend from either.
+    const job = capture();
+    expect(await runCli(["audit", "checkpoint"], job.io)).toBe(1);
+    expect(await loadCheckpoints(config)).toEqual([]);
+  });
+
+  it("checkpoint --bootstrap signs a first checkpoint; verify then exits 0", async () => {
+    const bootstrap = capture();
+    expect(await runCli(["audit", "checkpoint", "--bootstrap"], bootstrap.io)).toBe(0);
+    expect(bootstrap.out.stdout).toContain("Checkpoint written:");
+    const { io, out } = capture();
+    expect(await runCli(["audit", "verify"], io)).toBe(0);
+    expect(out.stdout).toMatch(/^OK: \d+ event\(s\) verified from genesis/);
   });
 });

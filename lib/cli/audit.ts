@@ -1,13 +1,17 @@
 /**
- * `airlock audit …`: verify the log, sign a checkpoint, export evidence (issue 6).
+ * `airlock audit …`: verify the log, sign a checkpoint, export evidence.
  *
  *   airlock audit verify [--from ID] [--json]    exit 0 and the head, or exit 1 naming the first broken event
- *   airlock audit checkpoint [--json]            verify since the last checkpoint, then sign the head (for cron)
+ *                                                (or that checkpoints are missing)
+ *   airlock audit checkpoint [--bootstrap] [--json]
+ *                                                verify since the last checkpoint, then sign the head (for cron);
+ *                                                --bootstrap signs a first one over an old log (new key or directory)
  *   airlock audit export --format jsonl|csv [filters] [--manifest FILE] > file
  *
  * Arguments are parsed strictly (node:util parseArgs); anything unknown or malformed prints usage
  * and exits 2. The CLI acts as `system:cli`; every verification and export it runs is itself an
- * audit event (lib/audit/service.ts). A successful whole-chain verify also signs a checkpoint.
+ * audit event (lib/audit/service.ts). A whole-chain verify that finds no problem also signs a
+ * checkpoint; one that reports a problem never does.
  */
 import { writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
@@ -24,13 +28,16 @@ const CLI_ACTOR: Actor = { type: "system", name: "cli" };
 
 export const AUDIT_USAGE = `Usage:
   airlock audit verify [--from ID] [--json]
-  airlock audit checkpoint [--json]
+  airlock audit checkpoint [--bootstrap] [--json]
   airlock audit export --format jsonl|csv [--q TEXT] [--agent NAME] [--person EMAIL] [--status S]
                        [--decision allow|escalate|deny] [--data-class C] [--tool SERVER.TOOL]
                        [--code-hash SHA256] [--since TIME] [--until TIME] [--manifest FILE]
 
 verify recomputes the hash chain, the tool-call seals and the signed checkpoints: exit 0 with the
-head, exit 1 naming the first broken event. export writes to standard output; the manifest (row
+head, exit 1 naming the first broken event, or saying that checkpoints are missing (events older
+than twice the checkpoint interval that no checkpoint covers). checkpoint --bootstrap signs a first
+checkpoint over such a log (a new key or checkpoint directory): you vouch for the log as it is.
+export writes to standard output; the manifest (row
 count, time range, chain head) is the first JSONL line, and for CSV goes to standard error or FILE.
 `;
 
@@ -66,7 +73,11 @@ function printOutcome(io: CliIo, { report, checkpointFile }: VerificationOutcome
     );
   } else {
     const broken = report.broken!;
-    io.stderr(`BROKEN at ${broken.eventId ? `event #${broken.eventId}` : "(no single event)"}: ${broken.reason}\n${broken.detail}\n`);
+    io.stderr(
+      broken.reason === "checkpoints_missing"
+        ? `CHECKPOINTS MISSING from event #${broken.eventId}: ${broken.reason}\n${broken.detail}\n`
+        : `BROKEN at ${broken.eventId ? `event #${broken.eventId}` : "(no single event)"}: ${broken.reason}\n${broken.detail}\n`,
+    );
   }
   return report.ok ? 0 : 1;
 }
@@ -83,8 +94,8 @@ async function verify(args: string[], io: CliIo, deps: AuditCommandDeps): Promis
 }
 
 async function checkpoint(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
-  const { values } = parse(args, { json: { type: "boolean" } });
-  const outcome = await deps.withDatabase((db) => checkpointAudited(db, CLI_ACTOR, deps.checkpoints()));
+  const { values } = parse(args, { json: { type: "boolean" }, bootstrap: { type: "boolean" } });
+  const outcome = await deps.withDatabase((db) => checkpointAudited(db, CLI_ACTOR, deps.checkpoints(), { bootstrap: values.bootstrap === true }));
   return printOutcome(io, outcome, values.json === true);
 }
 

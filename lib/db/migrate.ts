@@ -11,9 +11,10 @@
  * the way Prisma does (its error is passed on as the cause); an unreachable database is reported
  * as such, naming DATABASE_URL, without the password.
  *
- * graphile-worker's schema (the run job queue) is not part of this: the queue installs and
- * upgrades it itself when a runtime starts (lib/runs/runtime.ts), so a deploy role without
- * CREATE on the database can still apply these migrations.
+ * `applyQueueMigrations(url)`: graphile-worker's own schema (the run job queue, schema
+ * `graphile_worker`), installed or upgraded by graphile-worker's code. It needs CREATE on the
+ * database, so it runs in the migrate step as the owner (lib/db/setup.ts), never as the app
+ * role; once it is current, a runtime's start-up check only reads `graphile_worker.migrations`.
  *
  * Only `migration.sql` is read from each folder; the `schema.prisma` copy kept beside it is for
  * `scripts/migration-new.ts`.
@@ -21,8 +22,10 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runMigrations as runQueueMigrations } from "graphile-worker";
 import pg from "pg";
 import { AppError } from "@/lib/errors";
+import { quietQueueLogger } from "@/lib/runs/queue-logger";
 import { NO_FILTERS, withSchemaEngine, type MigrationList } from "./schema-engine";
 
 /** prisma/migrations of this checkout. */
@@ -104,6 +107,19 @@ export async function applyMigrations(
   } catch (error) {
     throw new Error(
       `Applying migrations from ${migrationsList.baseDir} to ${describeDatabaseUrl(databaseUrl)} failed: ` +
+        `${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
+}
+
+/** Installs or upgrades graphile-worker's schema (a no-op read when it is current). */
+export async function applyQueueMigrations(databaseUrl: string): Promise<void> {
+  try {
+    await runQueueMigrations({ connectionString: databaseUrl, logger: quietQueueLogger });
+  } catch (error) {
+    throw new Error(
+      `Installing the job queue's schema (graphile_worker) in ${describeDatabaseUrl(databaseUrl)} failed: ` +
         `${error instanceof Error ? error.message : String(error)}`,
       { cause: error },
     );

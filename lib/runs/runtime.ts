@@ -75,8 +75,12 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
   const allowedImports = [...config.packages, ...ALLOWED_BUILTINS];
   let pool: SandboxPool | null = null;
   let queue: RunQueue | null = null;
-  // The queue's own schema (graphile_worker), installed or upgraded by graphile-worker itself.
-  await migrateQueue({ connectionString: options.databaseUrl, logger: quietQueueLogger });
+  // The queue's own schema (graphile_worker) is installed by the migrate step, as the owner
+  // (lib/db/setup.ts); here graphile-worker checks it is current, which the app role may read.
+  await migrateQueue({ connectionString: options.databaseUrl, logger: quietQueueLogger }).catch((error: unknown) => {
+    if ((error as { code?: string }).code !== "42501") throw error;
+    throw new Error("The job queue's schema (graphile_worker) is missing or out of date, and this role may not install it; run `npx airlock db migrate` as the owner (AIRLOCK_MIGRATION_DATABASE_URL).", { cause: error });
+  });
   if (options.execute) {
     const sandboxPool = createSandboxPool({ size: config.sandbox.poolSize, isolation: config.sandbox.isolation, packages: config.packages });
     pool = sandboxPool;
