@@ -1,4 +1,10 @@
-/** A run's whole story: its audit events, reviews and tool calls, in order. */
+/**
+ * A run's whole story: its audit events, reviews and tool calls, in order. Stored text (agent,
+ * purpose, code, event data, comments) is shown through components/ui/inert.tsx, and the code on
+ * JavaScript's numbered lines, so hidden characters appear as marker elements.
+ */
+import { PlainCodeView } from "@/components/run/code-view";
+import { Inert } from "@/components/ui/inert";
 import { Badge, Card, EmptyState, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 
@@ -15,16 +21,18 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
     <div className="space-y-6">
       <Card title="Run">
         <dl className="grid grid-cols-1 gap-x-6 gap-y-2 text-sm md:grid-cols-2">
-          <div><dt className="text-slate-500">Agent</dt><dd>{run.agent} (owner {run.owner})</dd></div>
+          <div><dt className="text-slate-500">Agent</dt><dd><Inert text={run.agent} /> (owner {run.owner})</dd></div>
           <div><dt className="text-slate-500">Status</dt><dd><Badge>{run.status.replaceAll("_", " ")}</Badge> decision {run.decision ?? "—"}</dd></div>
-          <div className="md:col-span-2"><dt className="text-slate-500">Purpose</dt><dd>{run.purpose}</dd></div>
+          <div className="md:col-span-2"><dt className="text-slate-500">Purpose</dt><dd><Inert text={run.purpose} /></dd></div>
           <div><dt className="text-slate-500">Submitted</dt><dd><Time iso={run.createdAt} /></dd></div>
           <div><dt className="text-slate-500">Finished</dt><dd>{run.finishedAt ? <Time iso={run.finishedAt} /> : "—"}</dd></div>
           <div className="md:col-span-2"><dt className="text-slate-500">Code sha256</dt><dd className="font-mono text-xs">{run.codeSha256}</dd></div>
         </dl>
         <details className="mt-3">
           <summary className="cursor-pointer text-sm text-teal-700">Code</summary>
-          <pre className="mt-2 max-h-96 overflow-auto rounded bg-slate-900 p-3 text-xs text-slate-100">{run.code}</pre>
+          <div className="mt-2 max-h-96 overflow-auto">
+            <PlainCodeView code={run.code} label="Code of the run" />
+          </div>
         </details>
       </Card>
 
@@ -39,8 +47,8 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
                 <Td>{event.id}</Td>
                 <Td className="whitespace-nowrap"><Time iso={event.at} /></Td>
                 <Td className="font-mono text-xs">{event.action}</Td>
-                <Td className="font-mono text-xs">{event.actor}</Td>
-                <Td className="max-w-md break-all font-mono text-xs">{event.data}</Td>
+                <Td className="font-mono text-xs"><Inert text={event.actor} /></Td>
+                <Td className="max-w-md break-all font-mono text-xs"><Inert text={event.data} /></Td>
                 <Td className="font-mono text-xs"><span title={event.hash}>{event.hash.slice(0, 12)}…</span></Td>
               </tr>
             ))}
@@ -57,7 +65,7 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
                 <Td className="whitespace-nowrap"><Time iso={review.at} /></Td>
                 <Td>{review.reviewer}</Td>
                 <Td>{review.verdict.replaceAll("_", " ")}</Td>
-                <Td>{review.comment ?? "—"}</Td>
+                <Td>{review.comment ? <Inert text={review.comment} /> : "—"}</Td>
               </tr>
             ))}
           </Table>
@@ -74,7 +82,7 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
               <tr key={call.seq}>
                 <Td>{call.seq}</Td>
                 <Td className="whitespace-nowrap"><Time iso={call.at} /></Td>
-                <Td className="font-mono text-xs">{call.tool}</Td>
+                <Td className="font-mono text-xs"><Inert text={call.tool} /></Td>
                 <Td><Badge tone={call.outcome === "ok" ? "good" : "bad"}>{call.outcome}</Badge></Td>
                 <Td>{call.durationMs}</Td>
                 <Td className="font-mono text-xs"><span title={call.argsDigest}>{call.argsDigest.slice(0, 12)}…</span></Td>

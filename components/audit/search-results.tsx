@@ -1,5 +1,6 @@
 /** Search results: one row per run, newest first; each run's full timeline is one click away. */
 import Link from "next/link";
+import { Inert } from "@/components/ui/inert";
 import { Badge, EmptyState, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import type { RunSearchItem } from "@/lib/audit/search";
@@ -18,9 +19,13 @@ export function AuditSearchResults({ rows, nextHref }: { rows: RunSearchItem[]; 
             <Td className="whitespace-nowrap">
               <Time iso={row.createdAt} />
             </Td>
-            <Td>{row.agent}</Td>
+            <Td>
+              <Inert text={row.agent} />
+            </Td>
             <Td className="text-xs">{row.owner}</Td>
-            <Td>{row.purpose}</Td>
+            <Td>
+              <Inert text={row.purpose} />
+            </Td>
             <Td>{row.decision ?? "—"}</Td>
             <Td>
               <Badge tone={tone(row.status)}>{row.status.replaceAll("_", " ")}</Badge>

@@ -1,8 +1,10 @@
 "use client";
 /** Cedar draft editor: check (validation + replay against recent proposals), save, publish. */
 import { useActionState } from "react";
+import { Inert } from "@/components/ui/inert";
 import { Button } from "@/components/ui/primitives";
 import type { DraftState } from "@/app/(console)/policies/actions";
+import { cutAt } from "@/lib/review/invisible";
 
 function label(d: { decision: string | null; approvalsRequired: number }) {
   return d.decision === "escalate" ? `escalate (${d.approvalsRequired})` : (d.decision ?? "—");
@@ -50,7 +52,7 @@ export function DraftEditor({ initialText, action }: { initialText: string; acti
           {data.errors.length === 0 ? <p className="text-emerald-800">The draft is valid.</p> : null}
           {[...data.errors, ...data.warnings].map((p, i) => (
             <p key={i} className={i < data.errors.length ? "text-red-800" : "text-amber-800"}>
-              line {p.line}, column {p.column}: {p.message}
+              line {p.line}, column {p.column}: <Inert text={p.message} />
             </p>
           ))}
           {data.replay ? (
@@ -64,7 +66,7 @@ export function DraftEditor({ initialText, action }: { initialText: string; acti
                   .map((row) => (
                     <li key={row.runId} className="font-mono text-xs">
                       <a className="underline" href={`/runs/${row.runId}`}>
-                        {row.agent}: {row.purpose.slice(0, 60)}
+                        <Inert text={row.agent} />: <Inert text={cutAt(row.purpose, 60)} />
                       </a>{" "}
                       {label(row.before)} → {label(row.after)}
                     </li>

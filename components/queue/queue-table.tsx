@@ -2,11 +2,13 @@
 /**
  * The live review queue: rendered on the server first, then refreshed every 3 s from
  * GET /api/queue with the same filters (which live in the URL, so a filtered view can be shared
- * and survives reloads). Everything shown is already inert text from the presenter.
+ * and survives reloads). Everything shown is inert text from the presenter, rendered through
+ * components/ui/inert.tsx (hidden characters as marker elements).
  */
 import Form from "next/form";
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
+import { Inert } from "@/components/ui/inert";
 import { Badge, EmptyState, Table, Td } from "@/components/ui/primitives";
 import type { QueueItem, QueueView } from "@/lib/review/dto";
 import { QUEUE_POLL_MS } from "./queue-badge";
@@ -36,10 +38,12 @@ function Row({ item, now }: { item: QueueItem; now: string }) {
       <Td>
         <span title={item.createdAt}>{age(item.createdAt, now)}</span>
       </Td>
-      <Td>{item.agent}</Td>
+      <Td>
+        <Inert text={item.agent} />
+      </Td>
       <Td>
         <Link href={`/runs/${item.id}`} className="font-medium text-teal-800 underline-offset-2 hover:underline">
-          {item.purpose}
+          <Inert text={item.purpose} />
         </Link>
       </Td>
       <Td>

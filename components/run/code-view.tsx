@@ -1,9 +1,14 @@
 /**
  * The script with line numbers, syntax colours and findings marked on their lines. Tokens come
- * from the server's highlighter as inert text and are rendered as React text nodes only.
+ * from the server's highlighter (the script's exact characters, on JavaScript's lines, so line N
+ * is line N of the findings) and are rendered through components/ui/inert.tsx: text nodes, and a
+ * marker element for every hidden character — ESC, bidi controls, and the U+2028/U+2029 that end
+ * a line (shown at the end of the line they end).
  */
 import { Fragment } from "react";
+import { Inert } from "@/components/ui/inert";
 import type { FindingItem, HighlightedLine, LineDiff, TokenKind } from "@/lib/review/dto";
+import { splitJsLines } from "@/lib/review/invisible";
 
 const TOKEN_CLASS = {
   keyword: "text-fuchsia-300",
@@ -41,7 +46,7 @@ export function CodeView({ lines, findingsByLine, label }: { lines: HighlightedL
                     <span className="sr-only">line {line}: </span>
                     {tokens.map((token, k) => (
                       <span key={k} className={TOKEN_CLASS[token.kind]}>
-                        {token.text}
+                        <Inert text={token.text} />
                       </span>
                     ))}
                   </td>
@@ -52,7 +57,8 @@ export function CodeView({ lines, findingsByLine, label }: { lines: HighlightedL
                     <td className="pr-4 pb-1">
                       {findings.map((finding, k) => (
                         <p key={k} role="note" data-testid="finding" className={`my-0.5 rounded px-2 py-0.5 font-sans ${SEVERITY_CLASS[finding.severity] ?? SEVERITY_CLASS.info}`}>
-                          <strong>{finding.severity}</strong> {finding.code} (line {finding.line}, column {finding.column}): {finding.message}
+                          <strong>{finding.severity}</strong> <span data-finding-code={finding.code}>{finding.code}</span> (line {finding.line}, column {finding.column}):{" "}
+                          <Inert text={finding.message} />
                         </p>
                       ))}
                     </td>
@@ -93,11 +99,19 @@ export function DiffView({
                 <span aria-hidden="true">{line.kind === "added" ? "+" : line.kind === "removed" ? "−" : " "}</span>
                 <span className="sr-only">{line.kind === "same" ? "" : line.kind}</span>
               </td>
-              <td className="whitespace-pre pr-4">{line.text}</td>
+              <td className="whitespace-pre pr-4">
+                <Inert text={line.text} />
+              </td>
             </tr>
           ))}
         </tbody>
       </table>
     </div>
   );
+}
+
+/** Code without analysis (e.g. in the audit timeline): the same numbered JavaScript lines and markers, uncoloured. */
+export function PlainCodeView({ code, label }: { code: string; label: string }) {
+  const lines: HighlightedLine[] = splitJsLines(code).map((text) => (text ? [{ kind: "text", text }] : []));
+  return <CodeView lines={lines} findingsByLine={{}} label={label} />;
 }

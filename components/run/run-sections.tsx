@@ -1,9 +1,11 @@
 /**
- * Read-only sections of the run page. Everything rendered here is inert text from the presenter
- * (React text nodes; no HTML from scripts, tools or agents).
+ * Read-only sections of the run page. Everything rendered here is inert text from the presenter,
+ * shown through components/ui/inert.tsx (React text nodes, and marker elements for hidden
+ * characters; no HTML from scripts, tools or agents).
  */
 import Link from "next/link";
 import type { ReactNode } from "react";
+import { Inert, InertOr } from "@/components/ui/inert";
 import { Badge, Card, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import type { RunDetail } from "@/lib/review/dto";
@@ -38,7 +40,9 @@ export function Capabilities({ run }: { run: RunDetail }) {
     <Table caption="Tools this script may call" headers={["Tool", "Annotations", "Data class", "Description"]}>
       {run.capabilities.map((tool) => (
         <tr key={tool.name} data-testid={`capability-${tool.name}`}>
-          <Td className="font-mono text-xs">{tool.name}</Td>
+          <Td className="font-mono text-xs">
+            <Inert text={tool.name} />
+          </Td>
           <Td>
             <div className="flex flex-wrap gap-1">
               {!tool.known ? <Badge tone="bad">unknown tool (treated as destructive)</Badge> : null}
@@ -51,7 +55,9 @@ export function Capabilities({ run }: { run: RunDetail }) {
             </div>
           </Td>
           <Td>{tool.dataClass ? <Badge tone={["pii", "financial", "phi"].includes(tool.dataClass) ? "warn" : "neutral"}>{tool.dataClass}</Badge> : "—"}</Td>
-          <Td className="text-xs text-slate-600">{tool.description ?? "—"}</Td>
+          <Td className="text-xs text-slate-600">
+            <InertOr text={tool.description} fallback="—" />
+          </Td>
         </tr>
       ))}
     </Table>
@@ -65,7 +71,9 @@ export function Inputs({ run }: { run: RunDetail }) {
       {run.inputs.map((input) => (
         <li key={input.name} data-testid={`input-${input.name}`}>
           <p className="flex flex-wrap items-center gap-2 text-sm">
-            <span className="font-mono">{input.name}</span>
+            <span className="font-mono">
+              <Inert text={input.name} />
+            </span>
             <Badge tone={["pii", "financial", "phi"].includes(input.dataClass) ? "warn" : "neutral"}>{input.dataClass}</Badge>
             <span className="text-slate-600">{input.sizeBytes === null ? "missing" : `${input.sizeBytes.toLocaleString("en")} bytes`}</span>
             {input.mediaType ? <span className="text-slate-500">{input.mediaType}</span> : null}
@@ -73,7 +81,7 @@ export function Inputs({ run }: { run: RunDetail }) {
           </p>
           {input.preview !== null ? (
             <Pre label={`Preview of ${input.name}`}>
-              {input.preview}
+              <Inert text={input.preview} />
               {input.previewTruncated ? "\n… (preview shows the first 20 lines)" : ""}
             </Pre>
           ) : (
@@ -101,12 +109,18 @@ export function PolicyDecision({ run }: { run: RunDetail }) {
       <ul className="space-y-2">
         {run.reasons.map((reason) => (
           <li key={reason.policyId} className="rounded-md border border-slate-200 p-3" data-testid={`reason-${reason.policyId}`}>
-            <p className="font-mono text-xs text-slate-500">{reason.policyId}</p>
-            <p className="text-sm">{reason.text}</p>
+            <p className="font-mono text-xs text-slate-500">
+              <Inert text={reason.policyId} />
+            </p>
+            <p className="text-sm">
+              <Inert text={reason.text} />
+            </p>
             {reason.source ? (
               <details className="mt-1">
                 <summary className="cursor-pointer text-xs text-teal-800">Policy text</summary>
-                <Pre label={`Cedar text of ${reason.policyId}`}>{reason.source}</Pre>
+                <Pre label={`Cedar text of ${reason.policyId}`}>
+                  <Inert text={reason.source} />
+                </Pre>
               </details>
             ) : null}
           </li>
@@ -121,14 +135,18 @@ export function Provenance({ run }: { run: RunDetail }) {
   return (
     <dl className="grid grid-cols-[auto_1fr] gap-x-4 gap-y-1 text-sm">
       <dt className="text-slate-500">Model</dt>
-      <dd>{p.model ?? "not stated"}</dd>
+      <dd>
+        <InertOr text={p.model} fallback="not stated" />
+      </dd>
       <dt className="text-slate-500">Conversation</dt>
-      <dd className="font-mono text-xs">{p.conversationId ?? "not stated"}</dd>
+      <dd className="font-mono text-xs">
+        <InertOr text={p.conversationId} fallback="not stated" />
+      </dd>
       <dt className="text-slate-500">Prompt</dt>
       <dd>
         {p.prompt ? (
           <Pre label="Prompt excerpt">
-            {p.prompt}
+            <Inert text={p.prompt} />
             {p.promptLength > p.prompt.length ? `\n… (${p.promptLength} characters in all)` : ""}
           </Pre>
         ) : (
@@ -150,7 +168,9 @@ export function SameCode({ run }: { run: RunDetail }) {
               <Time iso={other.createdAt} />
             </Link>
           </Td>
-          <Td>{other.agent}</Td>
+          <Td>
+            <Inert text={other.agent} />
+          </Td>
           <Td>
             <Badge>{other.status.replaceAll("_", " ")}</Badge> {other.decision ? <span className="text-xs text-slate-500">policy: {other.decision}</span> : null}
           </Td>
@@ -186,7 +206,9 @@ export function Outcome({ run }: { run: RunDetail }) {
       {outcome.error ? (
         <div role="note" className="rounded-md border border-red-200 bg-red-50 p-3 text-sm" data-testid="run-error">
           <p className="font-mono text-xs text-red-800">{outcome.error.code}</p>
-          <p className="whitespace-pre-wrap text-red-900">{outcome.error.message}</p>
+          <p className="whitespace-pre-wrap text-red-900">
+            <Inert text={outcome.error.message} />
+          </p>
           {outcome.error.untrusted ? <p className="mt-1 text-xs text-red-700">This text came from the script or a tool; it is untrusted.</p> : null}
         </div>
       ) : null}
@@ -195,14 +217,16 @@ export function Outcome({ run }: { run: RunDetail }) {
           Flags:{" "}
           {outcome.flags.map((flag) => (
             <Badge key={flag} tone="warn">
-              {flag}
+              <Inert text={flag} />
             </Badge>
           ))}
         </p>
       ) : null}
       <div>
         <h3 className="mb-1 text-sm font-semibold text-slate-700">Result{outcome.truncated ? " (truncated for the agent; complete here)" : ""}</h3>
-        {outcome.result === null ? <p className="text-sm text-slate-600">No result.</p> : <Pre label="Result">{outcome.result}</Pre>}
+        {outcome.result === null ? <p className="text-sm text-slate-600">No result.</p> : <Pre label="Result">
+            <Inert text={outcome.result} />
+          </Pre>}
       </div>
       <div>
         <h3 className="mb-1 text-sm font-semibold text-slate-700">Logs</h3>
@@ -212,7 +236,7 @@ export function Outcome({ run }: { run: RunDetail }) {
           <Pre label="Logs">
             {outcome.logs.map((line, i) => (
               <span key={i} className={line.level === "error" ? "text-red-700" : line.level === "warn" ? "text-amber-700" : undefined}>
-                [{line.level}] {line.text}
+                [{line.level}] <Inert text={line.text} />
                 {"\n"}
               </span>
             ))}
@@ -225,7 +249,10 @@ export function Outcome({ run }: { run: RunDetail }) {
           <ul className="text-sm">
             {outcome.artifacts.map((a) => (
               <li key={a.name}>
-                <span className="font-mono">{a.name}</span> — {a.sizeBytes} bytes, sha256 <code className="text-xs">{a.sha256.slice(0, 16)}…</code>
+                <span className="font-mono">
+                  <Inert text={a.name} />
+                </span>{" "}
+                — {a.sizeBytes} bytes, sha256 <code className="text-xs">{a.sha256.slice(0, 16)}…</code>
               </li>
             ))}
           </ul>
@@ -244,16 +271,24 @@ export function ToolCalls({ run }: { run: RunDetail }) {
           <details className="rounded-md border border-slate-200" data-testid={`tool-call-${call.seq}`}>
             <summary className="cursor-pointer px-3 py-2 text-sm">
               <span className="font-mono">
-                #{call.seq} {call.name}
+                #{call.seq} <Inert text={call.name} />
               </span>{" "}
               <Badge tone={call.outcome === "ok" ? "good" : "bad"}>{call.outcome}</Badge> <span className="text-slate-500">{call.durationMs} ms</span>
             </summary>
             <div className="space-y-2 px-3 pb-3">
               <h3 className="text-xs font-semibold text-slate-600">Arguments</h3>
-              <Pre label={`Arguments of call ${call.seq}`}>{call.args}</Pre>
+              <Pre label={`Arguments of call ${call.seq}`}>
+                <Inert text={call.args} />
+              </Pre>
               <h3 className="text-xs font-semibold text-slate-600">Result</h3>
-              <Pre label={`Result of call ${call.seq}`}>{call.result}</Pre>
-              {call.error ? <p className="text-sm text-red-800">Error: {call.error}</p> : null}
+              <Pre label={`Result of call ${call.seq}`}>
+                <Inert text={call.result} />
+              </Pre>
+              {call.error ? (
+                <p className="text-sm text-red-800">
+                  Error: <Inert text={call.error} />
+                </p>
+              ) : null}
             </div>
           </details>
         </li>
@@ -268,7 +303,9 @@ export function Timeline({ run }: { run: RunDetail }) {
       {run.timeline.map((event) => (
         <li key={event.id} data-action={event.action}>
           <p className="text-sm">
-            <span className="font-mono text-xs font-semibold">{event.action}</span> <span className="text-slate-600">by {event.actor}</span>
+            <span className="font-mono text-xs font-semibold">{event.action}</span> <span className="text-slate-600">
+              by <Inert text={event.actor} />
+            </span>
           </p>
           <p className="text-xs text-slate-500">
             <Time iso={event.at} /> · event #{event.id}
@@ -276,7 +313,9 @@ export function Timeline({ run }: { run: RunDetail }) {
           {event.data !== "{}" ? (
             <details>
               <summary className="cursor-pointer text-xs text-teal-800">Details</summary>
-              <Pre label={`Data of event ${event.id}`}>{event.data}</Pre>
+              <Pre label={`Data of event ${event.id}`}>
+                <Inert text={event.data} />
+              </Pre>
             </details>
           ) : null}
         </li>
@@ -301,11 +340,17 @@ export function Reviews({ run }: { run: RunDetail }) {
         <ul className="space-y-1">
           {run.reviews.map((review) => (
             <li key={review.email} className="rounded-md bg-slate-50 px-3 py-2">
-              <span className="font-medium">{review.reviewer}</span> <Badge tone={review.verdict === "approve" ? "good" : "bad"}>{review.verdict.replaceAll("_", " ")}</Badge>{" "}
+              <span className="font-medium">
+                <Inert text={review.reviewer} />
+              </span> <Badge tone={review.verdict === "approve" ? "good" : "bad"}>{review.verdict.replaceAll("_", " ")}</Badge>{" "}
               <span className="text-xs text-slate-500">
                 <Time iso={review.at} />
               </span>
-              {review.comment ? <p className="mt-1 whitespace-pre-wrap">{review.comment}</p> : null}
+              {review.comment ? (
+                <p className="mt-1 whitespace-pre-wrap">
+                  <Inert text={review.comment} />
+                </p>
+              ) : null}
             </li>
           ))}
         </ul>

@@ -218,6 +218,95 @@ describe("findings", () => {
   });
 });
 
+describe("hidden characters and look-alike identifiers", () => {
+  /** The Trojan-source refund: a reviewer reads a one-cent refund, JavaScript runs 2,500.00. */
+  const TROJAN = "let amountMinor = 1; // one cent, goodwill\u2028amountMinor = 250000;";
+
+  it("flags U+2028 where it ends the comment, and counts the line after it as line 2 as JavaScript does", () => {
+    const result = analyze(TROJAN);
+    const hidden = result.findings.filter((f) => f.code === "invisible_character");
+    expect(hidden).toEqual([
+      { code: "invisible_character", severity: "warning", message: expect.stringContaining("U+2028 LINE SEPARATOR"), line: 1, column: 43 },
+    ]);
+    expect(hidden[0]!.message).toMatch(/ends the line/);
+    // The assignment the comment seems to hide is code on line 2: a finding inside it says so.
+    const probe = analyze(`${TROJAN}\u2029const c = ({}).constructor;`);
+    expect(at(probe, "constructor_access")).toEqual([[3, 11]]);
+    expect(at(probe, "invisible_character")).toEqual([[1, 43], [2, 22]]);
+  });
+
+  it.each([
+    ["U+2029", "\u2029", "U+2029 PARAGRAPH SEPARATOR"],
+    ["U+00AD", "\u00ad", "U+00AD SOFT HYPHEN"],
+    ["U+034F", "\u034f", "U+034F COMBINING GRAPHEME JOINER"],
+    ["U+115F", "\u115f", "U+115F HANGUL CHOSEONG FILLER"],
+    ["U+3164", "\u3164", "U+3164 HANGUL FILLER"],
+    ["U+FFA0", "\uffa0", "U+FFA0 HALFWIDTH HANGUL FILLER"],
+    ["U+180E", "\u180e", "U+180E MONGOLIAN VOWEL SEPARATOR"],
+    ["U+E0041", "\u{e0041}", "U+E0041 TAG LATIN CAPITAL LETTER A"],
+    ["U+202E", "\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE"],
+    ["U+001B", "\u001b", "U+001B ESCAPE"],
+  ])("flags %s in a string on line 2, at its column", (_label, char, described) => {
+    const result = analyze(`const a = 1;\nconst s = "x${char}y";\nreturn s;`);
+    const hidden = result.findings.filter((f) => f.code === "invisible_character");
+    expect(hidden).toEqual([expect.objectContaining({ severity: "warning", line: 2, column: 13, message: expect.stringContaining(described) })]);
+  });
+
+  it("reports one finding per astral code point, not per surrogate", () => {
+    const result = analyze('const s = "\u{e0041}\u{e0042}";\nreturn s;');
+    expect(at(result, "invisible_character")).toEqual([[1, 12], [1, 14]]);
+  });
+
+  it("flags a hidden character used as an identifier, and a lone CR, but not CRLF, LF or tab", () => {
+    expect(at(analyze("const \u3164 = 1;\nreturn \u3164;"), "invisible_character")).toEqual([[1, 7], [2, 8]]);
+    expect(at(analyze("const a = 1;\r\n\tconst b = 2;\nreturn a + b;"), "invisible_character")).toEqual([]);
+    expect(at(analyze("let x = 1; // note\rx = 2;\nreturn x;"), "invisible_character")).toEqual([[1, 19]]);
+  });
+
+  it("caps the list and says how many more there are", () => {
+    const result = analyze(`const s = "${"\u200b".repeat(30)}";`);
+    const hidden = result.findings.filter((f) => f.code === "invisible_character");
+    expect(hidden).toHaveLength(21);
+    expect(hidden[20]!.message).toBe("10 more invisible characters not listed");
+  });
+
+  it("flags identifiers that mix scripts, naming the look-alike letter, once per name", () => {
+    // "amоunt" with U+043E CYRILLIC SMALL LETTER O.
+    const result = analyze("const amount = 1;\nconst am\u043eunt = 250000;\nreturn am\u043eunt + amount;");
+    const found = result.findings.filter((f) => f.code === "confusable_identifier");
+    expect(found).toEqual([
+      {
+        code: "confusable_identifier",
+        severity: "warning",
+        message: 'identifier "am\u043eunt" mixes Latin and Cyrillic letters: U+043E CYRILLIC SMALL LETTER O (looks like Latin "o")',
+        line: 2,
+        column: 7,
+      },
+    ]);
+  });
+
+  it("flags a name written entirely in Cyrillic or Greek look-alikes, and property names too", () => {
+    expect(at(analyze("const \u0440\u0430\u0443 = 1;\nreturn \u0440\u0430\u0443;"), "confusable_identifier")).toEqual([[1, 7]]);
+    expect(analyze("const x = { \u0391\u0392: 1 };\nreturn x;").findings.find((f) => f.code === "confusable_identifier")?.message).toContain('look like the Latin name "AB"');
+    expect(at(analyze("const o = { a: 1 };\nreturn o.\u0430;"), "confusable_identifier")).toEqual([[2, 10]]);
+  });
+
+  it("accepts ordinary names: Latin with digits, _ and $, one non-Latin script, and Latin with Japanese", () => {
+    const result = analyze(
+      [
+        "const total_2$ = 1;",
+        "const сумма = 2;", // Russian, one script: not every letter is a Latin look-alike
+        "const μ = 3;",
+        "const 合計データ = 4;",
+        "const userの名前 = 5;",
+        "return total_2$ + сумма + μ + 合計データ + userの名前;",
+      ].join("\n"),
+    );
+    expect(codes(result)).not.toContain("confusable_identifier");
+    expect(codes(result)).not.toContain("invisible_character");
+  });
+});
+
 describe("type checking", () => {
   it("reports type errors at their line and column in the submitted code", () => {
     const result = analyze(

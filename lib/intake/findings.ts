@@ -6,7 +6,9 @@
  *
  * Severities: `critical` makes the proposal unrunnable under the default policies; `error` is a
  * type error (the script may still run, reviewers see it); `warning` needs a human's eye;
- * `info` is recorded for the audit trail only.
+ * `info` is recorded for the audit trail only. The shipped default policies escalate the
+ * warnings that hide what a reviewer reads (invisible_character, confusable_identifier) even for
+ * read-only scripts; other warnings only raise the risk shown in the queue.
  */
 
 export type Severity = "info" | "warning" | "error" | "critical";
@@ -41,6 +43,14 @@ export const FINDING_RULES = {
   unbounded_loop: {
     severity: "warning",
     summary: "an unbounded loop calls a tool that is not read-only",
+  },
+  invisible_character: {
+    severity: "warning",
+    summary: "the script contains an invisible or direction-changing character (such as U+2028, which ends a // comment) that can hide code from a reviewer",
+  },
+  confusable_identifier: {
+    severity: "warning",
+    summary: "an identifier mixes scripts or uses letters that look like Latin ones (such as Cyrillic о), so it can pass for another name",
   },
   analysis_error: { severity: "critical", summary: "the analyser failed on this script" },
 } as const satisfies Record<string, { severity: Severity; summary: string }>;

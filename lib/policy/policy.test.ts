@@ -140,6 +140,34 @@ describe("the default policy set", () => {
     expect(decision.decision).toBe("deny");
     expect(ids(decision)).toEqual(["deny-critical-findings"]);
   });
+
+  it("escalates, never allows, a read-only script that hides code behind U+2028 (invisible_character)", () => {
+    // The review page would show a one-cent refund inside a comment; JavaScript runs the assignment.
+    const trojan = "let amountMinor = 1; // one cent, goodwill\u2028amountMinor = 250000;";
+    const decision = decideScript(trojan);
+    expect(decision).toMatchObject({ decision: "escalate", approvalsRequired: 1, reviewerRole: "reviewer" });
+    expect(ids(decision)).toEqual(["review-hidden-code"]);
+    expect(decision.reasons[0]!.source).toContain('"invisible_character"');
+    // The same script with a plain newline is an ordinary read-only script.
+    expect(decideScript(trojan.replace("\u2028", "\n")).decision).toBe("allow");
+  });
+
+  it("escalates the finding codes themselves, whatever else the script does", () => {
+    const hidden: Finding[] = [{ code: "invisible_character", severity: "warning", message: "U+202E RIGHT-TO-LEFT OVERRIDE", line: 1, column: 5 }];
+    expect(decide(request({ findings: hidden }), defaults)).toMatchObject({ decision: "escalate", approvalsRequired: 1 });
+    const confusable: Finding[] = [{ code: "confusable_identifier", severity: "warning", message: "identifier mixes scripts", line: 1, column: 5 }];
+    expect(ids(decide(request({ findings: confusable }), defaults))).toEqual(["review-hidden-code"]);
+    // With a destructive tool the stricter escalation still decides the quorum.
+    const both = decide(request({ findings: hidden, facts: { ...READ_ONLY_PUBLIC, effect: "destructive" } }), defaults);
+    expect(both).toMatchObject({ decision: "escalate", approvalsRequired: 2 });
+    expect(ids(both)).toEqual(["review-destructive", "review-hidden-code"]);
+  });
+
+  it("escalates a read-only script with a Cyrillic look-alike in a name (confusable_identifier)", () => {
+    const decision = decideScript("const hits = await tools.docs.search({ query: 'x' });\nconst t\u043etal = hits.length;\nreturn t\u043etal;");
+    expect(decision).toMatchObject({ decision: "escalate", approvalsRequired: 1 });
+    expect(ids(decision)).toEqual(["review-hidden-code"]);
+  });
 });
 
 describe("decide on other policy sets", () => {

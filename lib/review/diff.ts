@@ -2,7 +2,12 @@
  * A small line diff (longest common subsequence) for comparing an agent's attempts at a script.
  * Pure; quadratic in lines, so inputs are capped: beyond MAX_DIFF_LINES per side the diff gives up
  * and says so rather than burning the request.
+ *
+ * Lines are JavaScript's lines (lib/review/invisible.ts splitJsLines), as on the code view: a line
+ * ended by U+2028, U+2029 or a lone "\r" keeps that character, so the diff shows its marker.
+ * Texts are the lines as they are; render them through components/ui/inert.tsx.
  */
+import { splitJsLines } from "./invisible";
 
 export type DiffLine = { kind: "same" | "added" | "removed"; text: string; oldLine?: number; newLine?: number };
 export type LineDiff = { lines: DiffLine[]; added: number; removed: number; tooLarge: boolean };
@@ -10,8 +15,8 @@ export type LineDiff = { lines: DiffLine[]; added: number; removed: number; tooL
 export const MAX_DIFF_LINES = 2_000;
 
 export function diffLines(before: string, after: string): LineDiff {
-  const a = before.split("\n");
-  const b = after.split("\n");
+  const a = splitJsLines(before);
+  const b = splitJsLines(after);
   if (a.length > MAX_DIFF_LINES || b.length > MAX_DIFF_LINES) return { lines: [], added: 0, removed: 0, tooLarge: true };
   // Trim the common prefix and suffix first: attempts usually differ in a few lines.
   let start = 0;

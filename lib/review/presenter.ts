@@ -1,7 +1,8 @@
 /**
  * Read models of the review console (issue 5 "Queue" and "Run page"): plain, serializable DTOs,
  * never Prisma objects. Every string that came from an agent, a script or a tool passes through
- * lib/review/inert.ts here, so components only ever render inert text nodes.
+ * lib/review/inert.ts here; hidden characters are kept, for components to render through
+ * components/ui/inert.tsx as marker elements.
  *
  * `viewer` decides only what is *offered* (the decision form, the cancel button); the service
  * functions enforce the same rules again on the server.
@@ -15,7 +16,7 @@ import type { Finding } from "@/lib/intake/findings";
 import { CANCELLABLE_BEFORE_START } from "@/lib/runs/states";
 import { diffLines, type LineDiff } from "./diff";
 import { highlight, type HighlightedLine } from "./highlight";
-import { hasHiddenCharacters, inertJson, inertText } from "./inert";
+import { hasHiddenCharacters, inertCode, inertJson, inertText } from "./inert";
 
 // ---------------------------------------------------------------------------------------------
 // Risk
@@ -487,5 +488,6 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
 }
 
 function inertDiff(diff: LineDiff): LineDiff {
-  return { ...diff, lines: diff.lines.map((line) => ({ ...line, text: inertText(line.text, 2_000) })) };
+  // Code: ESC and every hidden character stay, to be marked (not stripped) on the page.
+  return { ...diff, lines: diff.lines.map((line) => ({ ...line, text: inertCode(line.text, 2_000) })) };
 }

@@ -7,6 +7,7 @@ import { requireUserPage } from "@/lib/auth/session";
 import { prisma } from "@/lib/db";
 import { listPolicyVersions } from "@/lib/policy/versions-presenter";
 import { draftAction } from "./actions";
+import { PlainCodeView } from "@/components/run/code-view";
 
 export const metadata: Metadata = { title: "Policies" };
 
@@ -44,7 +45,7 @@ export default async function PoliciesPage() {
         </Card>
       ) : published ? (
         <Card title={`Published policy v${published.version}`} className="mt-6">
-          <pre className="overflow-x-auto whitespace-pre font-mono text-xs">{published.text}</pre>
+          <PlainCodeView code={published.text} label="Published policy" />
         </Card>
       ) : null}
     </>

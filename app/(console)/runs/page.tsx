@@ -5,6 +5,7 @@ import { Time } from "@/components/ui/time";
 import { requireUserPage } from "@/lib/auth/session";
 import { prisma } from "@/lib/db";
 import { recentRuns } from "@/lib/review/presenter";
+import { Inert } from "@/components/ui/inert";
 
 export const metadata: Metadata = { title: "Runs" };
 
@@ -23,10 +24,10 @@ export default async function RunsPage() {
               <Td>
                 <Time iso={run.createdAt} />
               </Td>
-              <Td>{run.agent}</Td>
+              <Td><Inert text={run.agent} /></Td>
               <Td>
                 <Link href={`/runs/${run.id}`} className="font-medium text-teal-800 underline-offset-2 hover:underline">
-                  {run.purpose}
+                  <Inert text={run.purpose} />
                 </Link>
               </Td>
               <Td>

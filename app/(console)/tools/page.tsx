@@ -7,6 +7,7 @@ import { requireUserPage } from "@/lib/auth/session";
 import { listUpstreamServers } from "@/lib/broker/registry-presenter";
 import { prisma } from "@/lib/db";
 import { acceptToolAction } from "./actions";
+import { Inert } from "@/components/ui/inert";
 
 export const metadata: Metadata = { title: "Tools" };
 
@@ -43,8 +44,8 @@ export default async function ToolsPage() {
             <Table caption={`Tools of ${server.name}`} headers={["Tool", "Description", "Annotations", "Data class", "State"]}>
               {server.tools.map((tool) => (
                 <tr key={tool.name} data-testid={`tool-${server.name}.${tool.name}`}>
-                  <Td className="font-mono text-xs">{tool.name}</Td>
-                  <Td>{tool.description}</Td>
+                  <Td className="font-mono text-xs"><Inert text={tool.name} /></Td>
+                  <Td><Inert text={tool.description} /></Td>
                   <Td className="text-xs">{tool.annotations.join(", ") || "none declared"}</Td>
                   <Td>{tool.dataClass}</Td>
                   <Td>{tool.quarantined ? <Badge tone="bad">quarantined</Badge> : <Badge tone="good">pinned</Badge>}</Td>
