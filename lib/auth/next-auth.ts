@@ -6,12 +6,14 @@
  *
  * Sessions are JWTs holding only the user id; the role is re-read from the database on every
  * request (currentActor), so a role change or a disabled account takes effect at once.
+ * Signing out is audited (`auth.signed_out`, by the person, through the signOut event); a failure
+ * to record it is logged by next-auth and the session cookie is cleared anyway.
  */
 import NextAuth, { CredentialsSignin, type NextAuthConfig } from "next-auth";
 import Credentials from "next-auth/providers/credentials";
 import { env } from "@/lib/env";
 import { prisma } from "@/lib/db";
-import { signInWithPassword } from "./users";
+import { recordSignedOut, signInWithPassword } from "./users";
 
 export class RateLimitedSignin extends CredentialsSignin {
   code = "rate_limited";
@@ -53,6 +55,12 @@ function buildConfig(): NextAuthConfig {
       },
     },
     providers,
+    events: {
+      async signOut(message) {
+        const userId = "token" in message ? message.token?.sub : undefined;
+        if (userId) await recordSignedOut(prisma(), userId);
+      },
+    },
     callbacks: {
       async signIn({ user, account, profile }) {
         if (account?.provider !== "oidc") return true;

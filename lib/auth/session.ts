@@ -4,6 +4,7 @@
  */
 import "server-only";
 import { forbidden, redirect } from "next/navigation";
+import { recordForbidden } from "@/lib/audit/access";
 import { prisma } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import { auth } from "./next-auth";
@@ -20,14 +21,17 @@ export async function currentUser(): Promise<(UserActor & { name: string }) | nu
   return { type: "user", id: user.id, email: user.email, role: user.role, name: user.name };
 }
 
-/** For pages: anonymous visitors go to /login; a missing scope is a 403 (see app/(console)/forbidden). */
+/** For pages: anonymous visitors go to /login; a missing scope is a 403 (see app/forbidden.tsx), audited as auth.forbidden. */
 export async function requireUserPage(scope: Scope): Promise<UserActor & { name: string }> {
   const user = await currentUser();
   if (!user) redirect("/login");
   try {
     requireScope(user, scope);
   } catch (error) {
-    if (error instanceof AppError && error.code === "forbidden") forbidden();
+    if (error instanceof AppError && error.code === "forbidden") {
+      await recordForbidden(prisma(), user, error, "page");
+      forbidden();
+    }
     throw error;
   }
   return user;

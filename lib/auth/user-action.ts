@@ -6,29 +6,51 @@
  * Guarantees: the result is a plain, typed value — `{ok: true, data}` or `{ok: false, error}` with
  * an AppError code (`forbidden`, `conflict`, …) and its safe message; anything that is not an
  * AppError is logged with its cause on the server and reported as `internal`, never leaked.
+ * A signed-in person refused (AppError "forbidden", by the scope check or by the service) is
+ * audited as `auth.forbidden` with the door (`action:<page path>` unless the caller names it).
  */
 import "server-only";
+import { headers } from "next/headers";
 import type { z } from "zod";
+import { recordForbidden } from "@/lib/audit/access";
 import { currentUser, type UserActor } from "@/lib/auth/session";
 import { requireScope, type Scope } from "@/lib/auth/scopes";
+import { prisma } from "@/lib/db";
 import { AppError, isAppError, toPublicError, type AppErrorCode } from "@/lib/errors";
 
 export type ActionError = { code: AppErrorCode; message: string; status: number; details?: Record<string, unknown> };
 export type ActionResult<T> = { ok: true; data: T } | { ok: false; error: ActionError };
 
-export function userAction<S extends z.ZodType, T>(scope: Scope, schema: S, handler: (actor: UserActor, input: z.output<S>) => Promise<T>) {
+/** `action:<path of the page it was sent from>` (the Referer's path; a label, not a proof), or `action`. */
+async function actionDoor(): Promise<string> {
+  try {
+    const referer = (await headers()).get("referer");
+    return referer ? `action:${new URL(referer).pathname}` : "action";
+  } catch {
+    return "action";
+  }
+}
+
+export function userAction<S extends z.ZodType, T>(
+  scope: Scope,
+  schema: S,
+  handler: (actor: UserActor, input: z.output<S>) => Promise<T>,
+  options: { door?: string } = {},
+) {
   return async (raw: unknown): Promise<ActionResult<T>> => {
+    let actor: UserActor | null = null;
     try {
       const parsed = schema.safeParse(raw);
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
         throw new AppError("bad_request", `${issue?.path.join(".") || "input"}: ${issue?.message ?? "invalid"}`);
       }
-      const actor = await currentUser();
+      actor = await currentUser();
       requireScope(actor, scope);
-      return { ok: true, data: await handler(actor as UserActor, parsed.data) };
+      return { ok: true, data: await handler(actor, parsed.data) };
     } catch (error) {
       if (!isAppError(error)) console.error(`action needing ${scope} failed`, error);
+      if (actor && isAppError(error) && error.code === "forbidden") await recordForbidden(prisma(), actor, error, options.door ?? (await actionDoor()));
       return { ok: false, error: toPublicError(error) };
     }
   };

@@ -106,3 +106,22 @@ export async function signInWithPassword(db: Db, rawEmail: unknown, rawPassword:
     { timeout: 15_000, maxWait: 15_000 },
   );
 }
+
+/**
+ * `auth.signed_out` for the person whose session just ended (next-auth's signOut event). The actor
+ * is that person; a session of a user who no longer exists records nothing.
+ */
+export async function recordSignedOut(db: Db, userId: string): Promise<boolean> {
+  if (!z.uuid().safeParse(userId).success) return false;
+  const user = await db.user.findUnique({ where: { id: userId }, select: { id: true, email: true, role: true } });
+  if (!user) return false;
+  await db.$transaction((tx) =>
+    recordAudit(tx, {
+      actor: { type: "user", id: user.id, email: user.email, role: user.role },
+      action: "auth.signed_out",
+      subject: { type: "user", id: user.id },
+      data: { email: user.email },
+    }),
+  );
+  return true;
+}

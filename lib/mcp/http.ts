@@ -8,10 +8,13 @@
  *     loopback names, AIRLOCK_PUBLIC_URL's host, or AIRLOCK_ALLOWED_HOSTS — else 403;
  *  2. bearer authentication: a missing, unknown, revoked or expired token gets the same 401 with
  *     `WWW-Authenticate: Bearer resource_metadata=…` (RFC 9728) — callers cannot tell them apart;
+ *     every token sent and refused is audited as `auth.token_rejected`, aggregated per token
+ *     prefix and minute under a global cap (lib/auth/token-rejections.ts);
  *  3. the MCP exchange itself, where each tool checks its own scope (lib/mcp/server.ts).
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { authenticateAgentToken } from "@/lib/auth/agents";
+import { tokenRejections } from "@/lib/auth/token-rejections";
 import { prisma } from "@/lib/db";
 import { env } from "@/lib/env";
 import { createMcpServer } from "./server";
@@ -80,6 +83,7 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
   const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
   const agent = token ? await authenticateAgentToken(prisma(), token) : null;
   if (!agent) {
+    if (token) await tokenRejections().reject(token);
     const metadata = `${publicBaseUrl(request)}/.well-known/oauth-protected-resource`;
     const challenge = token
       ? `Bearer error="invalid_token", error_description="The token is unknown, revoked or expired", resource_metadata="${metadata}"`

@@ -11,6 +11,10 @@
  *   typed `code` in the JSON text;
  * - anything unexpected is logged server-side and answered as an internal error without details.
  *
+ * Audit (lib/mcp/audit.ts): search_tools and list_inputs are recorded (`tools.searched`,
+ * `inputs.listed`), results of runs over regulated data as `run.result_read`, and a missing scope
+ * as `auth.forbidden` with the door `mcp:<tool>` — each before the agent gets the answer.
+ *
  * The tools/list answer is part of every agent's context: descriptions are short and schemas
  * plain JSON Schema (bench/mcp.ts measures its tokens).
  */
@@ -18,12 +22,15 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { CreateTaskResult } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { recordForbidden } from "@/lib/audit/access";
 import { requireScope } from "@/lib/auth/scopes";
-import { prisma } from "@/lib/db";
+import { prisma, type Db } from "@/lib/db";
 import { AppError, isAppError } from "@/lib/errors";
 import { appRuntime } from "@/lib/runs/runtime";
 import { listDatasets } from "@/lib/runs/datasets";
-import { BudgetExceeded, cancelRun, getRun, submitRun, type AgentActor, type RunView } from "@/lib/runs/service";
+import { cancelRun } from "@/lib/runs/cancel";
+import { BudgetExceeded, getRun, submitRun, type AgentActor, type RunView } from "@/lib/runs/service";
+import { recordAgentRead, recordResultRead, type ResultDoor } from "./audit";
 import { runTaskStore, taskOf } from "./tasks";
 
 export type McpContext = { agent: AgentActor; baseUrl: string };
@@ -106,6 +113,12 @@ function runResult(view: RunView): CallToolResult {
   return json(view, Boolean(view.error));
 }
 
+/** A run's view as a tool result, after recording a regulated result read (lib/mcp/audit.ts). */
+async function auditedRunResult(db: Db, ctx: McpContext, view: RunView, via: ResultDoor): Promise<CallToolResult> {
+  await recordResultRead(db, ctx.agent, view.runId, { via, hasResult: view.result !== undefined || view.logs !== undefined });
+  return runResult(view);
+}
+
 function parseOrThrow<T>(schema: z.ZodType<T>, raw: unknown): T {
   const parsed = schema.safeParse(raw ?? {});
   if (!parsed.success) {
@@ -133,16 +146,21 @@ async function callTool(ctx: McpContext, name: string, args: unknown, signal: Ab
       const input = parseOrThrow(searchSchema, args);
       const { broker } = await appRuntime(db);
       const hits = broker.search(input.query ?? "", input.detail, 50).filter((hit) => !input.server || hit.server === input.server);
+      await recordAgentRead(db, ctx.agent, {
+        action: "tools.searched",
+        subject: { type: "tool_registry" },
+        data: { query: input.query ?? null, server: input.server ?? null, detail: input.detail, results: hits.length },
+      });
       return json({ tools: hits });
     }
     case "submit_run": {
       const runtime = await appRuntime(db);
       const view = await submitRun(runtime, ctx.agent, args);
-      if (view.status !== "queued") return runResult(view);
-      return runResult(await getRun(runtime, ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, signal));
+      if (view.status !== "queued") return auditedRunResult(db, ctx, view, "submit_run");
+      return auditedRunResult(db, ctx, await getRun(runtime, ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, signal), "submit_run");
     }
     case "get_run":
-      return runResult(await getRun({ db }, ctx.agent, args ?? {}, signal));
+      return auditedRunResult(db, ctx, await getRun({ db }, ctx.agent, args ?? {}, signal), "get_run");
     case "cancel_run": {
       const { runId } = parseOrThrow(z.object({ runId: z.string() }).strict(), args);
       return json(await cancelRun({ db }, ctx.agent, runId));
@@ -150,7 +168,9 @@ async function callTool(ctx: McpContext, name: string, args: unknown, signal: Ab
     case "list_inputs": {
       requireScope(ctx.agent, "inputs:read");
       parseOrThrow(z.object({}).strict(), args);
-      return json({ inputs: await listDatasets(db) });
+      const inputs = await listDatasets(db);
+      await recordAgentRead(db, ctx.agent, { action: "inputs.listed", subject: { type: "dataset_list" }, data: { count: inputs.length } });
+      return json({ inputs });
     }
     default:
       throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name)}; tools/list shows the five tools.`);
@@ -180,11 +200,13 @@ export function createMcpServer(ctx: McpContext): Server {
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const door = `mcp:${request.params.name.slice(0, 64)}`;
     try {
       if (request.params.task) {
         if (request.params.name !== "submit_run") throw new McpError(ErrorCode.InvalidParams, `${request.params.name} does not run as a task; only submit_run does.`);
-        return await submitAsTask(ctx, request.params.arguments).catch((error: unknown) => {
+        return await submitAsTask(ctx, request.params.arguments).catch(async (error: unknown) => {
           // A task is created or refused: every refusal is a protocol error naming the reason.
+          await recordForbidden(prisma(), ctx.agent, error, door);
           if (error instanceof BudgetExceeded) throw new McpError(ErrorCode.InvalidRequest, `BUDGET_EXCEEDED: ${error.message}`);
           if (isAppError(error)) throw new McpError(error.code === "bad_request" || error.code === "payload_too_large" ? ErrorCode.InvalidParams : ErrorCode.InvalidRequest, error.message);
           throw error;
@@ -192,6 +214,7 @@ export function createMcpServer(ctx: McpContext): Server {
       }
       return await callTool(ctx, request.params.name, request.params.arguments, extra.signal);
     } catch (error) {
+      await recordForbidden(prisma(), ctx.agent, error, door);
       return toResultOrProtocolError(error);
     }
   });

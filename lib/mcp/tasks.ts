@@ -8,13 +8,20 @@
  * requested, expired, failed, timed out → `failed`; cancelled → `cancelled`. An agent only ever sees
  * its own runs. Results are the same tool result submit_run/get_run return; they are never stored
  * through this interface (storeTaskResult is refused).
+ *
+ * Audit: a missing scope is recorded as `auth.forbidden` (door `mcp:tasks/<method>`), and
+ * tasks/result of a run over regulated data as `run.result_read` (lib/mcp/audit.ts), before the
+ * answer is sent. tasks/get and tasks/list return no results and record nothing.
  */
 import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import { ErrorCode, McpError, type Result, type Task } from "@modelcontextprotocol/sdk/types.js";
-import { requireScope } from "@/lib/auth/scopes";
+import { recordForbidden } from "@/lib/audit/access";
+import { requireScope, type Scope } from "@/lib/auth/scopes";
 import type { Db } from "@/lib/db";
 import type { Run } from "@/lib/generated/prisma/client";
-import { cancelRun, presentRun, type AgentActor, type RunView } from "@/lib/runs/service";
+import { cancelRun } from "@/lib/runs/cancel";
+import { presentRun, type AgentActor, type RunView } from "@/lib/runs/service";
+import { recordResultRead } from "./audit";
 
 export const TASK_POLL_INTERVAL_MS = 2000;
 const PAGE = 50;
@@ -58,6 +65,14 @@ export function taskOf(run: Run): Task {
 }
 
 export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView) => Result): TaskStore {
+  const need = async (scope: Scope, method: string) => {
+    try {
+      requireScope(agent, scope);
+    } catch (error) {
+      await recordForbidden(db, agent, error, `mcp:tasks/${method}`);
+      throw error;
+    }
+  };
   const find = async (taskId: string) => {
     if (!/^[0-9a-f-]{36}$/i.test(taskId)) return null;
     return db.run.findFirst({ where: { id: taskId, agentId: agent.id } });
@@ -67,7 +82,7 @@ export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView
       throw new McpError(ErrorCode.InvalidRequest, "Tasks are created by submit_run only.");
     },
     async getTask(taskId) {
-      requireScope(agent, "runs:read");
+      await need("runs:read", "get");
       const run = await find(taskId);
       return run ? taskOf(run) : null;
     },
@@ -75,17 +90,22 @@ export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView
       throw new McpError(ErrorCode.InvalidRequest, "Task results are written by Airlock's executor only.");
     },
     async getTaskResult(taskId) {
-      requireScope(agent, "runs:read");
+      await need("runs:read", "result");
       const run = await find(taskId);
       if (!run) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
-      return toResult(await presentRun(db, run));
+      const view = await presentRun(db, run);
+      await recordResultRead(db, agent, run.id, { via: "tasks/result", hasResult: view.result !== undefined || view.logs !== undefined });
+      return toResult(view);
     },
     async updateTaskStatus(taskId, status) {
       if (status !== "cancelled") throw new McpError(ErrorCode.InvalidRequest, "Only cancellation can be requested.");
-      await cancelRun({ db }, agent, taskId);
+      await cancelRun({ db }, agent, taskId).catch(async (error: unknown) => {
+        await recordForbidden(db, agent, error, "mcp:tasks/cancel");
+        throw error;
+      });
     },
     async listTasks(cursor) {
-      requireScope(agent, "runs:read");
+      await need("runs:read", "list");
       const after = cursor ? await find(cursor) : null;
       const runs = await db.run.findMany({
         where: {

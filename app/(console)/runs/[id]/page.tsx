@@ -1,4 +1,5 @@
 import type { Metadata } from "next";
+import { headers } from "next/headers";
 import { notFound } from "next/navigation";
 import { AutoRefresh } from "@/components/run/auto-refresh";
 import { CancelButton } from "@/components/run/cancel-button";
@@ -7,10 +8,12 @@ import { DecisionForm } from "@/components/run/decision-form";
 import { Capabilities, Inputs, Outcome, PolicyDecision, Provenance, Reviews, SameCode, Section, Timeline, ToolCalls } from "@/components/run/run-sections";
 import { Badge } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
+import { isPageRefresh, recordRunViewed } from "@/lib/audit/access";
 import { requireUserPage } from "@/lib/auth/session";
 import { prisma } from "@/lib/db";
 import { runDetail } from "@/lib/review/presenter";
 import { cancelAction, decideAction } from "./actions";
+import { Inert } from "@/components/ui/inert";
 
 export const metadata: Metadata = { title: "Run" };
 export const dynamic = "force-dynamic";
@@ -34,13 +37,18 @@ export default async function RunPage({ params }: { params: Promise<{ id: string
   const { id } = await params;
   const run = await runDetail(prisma(), id, user);
   if (!run) notFound();
+  // One run.viewed per view, written before the page is sent; AutoRefresh's re-renders of the
+  // page already on screen (router.refresh) are covered by that event (lib/audit/access.ts).
+  await recordRunViewed(prisma(), user, run.id, { refresh: isPageRefresh(await headers(), `/runs/${id}`), status: run.status });
   return (
     <div className="space-y-5">
       {/* Votes of other reviewers and execution progress appear without a reload. */}
       <AutoRefresh active={MOVING.includes(run.status) || run.status === "pending_review"} everyMs={run.status === "pending_review" ? 5_000 : 2_000} />
       <header>
         <p className="font-mono text-xs text-slate-500">run {run.id}</p>
-        <h1 className="text-2xl font-semibold tracking-tight">{run.purpose}</h1>
+        <h1 className="text-2xl font-semibold tracking-tight">
+          <Inert text={run.purpose} />
+        </h1>
         <div className="mt-2 flex flex-wrap items-center gap-2 text-sm text-slate-700">
           <Badge tone={STATUS_TONE[run.status] ?? "neutral"}>
             <span data-testid="run-status">{run.status.replaceAll("_", " ")}</span>
@@ -52,7 +60,7 @@ export default async function RunPage({ params }: { params: Promise<{ id: string
             <Badge key={c}>{c}</Badge>
           ))}
           <span>
-            agent <strong>{run.agent.name}</strong> (owner {run.agent.owner})
+            agent <strong><Inert text={run.agent.name} /></strong> (owner {run.agent.owner})
           </span>
           <span>
             submitted <Time iso={run.createdAt} />
@@ -99,7 +107,7 @@ export default async function RunPage({ params }: { params: Promise<{ id: string
         </p>
         {run.code.hiddenCharacters ? (
           <p role="note" className="mb-2 rounded-md bg-amber-50 px-3 py-2 text-sm text-amber-900">
-            This script contains invisible or direction-changing characters; they are shown as ⟦U+…⟧ markers.
+            This script contains invisible or direction-changing characters; they are shown as highlighted U+… markers.
           </p>
         ) : null}
         <CodeView lines={run.code.lines} findingsByLine={run.code.findingsByLine} label="Script" />

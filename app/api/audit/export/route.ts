@@ -8,6 +8,7 @@ import { NextResponse, type NextRequest } from "next/server";
 import { EXPORT_FORMATS, type ExportFormat } from "@/lib/audit/export";
 import { filtersFromSearchParams } from "@/lib/audit/filters";
 import { exportAudited } from "@/lib/audit/service";
+import { recordForbidden } from "@/lib/audit/access";
 import { currentUser } from "@/lib/auth/session";
 import { requireScope } from "@/lib/auth/scopes";
 import { prisma } from "@/lib/db";
@@ -19,8 +20,9 @@ export const runtime = "nodejs";
 const CONTENT_TYPE: Record<ExportFormat, string> = { jsonl: "application/x-ndjson; charset=utf-8", csv: "text/csv; charset=utf-8" };
 
 export async function GET(request: NextRequest) {
+  let user: Awaited<ReturnType<typeof currentUser>> = null;
   try {
-    const user = await currentUser();
+    user = await currentUser();
     requireScope(user, "audit:export");
     const format = request.nextUrl.searchParams.get("format") ?? "";
     if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new AppError("bad_request", "format must be jsonl or csv");
@@ -53,6 +55,7 @@ export async function GET(request: NextRequest) {
       },
     });
   } catch (error) {
+    await recordForbidden(prisma(), user, error, "api:/api/audit/export");
     const failure = toPublicError(error);
     if (failure.code === "internal") console.error("GET /api/audit/export failed", error);
     return NextResponse.json({ error: failure }, { status: failure.status });

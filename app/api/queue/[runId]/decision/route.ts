@@ -13,8 +13,11 @@ import { userAction } from "@/lib/auth/user-action";
 
 export const dynamic = "force-dynamic";
 
-const decide = userAction("runs:review", z.object({ runId: z.string(), body: z.unknown() }).strict(), (actor, input) =>
-  decideRun(prisma(), actor, { ...(input.body && typeof input.body === "object" ? input.body : {}), runId: input.runId }),
+const decide = userAction(
+  "runs:review",
+  z.object({ runId: z.string(), body: z.unknown() }).strict(),
+  (actor, input) => decideRun(prisma(), actor, { ...(input.body && typeof input.body === "object" ? input.body : {}), runId: input.runId }),
+  { door: "api:/api/queue/decision" },
 );
 
 function sameOrigin(request: NextRequest): boolean {

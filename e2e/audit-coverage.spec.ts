@@ -1,0 +1,111 @@
+/**
+ * Audit coverage of the console in a real browser: each opening of a run's page is one `run.viewed`
+ * event — a page load or a client-side navigation — while the page's live refresh (router.refresh
+ * every few seconds while the run waits for review) adds none, and signing out leaves
+ * `auth.signed_out`. Events are read straight from the e2e database.
+ */
+import type { Page, Request } from "@playwright/test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createPrismaClient, type PrismaClient } from "../lib/db";
+import { expect, test } from "./fixtures";
+import { RunPage } from "./pages/run-page";
+
+type TextResult = { content: { type: string; text: string }[] };
+
+let db: PrismaClient;
+test.beforeAll(({ state }) => {
+  db = createPrismaClient(state.databaseUrl);
+});
+test.afterAll(async () => {
+  await db?.$disconnect();
+});
+
+/** A run that waits for two reviewers (pii + open world), so its page keeps refreshing itself. */
+async function submitPendingRun(baseURL: string, token: string, label: string): Promise<string> {
+  const client = new Client({ name: "e2e-audit-coverage", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", baseURL), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  try {
+    const result = (await client.callTool({
+      name: "submit_run",
+      arguments: {
+        code: `// audit coverage ${label} ${Date.now()}\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", message: "Reminder" });\nreturn { sent: true };`,
+        purpose: `Audit coverage: ${label}`,
+      },
+    })) as TextResult;
+    const view = JSON.parse(result.content[0]!.text) as { runId: string; status: string };
+    expect(view.status).toBe("pending_review");
+    return view.runId;
+  } finally {
+    await client.close();
+  }
+}
+
+const viewsOf = (runId: string) => db.auditEvent.findMany({ where: { action: "run.viewed", subjectType: "run", subjectId: runId }, orderBy: { id: "asc" } });
+
+/** Resolves after the page has made `count` live-refresh requests for the run page. */
+function liveRefreshes(page: Page, runId: string, count: number): Promise<void> {
+  let seen = 0;
+  return new Promise((resolve) => {
+    const onRequest = (request: Request) => {
+      const url = new URL(request.url());
+      if (url.pathname === `/runs/${runId}` && request.headers()["rsc"] === "1" && ++seen >= count) {
+        page.off("request", onRequest);
+        resolve();
+      }
+    };
+    page.on("request", onRequest);
+  });
+}
+
+test("opening a run page twice records two run.viewed events, however often the page refreshes itself", async ({ page, baseURL, state, loginAs }) => {
+  test.setTimeout(90_000);
+  const runId = await submitPendingRun(baseURL!, state.credentials.agent.token, "two views");
+  await loginAs("reviewer");
+  const reviewer = await db.user.findUniqueOrThrow({ where: { email: "reviewer@airlock.local" } });
+  const runPage = new RunPage(page);
+
+  await runPage.goto(runId);
+  await expect(runPage.status).toHaveText("pending review");
+  await expect.poll(async () => (await viewsOf(runId)).length).toBe(1);
+
+  await runPage.goto(runId);
+  await expect(runPage.status).toHaveText("pending review");
+  // The page refreshes every 5 s while the run waits for review; let it do so twice.
+  await liveRefreshes(page, runId, 2);
+  await page.waitForTimeout(1_000);
+
+  const views = await viewsOf(runId);
+  expect(views).toHaveLength(2);
+  for (const view of views) expect(view).toMatchObject({ actorType: "user", actorId: reviewer.id, data: { status: "pending_review" } });
+});
+
+test("a client-side navigation to a run page is a view; showing a link to it is not", async ({ page, baseURL, state, loginAs }) => {
+  const runId = await submitPendingRun(baseURL!, state.credentials.agent.token, "navigation");
+  await loginAs("reviewer");
+  await page.goto("/queue");
+  const link = page.locator(`a[href="/runs/${runId}"]`);
+  await expect(link).toBeVisible();
+  await link.hover(); // prefetch, if any, is not a view
+  await page.waitForTimeout(1_000);
+  expect(await viewsOf(runId)).toHaveLength(0);
+
+  await link.click();
+  await page.waitForURL(`**/runs/${runId}`);
+  await expect(new RunPage(page).status).toHaveText("pending review");
+  await expect.poll(async () => (await viewsOf(runId)).length).toBe(1);
+  await liveRefreshes(page, runId, 1);
+  await page.waitForTimeout(500);
+  expect(await viewsOf(runId)).toHaveLength(1);
+});
+
+test("signing out records auth.signed_out by the person who signed out", async ({ page, loginAs }) => {
+  await loginAs("compliance");
+  const person = await db.user.findUniqueOrThrow({ where: { email: "compliance@airlock.local" } });
+  const before = await db.auditEvent.count({ where: { action: "auth.signed_out", actorId: person.id } });
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.waitForURL((url) => url.pathname === "/login");
+  const events = await db.auditEvent.findMany({ where: { action: "auth.signed_out", actorId: person.id }, orderBy: { id: "asc" } });
+  expect(events).toHaveLength(before + 1);
+  expect(events.at(-1)).toMatchObject({ actorType: "user", subjectType: "user", subjectId: person.id, data: { email: "compliance@airlock.local" } });
+});

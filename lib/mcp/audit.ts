@@ -1,0 +1,54 @@
+/**
+ * What an agent reads through the MCP door, recorded before the answer is sent (each in its own
+ * short transaction; if the event cannot be written the call fails and the agent gets an
+ * internal error, not the data):
+ * - `tools.searched {query, server, detail, results}` for every search_tools;
+ * - `inputs.listed {count}` for every list_inputs;
+ * - `run.result_read {via, dataClasses, status}` whenever a run's result is handed to the agent
+ *   (get_run, submit_run when it answers with the result, tasks/result) and the run touches
+ *   regulated data — its inputs' classes or its tools' (facts.dataClasses), see
+ *   REGULATED_DATA_CLASSES in lib/intake/analyze.ts.
+ * Refusals (auth.forbidden) go through lib/audit/access.ts; rejected tokens through
+ * lib/auth/token-rejections.ts.
+ */
+import { recordAudit, type AuditEventInput } from "@/lib/audit/record";
+import type { Db } from "@/lib/db";
+import type { Prisma } from "@/lib/generated/prisma/client";
+import { AppError } from "@/lib/errors";
+import { touchesRegulatedData } from "@/lib/intake/analyze";
+import type { AgentActor } from "@/lib/runs/service";
+
+export async function recordAgentRead(db: Db, agent: AgentActor, event: Omit<AuditEventInput, "actor">): Promise<void> {
+  await db.$transaction((tx) => recordAudit(tx, { actor: agent, ...event }));
+}
+
+/** The data classes a run touches: its inputs' and, from analysis, its tools' (facts.dataClasses). */
+export function runDataClasses(run: { inputs: Prisma.JsonValue; facts: Prisma.JsonValue }): string[] {
+  const classes = new Set<string>();
+  if (Array.isArray(run.inputs)) {
+    for (const input of run.inputs) {
+      if (input && typeof input === "object" && !Array.isArray(input) && typeof input.dataClass === "string") classes.add(input.dataClass);
+    }
+  }
+  const facts = run.facts;
+  if (facts && typeof facts === "object" && !Array.isArray(facts) && Array.isArray(facts.dataClasses)) {
+    for (const c of facts.dataClasses) if (typeof c === "string") classes.add(c);
+  }
+  return [...classes].sort();
+}
+
+export type ResultDoor = "get_run" | "submit_run" | "tasks/result";
+
+/**
+ * Before the agent is handed a run's view: records `run.result_read` when the view carries a
+ * result (`hasResult`; unfinished runs have none) and the run touches regulated data.
+ * Throws when the event cannot be written.
+ */
+export async function recordResultRead(db: Db, agent: AgentActor, runId: string, options: { via: ResultDoor; hasResult: boolean }): Promise<void> {
+  if (!options.hasResult) return;
+  const run = await db.run.findUnique({ where: { id: runId }, select: { inputs: true, facts: true, status: true } });
+  if (!run) throw new AppError("not_found", `No run ${runId}.`);
+  const dataClasses = runDataClasses(run);
+  if (!touchesRegulatedData(dataClasses)) return;
+  await recordAgentRead(db, agent, { action: "run.result_read", subject: { type: "run", id: runId }, data: { via: options.via, dataClasses, status: run.status } });
+}
