@@ -14,7 +14,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type pg from "pg";
 import { chainHash, GENESIS_HASH } from "@/lib/audit/record";
 import { canonicalJson } from "@/lib/canonical-json";
-import { toolCallsDigest } from "@/lib/runs/executor";
+import { toolCallsDigest } from "@/lib/audit/seal";
 
 export const RARE_EVERY = 10_000;
 export const TOOL_RUN_EVERY = 100;

@@ -25,7 +25,7 @@ import { verifyAuditChain } from "@/lib/audit/verify";
 import { createPrismaClient } from "@/lib/db";
 import { applyMigrations } from "@/lib/db/migrate";
 import { startPostgres } from "@/lib/db/postgres-server";
-import { toolCallsDigest } from "@/lib/runs/executor";
+import { toolCallsDigest } from "@/lib/audit/seal";
 import { RARE_EVERY, rareWord, seedAuditBench } from "./audit-seed";
 import { createHash } from "node:crypto";
 

@@ -61,23 +61,114 @@ export function toPublicError(error: unknown): {
   return { code: "internal", message: "Internal error", status: 500 };
 }
 
-/** The typed codes of a run's result envelope. An agent branches on these. */
-export const RUN_ERROR_CODES = [
-  "POLICY_DENIED",
-  "REVIEW_REJECTED",
-  "REVIEW_EXPIRED",
-  "CHANGES_REQUESTED",
-  "CAPABILITY_DENIED",
-  "TIMEOUT",
-  "MEMORY_LIMIT",
-  "OUTPUT_LIMIT",
-  "TOOL_ERROR",
-  "SCRIPT_ERROR",
-  "SANDBOX_UNAVAILABLE",
-  "BUDGET_EXCEEDED",
-  "CANCELLED",
-  "EXECUTOR_LOST",
-  "RPC_VIOLATION",
-] as const;
+/**
+ * The registry of run error codes: what an agent finds in a run's envelope (`error.code`) and
+ * branches on, each with the meaning the docs render (docs/codes.md, checked by a test). A new
+ * code is added here, with its meaning, or it cannot be written.
+ */
+export const RUN_ERROR_RULES = {
+  POLICY_DENIED: "Policy denied the run; the reasons name the deciding policies.",
+  REVIEW_REJECTED: "A reviewer rejected the run; the comment says why.",
+  REVIEW_EXPIRED: "No reviewer decided before the review expired.",
+  CHANGES_REQUESTED: "A reviewer asked for changes; submit a new script.",
+  CAPABILITY_DENIED: "The script reached for a tool, module or resource outside what was approved.",
+  TIMEOUT: "The run exceeded its wall-clock or CPU-time limit.",
+  MEMORY_LIMIT: "The script ran out of its memory limit.",
+  OUTPUT_LIMIT: "The script's result, logs, output or files exceeded their limits.",
+  TOOL_ERROR: "A tool call failed and the script did not handle it.",
+  SCRIPT_ERROR: "The script threw, or the sandbox exited before reporting a result.",
+  SANDBOX_UNAVAILABLE: "The sandbox could not be started with the required isolation, or its inputs could not be staged.",
+  BUDGET_EXCEEDED: "A budget or limit was reached: runs per hour, concurrent runs, CPU-seconds per day, total tool calls, or the approved calls of one tool.",
+  CANCELLED: "The run was cancelled by the agent, a reviewer, or the agent's revocation.",
+  EXECUTOR_LOST: "The process running the script stopped; it was not retried because a call that may have had an effect was made or in flight (or it was already retried once). A human decides whether to resubmit.",
+  RPC_VIOLATION: "The sandboxed script broke the tool-call protocol.",
+  STORAGE_REJECTED: "What the run produced could not be stored, or a tool call could not be recorded before it was made; the run was ended instead of being left running.",
+} as const satisfies Record<string, string>;
 
-export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
+export type RunErrorCode = keyof typeof RUN_ERROR_RULES;
+
+export const RUN_ERROR_CODES = Object.keys(RUN_ERROR_RULES) as RunErrorCode[];
+
+/**
+ * The closed vocabulary of analysis findings. Every code has exactly one severity, fixed here, so
+ * a Cedar policy can match on codes and a reviewer can trust that "critical" means the same thing
+ * in every run. Adding a code without classifying it does not compile.
+ *
+ * Severities: `critical` makes the proposal unrunnable under the default policies; `error` is a
+ * type error (the script may still run, reviewers see it); `warning` needs a human's eye;
+ * `info` is recorded for the audit trail only. The shipped default policies escalate the
+ * warnings that hide what a reviewer reads (invisible_character, confusable_identifier) even for
+ * read-only scripts; other warnings only raise the risk shown in the queue.
+ */
+export type Severity = "info" | "warning" | "error" | "critical";
+
+export const FINDING_RULES = {
+  syntax_error: { severity: "critical", summary: "the script does not parse" },
+  type_error: { severity: "error", summary: "the script does not type-check against the tool declarations" },
+  dynamic_tool_access: {
+    severity: "critical",
+    summary: "a tool is reached other than as tools.<server>.<tool>, so the capability set cannot be known",
+  },
+  eval_like: { severity: "critical", summary: "code is generated or loaded at run time" },
+  computed_global: {
+    severity: "critical",
+    summary: "the global object is indexed with a computed key or passed around",
+  },
+  global_object_access: { severity: "info", summary: "a property of the global object is read by name" },
+  process_access: { severity: "critical", summary: "the host process object is referenced" },
+  require_access: { severity: "critical", summary: "CommonJS require is referenced" },
+  disallowed_import: { severity: "critical", summary: "a package outside the allowlist is imported" },
+  module_syntax: {
+    severity: "critical",
+    summary: "exports, or imports after the first statement, are not valid in a script body",
+  },
+  unknown_tool: { severity: "critical", summary: "the script calls a tool the registry does not know" },
+  quarantined_tool: { severity: "critical", summary: "the script calls a tool that is quarantined" },
+  constructor_access: { severity: "warning", summary: "a .constructor property is read" },
+  indirect_timer_callback: {
+    severity: "warning",
+    summary: "a timer is given a callback that is not a function literal",
+  },
+  unbounded_loop: {
+    severity: "warning",
+    summary: "a tool that is not read-only is called in a loop, a callback or a function, so it may run many times (its cap is then the run's maxToolCalls)",
+  },
+  invisible_character: {
+    severity: "warning",
+    summary: "the script contains an invisible or direction-changing character (such as U+2028, which ends a // comment) that can hide code from a reviewer",
+  },
+  confusable_identifier: {
+    severity: "warning",
+    summary: "an identifier mixes scripts or uses letters that look like Latin ones (such as Cyrillic о), so it can pass for another name",
+  },
+  analysis_error: { severity: "critical", summary: "the analyser failed on this script" },
+} as const satisfies Record<string, { severity: Severity; summary: string }>;
+
+export type FindingCode = keyof typeof FINDING_RULES;
+
+/** docs/codes.md, rendered from the registries above (a test keeps the file in step). */
+export function codesMarkdown(): string {
+  const rows = (entries: [string, string][]) => entries.map(([code, text]) => `| \`${code}\` | ${text} |`).join("\n");
+  return [
+    "# Codes",
+    "",
+    "Generated from `lib/errors.ts` by `npm run docs:codes`; do not edit by hand.",
+    "",
+    "## Run error codes",
+    "",
+    "What an agent finds in a run's envelope as `error.code`.",
+    "",
+    "| code | meaning |",
+    "|---|---|",
+    rows(Object.entries(RUN_ERROR_RULES)),
+    "",
+    "## Finding codes",
+    "",
+    "What analysis reports about a script, each with one fixed severity.",
+    "",
+    "| code | severity and meaning |",
+    "|---|---|",
+    rows(Object.entries(FINDING_RULES).map(([code, rule]) => [code, `**${rule.severity}**: ${rule.summary}`])),
+    "",
+  ].join("\n");
+}

@@ -64,6 +64,44 @@ export function Capabilities({ run }: { run: RunDetail }) {
   );
 }
 
+/** What the sandbox will enforce: exactly these numbers are passed to it. */
+export function Limits({ run }: { run: RunDetail }) {
+  const { limits } = run;
+  if (!limits) return <p className="text-sm text-slate-600">This run was stored before limits were recorded; the sandbox defaults apply.</p>;
+  const caps = Object.entries(limits.writeCaps).sort(([a], [b]) => a.localeCompare(b));
+  return (
+    <div data-testid="limits" className="space-y-2 text-sm">
+      <dl className="grid grid-cols-2 gap-x-6 gap-y-1 sm:grid-cols-4">
+        {[
+          ["Wall clock", `${limits.timeoutMs / 1000} s`],
+          ["CPU", `${limits.cpuSeconds} s`],
+          ["Heap", `${limits.heapMb} MB`],
+          ["Tool calls in all", String(limits.maxToolCalls)],
+        ].map(([label, value]) => (
+          <div key={label}>
+            <dt className="text-slate-500">{label}</dt>
+            <dd className="font-medium">{value}</dd>
+          </div>
+        ))}
+      </dl>
+      {caps.length === 0 ? (
+        <p className="text-slate-600">Every tool this script calls is read-only; only the total applies.</p>
+      ) : (
+        <ul className="list-disc pl-5">
+          {caps.map(([tool, cap]) => (
+            <li key={tool} data-testid={`cap-${tool}`}>
+              <span className="font-mono text-xs">
+                <Inert text={tool} />
+              </span>{" "}
+              may be called at most <strong>{cap}</strong> {cap === 1 ? "time" : "times"}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
 export function Inputs({ run }: { run: RunDetail }) {
   if (run.inputs.length === 0) return <p className="text-sm text-slate-600">No datasets are passed to this run.</p>;
   return (

@@ -6,7 +6,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { PrismaClient } from "@/lib/db";
-import { toolCallsDigest } from "@/lib/runs/executor";
+import { toolCallsDigest } from "@/lib/audit/seal";
 import type { CheckpointConfig } from "./checkpoints";
 import { canonicalJson } from "@/lib/canonical-json";
 import { recordAudit } from "./record";

@@ -14,7 +14,6 @@ import { AppError } from "@/lib/errors";
 import type { Db, Tx } from "@/lib/db";
 import { DEFAULT_AGENT_SCOPES, isScope, requireScope, type Actor, type Scope } from "./scopes";
 import { generateAgentToken, hashAgentToken, looksLikeAgentToken } from "./tokens";
-import { CANCELLABLE_BEFORE_START } from "@/lib/runs/states";
 import { emailSchema } from "./users";
 
 const AGENT_SCOPES = ["runs:submit", "runs:read", "tools:read", "inputs:read"] as const satisfies readonly Scope[];
@@ -79,7 +78,11 @@ async function issueToken(tx: Tx, actor: Actor, agentId: string, scopes: Scope[]
   return { token, tokenId: row.id };
 }
 
-export async function revokeAgent(tx: Tx, actor: Actor, name: string): Promise<{ revokedTokens: number }> {
+/**
+ * Revokes an agent and its tokens. Its runs are stopped by the caller in the same transaction
+ * (lib/runs/cancel.ts `revokeAgentAndStopRuns`, the function every door calls).
+ */
+export async function revokeAgent(tx: Tx, actor: Actor, name: string): Promise<{ agentId: string; revokedTokens: number }> {
   requireScope(actor, "agents:manage");
   const now = new Date();
   const updated = await tx.agent.updateMany({ where: { name, revokedAt: null }, data: { revokedAt: now } });
@@ -94,26 +97,13 @@ export async function revokeAgent(tx: Tx, actor: Actor, name: string): Promise<{
     where: { agentId: agent.id, revokedAt: null },
     data: { revokedAt: now },
   });
-  // A revoked agent's work stops too: runs not yet started are cancelled (so no one can approve
-  // or execute them), running ones are asked to stop (their executor aborts the sandbox).
-  const waiting = await tx.run.findMany({ where: { agentId: agent.id, status: { in: [...CANCELLABLE_BEFORE_START] } }, select: { id: true } });
-  for (const run of waiting) {
-    const stopped = await tx.run.updateMany({
-      where: { id: run.id, status: { in: [...CANCELLABLE_BEFORE_START] } },
-      data: { status: "cancelled", finishedAt: now, cancelRequestedAt: now, error: { code: "CANCELLED", message: "The agent was revoked.", untrusted: false } },
-    });
-    if (stopped.count === 1) {
-      await recordAudit(tx, { actor, action: "run.cancelled", subject: { type: "run", id: run.id }, data: { reason: "agent_revoked" } });
-    }
-  }
-  await tx.run.updateMany({ where: { agentId: agent.id, status: "running", cancelRequestedAt: null }, data: { cancelRequestedAt: now } });
   await recordAudit(tx, {
     actor,
     action: "agent.revoked",
     subject: { type: "agent", id: agent.id },
     data: { name, revokedTokens: tokens.count },
   });
-  return { revokedTokens: tokens.count };
+  return { agentId: agent.id, revokedTokens: tokens.count };
 }
 
 /** The agent behind a bearer token, or null when the token is unknown, revoked or expired. */

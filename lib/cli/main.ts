@@ -5,7 +5,8 @@
  * database credentials already — and every change they make is audited like any other.
  */
 import { parseArgs } from "node:util";
-import { createAgent, listAgents, revokeAgent } from "@/lib/auth/agents";
+import { createAgent, listAgents } from "@/lib/auth/agents";
+import { revokeAgentAndStopRuns } from "@/lib/runs/cancel";
 import { generatePassword } from "@/lib/auth/passwords";
 import { ROLES, type Actor, type Role } from "@/lib/auth/scopes";
 import { createUser } from "@/lib/auth/users";
@@ -100,7 +101,7 @@ const agentRevoke: Command = async (args, io) => {
   const usage = "Usage: airlock agent revoke --name N\n";
   const { values } = parse(args, { name: { type: "string" } }, usage);
   const name = required(values.name, "--name", usage);
-  const result = await withCliDatabase((db) => db.$transaction((tx) => revokeAgent(tx, CLI_ACTOR, name)));
+  const result = await withCliDatabase((db) => db.$transaction((tx) => revokeAgentAndStopRuns(tx, CLI_ACTOR, name)));
   io.stdout(`Revoked agent ${name} and ${result.revokedTokens} token(s).\n`);
   return 0;
 };

@@ -15,7 +15,11 @@
 import ts from "typescript";
 import { finding, type Finding } from "@/lib/intake/findings";
 
-export type ToolReference = { capability: string; line: number; column: number; pos: number };
+/**
+ * `repeated`: this site can run more than once, because it sits in a loop or in a function (a
+ * callback, a recursion), or because the tool is taken as a value instead of called in place.
+ */
+export type ToolReference = { capability: string; line: number; column: number; pos: number; repeated: boolean };
 export type LoopSite = { line: number; column: number; start: number; end: number };
 export type ImportSite = { specifier: string; line: number; column: number };
 
@@ -180,6 +184,14 @@ function isDynamicImport(node: ts.Node): node is ts.CallExpression {
   return ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword;
 }
 
+/** True if code at `node` can run more than once: it is inside a loop or a function. */
+function canRepeat(node: ts.Node): boolean {
+  for (let n = node.parent; n !== undefined && !ts.isSourceFile(n); n = n.parent) {
+    if (ts.isIterationStatement(n, false) || ts.isFunctionLike(n) || ts.isClassStaticBlockDeclaration(n)) return true;
+  }
+  return false;
+}
+
 export function walkScript(sf: ts.SourceFile): WalkResult {
   const result: WalkResult = { toolRefs: [], imports: [], loops: [], findings: [] };
   const at = (node: ts.Node) => {
@@ -237,7 +249,9 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
       return;
     }
     const { line, column } = at(id);
-    result.toolRefs.push({ capability: `${server.name}.${tool.name}`, line, column, pos: id.getStart(sf) });
+    const access = outermost(tool.access);
+    const calledInPlace = ts.isCallExpression(access.parent) && access.parent.expression === access;
+    result.toolRefs.push({ capability: `${server.name}.${tool.name}`, line, column, pos: id.getStart(sf), repeated: !calledInPlace || canRepeat(access) });
   };
 
   const classifyGlobalMember = (node: ts.Node, name: string, via: string) => {

@@ -38,6 +38,8 @@ export type PolicyDecision = {
   approvalsRequired: number;
   /** Set when the decision is escalate. */
   reviewerRole?: ReviewerRole;
+  /** The largest @maxWritesPerTool among the permits that decided (allow or escalate). */
+  maxWritesPerTool?: number;
   reasons: PolicyReason[];
 };
 
@@ -104,6 +106,8 @@ export function decide(request: PolicyRequest, prepared: PreparedPolicySet): Pol
     ]);
   }
 
+  const writeCaps = determining.flatMap((policy) => (policy.maxWritesPerTool === undefined ? [] : [policy.maxWritesPerTool]));
+  const raised = writeCaps.length > 0 ? { maxWritesPerTool: Math.max(...writeCaps) } : {};
   const escalations = determining.filter((policy) => policy.approvals > 0);
   if (escalations.length > 0) {
     const strictest = escalations.reduce((a, b) => (b.approvals > a.approvals ? b : a));
@@ -111,8 +115,9 @@ export function decide(request: PolicyRequest, prepared: PreparedPolicySet): Pol
       decision: "escalate",
       approvalsRequired: strictest.approvals,
       reviewerRole: strictest.role ?? "reviewer",
+      ...raised,
       reasons: escalations.map(reasonOf),
     };
   }
-  return { decision: "allow", approvalsRequired: 0, reasons: determining.map(reasonOf) };
+  return { decision: "allow", approvalsRequired: 0, ...raised, reasons: determining.map(reasonOf) };
 }

@@ -7,6 +7,8 @@
  *   @approvals("N") permits only, 1–10: matching means "escalate to N approvals"
  *   @role("…")      only with @approvals: who may approve ("reviewer", the default and today the only
  *                   role holding runs:review — admins configure Airlock but do not approve runs)
+ *   @maxWritesPerTool("N")  permits only, 1 to the run's maxToolCalls: when this permit decides, each
+ *                   tool that is not read-only may be called up to N times (not only once per call site)
  * How these become allow / escalate / deny is decide.ts's business.
  *
  * Guarantees: `validatePolicyText` never throws and reports every problem with a 1-based line
@@ -19,6 +21,7 @@ import { readFileSync } from "node:fs";
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
 import { AppError } from "@/lib/errors";
 import { CEDAR_SCHEMA, SCHEMA_NAME } from "@/lib/policy/request";
+import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 
 export const REVIEWER_ROLES = ["reviewer"] as const;
 export type ReviewerRole = (typeof REVIEWER_ROLES)[number];
@@ -34,6 +37,8 @@ export type PolicyInfo = {
   /** 0 unless the policy escalates. */
   approvals: number;
   role?: ReviewerRole;
+  /** @maxWritesPerTool: raises the per-tool call cap of tools that are not read-only. */
+  maxWritesPerTool?: number;
   /** The policy's text as written, annotations included. */
   source: string;
 };
@@ -169,12 +174,21 @@ function parseAndValidate(text: string): Parsed {
       if (annotations.approvals === undefined) problem(`policy "${id}": @role needs @approvals`);
       if (role === undefined) problem(`policy "${id}": @role must be one of ${REVIEWER_ROLES.join(", ")}`);
     }
+    let maxWritesPerTool: number | undefined;
+    if (annotations.maxWritesPerTool !== undefined) {
+      maxWritesPerTool = /^\d+$/.test(annotations.maxWritesPerTool) ? Number(annotations.maxWritesPerTool) : NaN;
+      if (json.json.effect !== "permit") problem(`policy "${id}": @maxWritesPerTool only makes sense on a permit`);
+      if (!(maxWritesPerTool >= 1 && maxWritesPerTool <= RUN_LIMIT_DEFAULTS.maxToolCalls)) {
+        problem(`policy "${id}": @maxWritesPerTool must be a whole number from 1 to ${RUN_LIMIT_DEFAULTS.maxToolCalls}`);
+      }
+    }
     policies.push({
       id,
       effect: json.json.effect,
       reason,
       approvals,
       ...(approvals > 0 ? { role: role ?? "reviewer" } : {}),
+      ...(maxWritesPerTool !== undefined ? { maxWritesPerTool } : {}),
       source,
     });
   }

@@ -6,7 +6,7 @@
 import type { Db } from "@/lib/db";
 import { decide } from "./decide";
 import { preparePolicySet } from "./policy-set";
-import type { PolicyRequest } from "./request";
+import { upgradePolicyRequest, type PolicyRequest } from "./request";
 
 export type ReplayRow = {
   runId: string;
@@ -29,7 +29,7 @@ export async function replayDraft(db: Db, draftText: string, last: number): Prom
   const rows = runs
     .filter((run) => run.policyRequest !== null)
     .map((run) => {
-      const after = decide(run.policyRequest as unknown as PolicyRequest, prepared);
+      const after = decide(upgradePolicyRequest(run.policyRequest as unknown as PolicyRequest), prepared);
       const changed = after.decision !== run.decision || after.approvalsRequired !== run.approvalsRequired;
       return {
         runId: run.id,

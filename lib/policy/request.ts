@@ -10,16 +10,22 @@
  * Guarantees: the request is plain JSON (it can be stored with the decision and replayed
  * against a draft later), and it is built only from analysis output and server-side facts;
  * nothing in it is taken from the agent's own claims about its script.
+ *
+ * Versioned: every stored request carries `schemaVersion`. A change that adds a Proposal
+ * attribute bumps POLICY_REQUEST_VERSION and adds, in ADDED_ATTRIBUTES, the value that attribute
+ * takes when an older stored request is replayed against a draft (`upgradePolicyRequest`).
  */
 import type { EntityJson, EntityUidJson } from "@cedar-policy/cedar-wasm/nodejs";
 import type { DataClass, ScriptFacts } from "@/lib/intake/analyze";
 import type { Finding } from "@/lib/intake/findings";
-import type { SandboxLimits } from "@/lib/sandbox/types";
+import type { RunLimits } from "@/lib/sandbox/types";
+
+export const POLICY_REQUEST_VERSION = 1;
 
 /** Name under which the schema is pre-parsed inside the Cedar module. */
-export const SCHEMA_NAME = "airlock-v1";
+export const SCHEMA_NAME = `airlock-v${POLICY_REQUEST_VERSION}`;
 
-export const CEDAR_SCHEMA = `// Airlock policy schema v1. Every attribute is always present.
+export const CEDAR_SCHEMA = `// Airlock policy schema v${POLICY_REQUEST_VERSION}. Every attribute is always present.
 entity User;
 
 entity Agent = {
@@ -47,8 +53,7 @@ entity Proposal = {
   unknownTools: Bool,
   quarantinedTools: Bool,
   disallowedImports: Bool,
-  // what the run asks the sandbox for
-  // the sandbox limits a run asks for (lib/sandbox/types.ts SandboxLimits)
+  // the limits the run is decided on and runs with (lib/sandbox/types.ts RunLimits)
   limits: {
     timeoutMs: Long,
     cpuSeconds: Long,
@@ -64,18 +69,18 @@ action run appliesTo {
 };
 `;
 
-export type RequestedLimits = Pick<SandboxLimits, "timeoutMs" | "cpuSeconds" | "heapMb" | "maxToolCalls">;
-
 export type PolicyRequestInput = {
   agent: { id: string; ownerId: string };
   facts: ScriptFacts;
   findings: readonly Finding[];
   capabilitySet: readonly string[];
   inputDataClasses: readonly DataClass[];
-  limits: RequestedLimits;
+  limits: RunLimits;
 };
 
 export type PolicyRequest = {
+  /** POLICY_REQUEST_VERSION when built; requests stored before versioning have none (= 1). */
+  schemaVersion?: number;
   principal: EntityUidJson;
   action: EntityUidJson;
   resource: EntityUidJson;
@@ -92,6 +97,7 @@ export function buildPolicyRequest(input: PolicyRequestInput): PolicyRequest {
   const codes = new Set(input.findings.map((f) => f.code));
   const count = (severity: Finding["severity"]) => input.findings.filter((f) => f.severity === severity).length;
   return {
+    schemaVersion: POLICY_REQUEST_VERSION,
     principal,
     action: { type: "Action", id: "run" },
     resource,
@@ -126,5 +132,26 @@ export function buildPolicyRequest(input: PolicyRequestInput): PolicyRequest {
         parents: [],
       },
     ],
+  };
+}
+
+/**
+ * Proposal attributes added after version 1, by the version that added them, with the value an
+ * older stored request takes for them on replay. Empty while the schema is at version 1.
+ */
+const ADDED_ATTRIBUTES: Readonly<Record<number, Readonly<Record<string, unknown>>>> = {};
+
+/** A stored request brought to the current schema version, for replay against a draft. */
+export function upgradePolicyRequest(stored: PolicyRequest): PolicyRequest {
+  const from = stored.schemaVersion ?? 1;
+  if (from >= POLICY_REQUEST_VERSION) return stored;
+  const added: Record<string, unknown> = {};
+  for (let version = from + 1; version <= POLICY_REQUEST_VERSION; version++) Object.assign(added, ADDED_ATTRIBUTES[version]);
+  return {
+    ...stored,
+    schemaVersion: POLICY_REQUEST_VERSION,
+    entities: stored.entities.map((entity) =>
+      "type" in entity.uid && entity.uid.type === "Proposal" ? { ...entity, attrs: { ...added, ...(entity.attrs as Record<string, unknown>) } as EntityJson["attrs"] } : entity,
+    ),
   };
 }

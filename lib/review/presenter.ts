@@ -17,6 +17,7 @@ import { CANCELLABLE_BEFORE_START } from "@/lib/runs/states";
 import { diffLines, type LineDiff } from "./diff";
 import { highlight, type HighlightedLine } from "./highlight";
 import { hasHiddenCharacters, inertCode, inertJson, inertText } from "./inert";
+import { parseRunLimits, type DecidedRunLimits } from "@/lib/runs/limits";
 
 // ---------------------------------------------------------------------------------------------
 // Risk
@@ -227,6 +228,8 @@ export type RunDetail = {
   facts: { effect: Effect; openWorld: boolean; dataClasses: string[]; toolCount: number };
   risk: { score: number; level: "low" | "medium" | "high" };
   capabilities: CapabilityItem[];
+  /** The limits the run is decided on and runs with; null for runs stored before they existed. */
+  limits: DecidedRunLimits | null;
   inputs: InputItem[];
   reasons: { policyId: string; text: string; source: string }[];
   policyVersion: number | null;
@@ -418,6 +421,7 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     facts,
     risk: { score, level: riskLevel(score) },
     capabilities,
+    limits: parseRunLimits(run.limits),
     inputs,
     reasons: ((run.decisionReasons ?? []) as { policyId: string; text: string; source?: string }[]).map((r) => ({
       policyId: inertText(String(r.policyId), 200),

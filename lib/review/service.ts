@@ -29,6 +29,7 @@ import type { Db, Tx } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import type { RunDeps } from "@/lib/runs/service";
+import { transitionRun } from "@/lib/runs/states";
 import { notifyDecision } from "./notify";
 
 export const VERDICTS = ["approve", "reject", "request_changes"] as const;
@@ -115,11 +116,11 @@ async function lockRun(tx: Tx, runId: string) {
   return tx.run.findUnique({ where: { id: runId }, include: { agent: { select: { ownerId: true, name: true } } } });
 }
 
-/** Moves a run between two states only if it is still in the first; audited in the same tx. */
-async function transition(tx: Tx, actor: Actor, runId: string, from: Run["status"], to: Run["status"], data: Record<string, unknown> = {}, extra: { finishedAt?: Date } = {}) {
-  const moved = await tx.run.updateMany({ where: { id: runId, status: from }, data: { status: to, ...extra } });
-  if (moved.count !== 1) throw new AppError("conflict", `Run ${runId} is no longer ${from.replaceAll("_", " ")}; it was decided by someone else.`);
-  await recordAudit(tx, { actor, action: `run.${to}`, subject: { type: "run", id: runId }, data });
+/** Moves a run between two states only if it is still in the first; a miss means someone else decided. */
+async function transition(tx: Tx, actor: Actor, runId: string, from: Run["status"], to: Run["status"], audit: Record<string, unknown> = {}, data: { finishedAt?: Date } = {}) {
+  if (!(await transitionRun(tx, actor, { runId, from, to, data, audit }))) {
+    throw new AppError("conflict", `Run ${runId} is no longer ${from.replaceAll("_", " ")}; it was decided by someone else.`);
+  }
 }
 
 export async function decideRun(deps: ReviewDeps | Db, actor: Actor, raw: unknown): Promise<DecisionResult> {
@@ -222,15 +223,16 @@ export async function expireReviews(db: Db, now: Date = new Date()): Promise<str
   const expired: string[] = [];
   const actor: Actor = { type: "system", name: "review-expiry" };
   for (const run of due) {
-    const done = await db.$transaction(async (tx) => {
-      const moved = await tx.run.updateMany({
-        where: { id: run.id, status: "pending_review", reviewExpiresAt: { lt: now } },
-        data: { status: "expired", finishedAt: now },
-      });
-      if (moved.count !== 1) return false;
-      await recordAudit(tx, { actor, action: "run.expired", subject: { type: "run", id: run.id }, data: { reviewExpiresAt: run.reviewExpiresAt?.toISOString() ?? null } });
-      return true;
-    });
+    const done = await db.$transaction((tx) =>
+      transitionRun(tx, actor, {
+        runId: run.id,
+        from: "pending_review",
+        to: "expired",
+        where: { reviewExpiresAt: { lt: now } },
+        data: { finishedAt: now },
+        audit: { reviewExpiresAt: run.reviewExpiresAt?.toISOString() ?? null },
+      }),
+    );
     if (done) expired.push(run.id);
   }
   return expired;

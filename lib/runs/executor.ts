@@ -1,16 +1,26 @@
 /**
- * Executes one queued run in the sandbox (DESIGN.md steps 6–9).
+ * Executes one queued run in the sandbox.
  *
  * Guarantees:
- * - a run is claimed once: `queued → running` is a conditional update (WHERE status = 'queued')
- *   in the same transaction as its audit event; a second executor gets nothing and walks away;
- * - the sandbox gets exactly the approved capability set, the JavaScript analysis produced, and
- *   copies of the datasets the run named (resolved at intake, verified by sha256 here);
- * - every tool call is recorded (tool, args/result digests and values, duration, outcome) as it
- *   completes — flushed in small batches, so the calls of a run whose executor dies are still on
- *   record — and the ordered calls are sealed into the audit chain by the terminal event's
- *   `toolCallsDigest`;
- * - the terminal state is written once, conditionally on `running`, with the whole envelope;
+ * - a run is claimed once: `queued → running` is a conditional transition; a second executor gets
+ *   nothing and walks away. Every later write (heartbeat, call records, the terminal state) is
+ *   fenced by status, executor id and attempt, so an executor that was declared lost cannot write
+ *   into the retry that replaced it;
+ * - the sandbox gets exactly what was approved: the capability set, the JavaScript analysis
+ *   produced, copies of the datasets named at intake (verified by sha256 here), and the limits
+ *   policy decided (`Run.limits`: wall clock, CPU, heap, total tool calls, per-tool caps for tools
+ *   that are not read-only);
+ * - the record comes before the effect: a call to a tool that is not read-only is committed as
+ *   "started" before it is forwarded, and if that record cannot be written the call is not made
+ *   and the run fails with STORAGE_REJECTED (lib/runs/call-recorder.ts);
+ * - content from the script and from upstreams (results, logs, errors, tool arguments and tool
+ *   results) is normalized once, here, before it is stored, sealed or returned; the upstream gets
+ *   the original arguments; the envelope is flagged `content_normalized` when anything changed;
+ * - the run always ends: the terminal state is written conditionally on `running` with the whole
+ *   envelope and its audit event; if that write fails anyway, a second, minimal write ends the run
+ *   `failed` with STORAGE_REJECTED and its audit event. Only if both fail (the database is gone)
+ *   is the run left to the maintenance sweep, which never re-runs a run that made a call that was
+ *   not read-only;
  * - while it runs, the executor heartbeats and polls `cancelRequestedAt`, aborting the sandbox when
  *   a cancel arrives from any process.
  */
@@ -18,11 +28,14 @@ import { createHash, randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { recordAudit } from "@/lib/audit/record";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { Db } from "@/lib/db";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
+import { CONTENT_NORMALIZED_FLAG, normalizeContent } from "@/lib/storable-text";
+import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
+import { parseRunLimits } from "./limits";
+import { transitionRun } from "./states";
 
 export type ExecutorDeps = {
   db: Db;
@@ -39,19 +52,6 @@ export type ExecutorDeps = {
 const MAX_STORED_CALL_BYTES = 64 * 1024;
 const SYSTEM = { type: "system", name: "executor" } as const;
 
-type CallRow = {
-  seq: number;
-  server: string;
-  tool: string;
-  argsDigest: string;
-  resultDigest: string | null;
-  args: unknown;
-  result: unknown;
-  durationMs: number;
-  outcome: "ok" | "error";
-  error: string | null;
-};
-
 function digest(value: unknown): string {
   return createHash("sha256").update(canonicalJson(value ?? null)).digest("hex");
 }
@@ -61,22 +61,17 @@ function keep(value: unknown): Prisma.InputJsonValue {
   return (Buffer.byteLength(text) <= MAX_STORED_CALL_BYTES ? JSON.parse(text) : { truncated: true, bytes: Buffer.byteLength(text) }) as Prisma.InputJsonValue;
 }
 
-/** The fields of a tool call that the audit chain seals, as stored in RunToolCall. */
-export type SealedCall = { seq: number; server: string; tool: string; argsDigest: string; resultDigest: string | null; outcome: string };
-
-export function toolCallsDigest(calls: readonly SealedCall[]): string {
-  return digest(calls.map(({ seq, server, tool, argsDigest, resultDigest, outcome }) => ({ seq, server, tool, argsDigest, resultDigest, outcome })));
-}
-
 async function claim(db: Db, runId: string, executorId: string) {
   return db.$transaction(async (tx) => {
-    const claimed = await tx.run.updateMany({
-      where: { id: runId, status: "queued" },
-      data: { status: "running", executorId, startedAt: new Date(), heartbeatAt: new Date() },
+    const now = new Date();
+    const claimed = await transitionRun(tx, SYSTEM, {
+      runId,
+      from: "queued",
+      to: "running",
+      data: { executorId, startedAt: now, heartbeatAt: now },
+      audit: { executorId },
     });
-    if (claimed.count === 0) return null;
-    await recordAudit(tx, { actor: SYSTEM, action: "run.running", subject: { type: "run", id: runId }, data: { executorId } });
-    return tx.run.findUniqueOrThrow({ where: { id: runId } });
+    return claimed ? tx.run.findUniqueOrThrow({ where: { id: runId } }) : null;
   });
 }
 
@@ -94,6 +89,36 @@ async function stageInputs(db: Db, inputs: { name: string; datasetId: string; sh
   return { dir, staged };
 }
 
+function failedEnvelope(code: "SANDBOX_UNAVAILABLE" | "STORAGE_REJECTED", message: string, toolCalls: number): Envelope {
+  return {
+    status: "failed",
+    result: null,
+    logs: [],
+    error: { code, message, untrusted: false },
+    stats: { wallMs: 0, cpuMs: 0, peakRssMb: 0, toolCalls },
+    flags: [],
+    truncated: false,
+    isolation: { level: "strict", node: "", layers: { permissionModel: false, bubblewrap: false, prlimit: false, uid: null, cgroup: "none" } },
+    artifacts: [],
+  };
+}
+
+/** Heartbeats while the run is held; aborts when a cancel was requested from any process. */
+function startHeartbeat(db: Db, fence: RunFence, controller: AbortController, everyMs: number): () => void {
+  const timer = setInterval(() => {
+    void db.$queryRaw<{ cancelRequestedAt: Date | null }[]>`
+      UPDATE "Run" SET "heartbeatAt" = now()
+      WHERE id = ${fence.runId}::uuid AND status = 'running' AND "executorId" = ${fence.executorId} AND attempt = ${fence.attempt}
+      RETURNING "cancelRequestedAt"`
+      .then((rows) => {
+        // No row: the run was taken from this executor (declared lost); stop working on it.
+        if (rows.length === 0 || rows[0]!.cancelRequestedAt) controller.abort();
+      })
+      .catch(() => {});
+  }, everyMs);
+  return () => clearInterval(timer);
+}
+
 /**
  * Claims and runs a queued run to its terminal state. Returns false if another executor had it.
  * `shutdown` aborts the sandbox when this executor must stop (a draining worker past its grace
@@ -103,181 +128,161 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   const { db } = deps;
   const run = await claim(db, runId, deps.executorId);
   if (!run) return false;
+  const fence: RunFence = { runId, executorId: deps.executorId, attempt: run.attempt };
+  const limits = parseRunLimits(run.limits);
 
-  // A retried run (its executor was lost) keeps the calls of earlier attempts; number after them.
+  // A retried run keeps the calls of its earlier attempt; number after them.
   const previous = await db.runToolCall.aggregate({ where: { runId }, _max: { seq: true } });
   const seqBase = previous._max.seq ?? 0;
 
   const controller = new AbortController();
   const onShutdown = () => controller.abort();
   shutdown?.addEventListener("abort", onShutdown);
-  const calls: CallRow[] = [];
-  const recorder = new CallRecorder(db, runId);
-  const heartbeat = setInterval(() => {
-    void db.run
-      .update({ where: { id: runId }, data: { heartbeatAt: new Date() }, select: { cancelRequestedAt: true } })
-      .then((row) => {
-        if (row.cancelRequestedAt) controller.abort();
-      })
-      .catch(() => {});
-  }, deps.heartbeatMs ?? 1000);
+  const recorder = new CallRecorder(db, fence);
+  const stopHeartbeat = startHeartbeat(db, fence, controller, deps.heartbeatMs ?? 1000);
+  let calls = 0;
+  let normalized = false;
+  let storageFailure: StorageRejected | null = null;
+
+  const callTool: CallTool = async (server, tool, args, signal) => {
+    const seq = seqBase + ++calls;
+    const started = performance.now();
+    const safeArgs = normalizeContent(args);
+    normalized ||= safeArgs.changed;
+    const row: CallRow = {
+      seq,
+      server,
+      tool,
+      // A run stored before limits were decided treats every tool as one that may have an effect.
+      readOnly: limits !== null && !Object.hasOwn(limits.writeCaps, `${server}.${tool}`),
+      argsDigest: digest(safeArgs.value),
+      resultDigest: null,
+      args: keep(safeArgs.value),
+      result: null,
+      durationMs: 0,
+      outcome: "ok",
+      error: null,
+      started: false,
+    };
+    if (!row.readOnly) {
+      try {
+        await recorder.start(row);
+      } catch (error) {
+        storageFailure ??= error as StorageRejected;
+        controller.abort();
+        throw new Error("the call could not be recorded, so it was not made");
+      }
+    }
+    try {
+      const result = normalizeContent(await deps.callTool(server, tool, args, signal));
+      normalized ||= result.changed;
+      row.resultDigest = digest(result.value);
+      row.result = keep(result.value);
+      return result.value;
+    } catch (error) {
+      const message = normalizeContent(error instanceof Error ? error.message : String(error));
+      normalized ||= message.changed;
+      row.outcome = "error";
+      row.error = message.value.slice(0, 2000);
+      throw error;
+    } finally {
+      row.durationMs = Math.round(performance.now() - started);
+      recorder.add(row);
+    }
+  };
 
   let envelope: Envelope;
   let stagingDir: string | null = null;
   try {
     const { dir, staged } = await stageInputs(db, run.inputs as { name: string; datasetId: string; sha256: string }[]);
     stagingDir = dir;
-    const callTool: CallTool = async (server, tool, args, signal) => {
-      const seq = seqBase + calls.length + 1;
-      const started = performance.now();
-      const row: CallRow = { seq, server, tool, argsDigest: digest(args), resultDigest: null, args: keep(args), result: null, durationMs: 0, outcome: "ok", error: null };
-      calls.push(row);
-      try {
-        const result = await deps.callTool(server, tool, args, signal);
-        row.resultDigest = digest(result);
-        row.result = keep(result);
-        return result;
-      } catch (error) {
-        row.outcome = "error";
-        row.error = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
-        throw error;
-      } finally {
-        row.durationMs = Math.round(performance.now() - started);
-        recorder.add(row);
-      }
-    };
     envelope = await deps.runScript({
       code: run.javascript ?? run.code,
       language: run.javascript ? "javascript" : run.language,
       inputs: staged,
       allowedTools: run.capabilitySet as string[],
       callTool,
+      limits: limits ? { timeoutMs: limits.timeoutMs, cpuSeconds: limits.cpuSeconds, heapMb: limits.heapMb, maxToolCalls: limits.maxToolCalls } : undefined,
+      toolCallCaps: limits?.writeCaps,
       signal: controller.signal,
     });
   } catch (error) {
-    envelope = {
-      status: "failed",
-      result: null,
-      logs: [],
-      error: { code: "SANDBOX_UNAVAILABLE", message: error instanceof Error ? error.message : String(error), untrusted: false },
-      stats: { wallMs: 0, cpuMs: 0, peakRssMb: 0, toolCalls: calls.length },
-      flags: [],
-      truncated: false,
-      isolation: { level: "strict", node: "", layers: { permissionModel: false, bubblewrap: false, prlimit: false, uid: null, cgroup: "none" } },
-      artifacts: [],
-    };
+    envelope = failedEnvelope("SANDBOX_UNAVAILABLE", error instanceof Error ? error.message : String(error), calls);
   } finally {
-    clearInterval(heartbeat);
+    stopHeartbeat();
     if (stagingDir) await rm(stagingDir, { recursive: true, force: true });
   }
   shutdown?.removeEventListener("abort", onShutdown);
-  if (controller.signal.aborted && envelope.status !== "succeeded") {
+  try {
+    await recorder.flush();
+  } catch (error) {
+    storageFailure ??= error as StorageRejected;
+  }
+  if (storageFailure) {
+    envelope = { ...envelope, status: "failed", result: null, error: { code: "STORAGE_REJECTED", message: storageFailure.message, untrusted: false } };
+  } else if (controller.signal.aborted && envelope.status !== "succeeded") {
     envelope = shutdown?.aborted
       ? { ...envelope, status: "failed", error: { code: "EXECUTOR_LOST", message: "The executor shut down before the run finished.", untrusted: false } }
       : { ...envelope, status: "cancelled", error: { code: "CANCELLED", message: "Cancelled while running.", untrusted: false } };
   }
-  await recorder.flush();
-  await finish(db, runId, envelope);
+  await finish(db, fence, normalizeEnvelope(envelope, normalized));
   return true;
 }
 
-/**
- * Writes completed calls in batches, one insert at a time, in completion order. A failed write is
- * kept (never an unhandled rejection) and stops further writes; flush() reports it.
- */
-class CallRecorder {
-  private pending: CallRow[] = [];
-  private chain: Promise<void> = Promise.resolve();
-  private timer: NodeJS.Timeout | null = null;
-  private failure: unknown = null;
-
-  constructor(
-    private readonly db: Db,
-    private readonly runId: string,
-  ) {}
-
-  add(row: CallRow): void {
-    this.pending.push(row);
-    if (this.pending.length >= 100) this.writePending();
-    else this.timer ??= setTimeout(() => this.writePending(), 200);
-  }
-
-  private writePending(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    const batch = this.pending;
-    this.pending = [];
-    if (batch.length === 0) return;
-    this.chain = this.chain.then(async () => {
-      if (this.failure) return;
-      await this.db.runToolCall.createMany({
-        data: batch.map((c) => ({
-          runId: this.runId,
-          seq: c.seq,
-          server: c.server,
-          tool: c.tool,
-          argsDigest: c.argsDigest,
-          resultDigest: c.resultDigest,
-          args: c.args as Prisma.InputJsonValue,
-          result: c.result === null ? undefined : (c.result as Prisma.InputJsonValue),
-          durationMs: c.durationMs,
-          outcome: c.outcome,
-          error: c.error,
-        })),
-      });
-    }).catch((error: unknown) => {
-      this.failure ??= error;
-    });
-  }
-
-  /** Resolves when every added call is in the database; a failed write fails the run's finish. */
-  async flush(): Promise<void> {
-    this.writePending();
-    await this.chain;
-    if (this.failure) throw this.failure;
-  }
+/** The one normalization of what a script produced, before it is stored, sealed or returned. */
+function normalizeEnvelope(envelope: Envelope, alreadyNormalized: boolean): Envelope {
+  const content = normalizeContent({ result: envelope.result, logs: envelope.logs, error: envelope.error });
+  const flags = content.changed || alreadyNormalized ? [...envelope.flags, CONTENT_NORMALIZED_FLAG] : envelope.flags;
+  return { ...envelope, result: content.value.result, logs: [...content.value.logs], error: content.value.error, flags };
 }
 
-/** Writes the terminal state, sealing every recorded call of the run (all attempts) into the chain. */
-async function finish(db: Db, runId: string, envelope: Envelope): Promise<void> {
-  const calls = await db.runToolCall.findMany({
-    where: { runId },
-    orderBy: { seq: "asc" },
-    select: { seq: true, server: true, tool: true, argsDigest: true, resultDigest: true, outcome: true },
-  });
-  const sealed = toolCallsDigest(calls);
-  await db.$transaction(async (tx) => {
-    const written = await tx.run.updateMany({
-      where: { id: runId, status: "running" },
-      data: {
-        status: envelope.status,
-        finishedAt: new Date(),
-        result: (envelope.result ?? undefined) as Prisma.InputJsonValue | undefined,
-        error: envelope.error ?? undefined,
-        stats: {
-          ...envelope.stats,
-          logs: envelope.logs,
+/** Writes the terminal state (its event seals every recorded call of the run, all attempts). */
+async function finish(db: Db, fence: RunFence, envelope: Envelope): Promise<void> {
+  const held = { executorId: fence.executorId, attempt: fence.attempt };
+  try {
+    await db.$transaction(async (tx) => {
+      const written = await transitionRun(tx, SYSTEM, {
+        runId: fence.runId,
+        from: "running",
+        to: envelope.status,
+        where: held,
+        data: {
+          finishedAt: new Date(),
+          result: (envelope.result ?? undefined) as Prisma.InputJsonValue | undefined,
+          error: envelope.error ?? undefined,
+          stats: {
+            ...envelope.stats,
+            logs: envelope.logs,
+            flags: envelope.flags,
+            truncated: envelope.truncated,
+            artifacts: envelope.artifacts.map(({ name, sizeBytes, sha256 }) => ({ name, sizeBytes, sha256 })),
+          } as Prisma.InputJsonValue,
+          isolation: envelope.isolation.level,
+        },
+        audit: {
+          errorCode: envelope.error?.code ?? null,
+          resultDigest: digest(envelope.result as JsonValue),
+          isolation: envelope.isolation,
+          stats: envelope.stats,
           flags: envelope.flags,
-          truncated: envelope.truncated,
-          artifacts: envelope.artifacts.map(({ name, sizeBytes, sha256 }) => ({ name, sizeBytes, sha256 })),
-        } as Prisma.InputJsonValue,
-        isolation: envelope.isolation.level,
-      },
+        },
+      });
+      if (!written) console.error(`run ${fence.runId}: no longer held by this executor when its result arrived; result dropped`);
     });
-    if (written.count === 0) throw new Error(`run ${runId} was no longer running when its result arrived`);
-    await recordAudit(tx, {
-      actor: SYSTEM,
-      action: `run.${envelope.status}`,
-      subject: { type: "run", id: runId },
-      data: {
-        errorCode: envelope.error?.code ?? null,
-        resultDigest: digest(envelope.result as JsonValue),
-        toolCalls: calls.length,
-        toolCallsDigest: sealed,
-        isolation: envelope.isolation,
-        stats: envelope.stats,
-        flags: envelope.flags,
-      },
-    });
-  });
+  } catch (error) {
+    console.error(`run ${fence.runId}: the terminal write failed; ending it with STORAGE_REJECTED`, error);
+    const message = `The run's outcome could not be stored: ${(error instanceof Error ? error.message : String(error)).slice(0, 300)}`;
+    await db
+      .$transaction((tx) =>
+        transitionRun(tx, SYSTEM, {
+          runId: fence.runId,
+          from: "running",
+          to: "failed",
+          where: held,
+          data: { finishedAt: new Date(), error: { code: "STORAGE_REJECTED", message: normalizeContent(message).value, untrusted: false }, isolation: envelope.isolation.level },
+          audit: { errorCode: "STORAGE_REJECTED", attemptedStatus: envelope.status },
+        }),
+      )
+      .catch((second: unknown) => console.error(`run ${fence.runId}: the minimal terminal write failed too; the maintenance sweep will end it`, second));
+  }
 }

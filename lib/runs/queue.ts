@@ -1,5 +1,5 @@
 /**
- * The run job queue: graphile-worker on the same PostgreSQL (issue 5).
+ * The run job queue: graphile-worker on the same PostgreSQL.
  *
  * Why graphile-worker rather than pg-boss: jobs are picked up through LISTEN/NOTIFY (milliseconds,
  * not a polling interval), it has a crontab for the maintenance sweep, it runs its own schema
@@ -12,26 +12,25 @@
  * to claim. Job keys (= run id) keep the queue itself from filling with duplicates.
  *
  * The maintenance sweep (every minute, and on start) expires stale reviews, re-enqueues queued
- * runs whose job was lost, and handles runs whose executor stopped heartbeating: failed with
- * EXECUTOR_LOST, or queued again when every tool they may call is idempotent. Every ten minutes
+ * runs whose job was lost, and hands runs whose executor stopped heartbeating to ./recovery.ts
+ * (retried at most once, and only when nothing with an effect could have happened). Every ten minutes
  * one worker verifies the audit chain since the last checkpoint and signs a new one (lib/audit).
  */
 import { run as runWorker, type Runner } from "graphile-worker";
 import { z } from "zod";
-import { checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
-import { recordAudit } from "@/lib/audit/record";
+import { CHECKPOINT_INTERVAL_MINUTES, checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
 import { checkpointAudited } from "@/lib/audit/service";
 import { expireReviews } from "@/lib/review/service";
 import type { Db } from "@/lib/db";
 import { executeRun, type ExecutorDeps } from "./executor";
 import { quietQueueLogger } from "./queue-logger";
+import { recoverLostRun } from "./recovery";
 
 export const EXECUTE_RUN = "execute_run";
 export const MAINTENANCE = "runs_maintenance";
 export const AUDIT_CHECKPOINT = "audit_checkpoint";
 
 const payloadSchema = z.object({ runId: z.uuid() }).strict();
-const SYSTEM = { type: "system", name: "maintenance" } as const;
 
 export type RunQueue = {
   enqueue(runId: string): Promise<void>;
@@ -48,57 +47,28 @@ export type MaintenanceOptions = {
 
 export const DEFAULT_MAINTENANCE: MaintenanceOptions = { heartbeatTimeoutMs: 30_000, requeueAfterMs: 30_000 };
 
-/** True when every tool in the capability set is declared idempotent by the server-side registry. */
-async function allIdempotent(db: Db, capabilitySet: string[]): Promise<boolean> {
-  if (capabilitySet.length === 0) return true;
-  const tools = await db.upstreamTool.findMany({ include: { server: { select: { name: true } } } });
-  return capabilitySet.every((capability) => {
-    const tool = tools.find((t) => `${t.server.name}.${t.name}` === capability);
-    return (tool?.annotations as { idempotentHint?: boolean } | undefined)?.idempotentHint === true;
-  });
-}
-
 /** One sweep; returns what it did. Safe to run from any number of processes at once. */
 export async function runMaintenance(db: Db, enqueue: (runId: string) => Promise<void>, options: MaintenanceOptions, now = new Date()) {
   const expired = (await expireReviews(db, now)).length;
   const lostCutoff = new Date(now.getTime() - options.heartbeatTimeoutMs);
-  const lost = await db.run.findMany({ where: { status: "running", heartbeatAt: { lt: lostCutoff } }, select: { id: true, capabilitySet: true, executorId: true } });
+  const lost = await db.run.findMany({ where: { status: "running", heartbeatAt: { lt: lostCutoff } }, select: { id: true } });
   let failed = 0;
   let retried = 0;
+  let cancelled = 0;
   for (const run of lost) {
-    const retry = await allIdempotent(db, run.capabilitySet as string[]);
-    const changed = await db.$transaction(async (tx) => {
-      const update = await tx.run.updateMany({
-        where: { id: run.id, status: "running", heartbeatAt: { lt: lostCutoff } },
-        data: retry
-          ? { status: "queued", executorId: null, heartbeatAt: null }
-          : {
-              status: "failed",
-              finishedAt: now,
-              error: { code: "EXECUTOR_LOST", message: "The executor running this run stopped; it was not retried because it may call tools that are not idempotent.", untrusted: false },
-            },
-      });
-      if (update.count === 1) {
-        await recordAudit(tx, {
-          actor: SYSTEM,
-          action: retry ? "run.queued" : "run.failed",
-          subject: { type: "run", id: run.id },
-          data: { reason: "EXECUTOR_LOST", executorId: run.executorId, retried: retry },
-        });
-      }
-      return update.count === 1;
-    });
-    if (changed && retry) {
+    const outcome = await recoverLostRun(db, run.id, lostCutoff, now);
+    if (outcome === "requeued") {
       retried++;
       await enqueue(run.id);
-    } else if (changed) failed++;
+    } else if (outcome === "failed") failed++;
+    else if (outcome === "cancelled") cancelled++;
   }
   const stale = await db.run.findMany({
     where: { status: "queued", updatedAt: { lt: new Date(now.getTime() - options.requeueAfterMs) } },
     select: { id: true },
   });
   for (const run of stale) await enqueue(run.id);
-  return { expired, failed, retried, requeued: stale.length };
+  return { expired, failed, retried, cancelled, requeued: stale.length };
 }
 
 export async function startRunQueue(options: {
@@ -122,7 +92,7 @@ export async function startRunQueue(options: {
     noHandleSignals: true,
     gracefulShutdownAbortTimeout: options.drainMs ?? 60_000,
     logger: quietQueueLogger,
-    crontab: `* * * * * ${MAINTENANCE}\n*/10 * * * * ${AUDIT_CHECKPOINT}`,
+    crontab: `* * * * * ${MAINTENANCE}\n*/${CHECKPOINT_INTERVAL_MINUTES} * * * * ${AUDIT_CHECKPOINT}`,
     taskList: {
       [EXECUTE_RUN]: async (payload, helpers) => {
         const { runId } = payloadSchema.parse(payload);

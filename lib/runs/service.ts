@@ -1,16 +1,20 @@
 /**
- * The run lifecycle's service functions: submit, read, cancel (DESIGN.md steps 1–3, 5).
+ * The run lifecycle's service functions: submit and read (cancel: ./cancel.ts).
  * The MCP tools, the console and the CLI all call these; none of them has logic of its own.
  *
  * submitRun guarantees:
  * - the body is validated with a closed schema; oversize code is refused with the limit named;
  * - the same idempotency key with the same body returns the same run; with a different body it is
  *   a conflict (the key is unique per agent in the database, so two racing submits cannot both win);
+ * - agent text (code, purpose, provenance, idempotencyKey, inputs) holding U+0000 or a lone
+ *   surrogate is refused naming the field, never repaired (PostgreSQL cannot store either);
+ * - a refused submission leaves a `run.refused` audit event;
  * - budgets (runs per hour, concurrent runs, sandbox CPU-seconds per day) and the loop breaker (the
  *   same code failing N times in a window) refuse with BUDGET_EXCEEDED before any work is done;
  * - analysis and policy see only server-side facts (the tool registry, dataset classes), never the
  *   agent's claims; the decision, its reasons, the policy version and the Cedar request are stored
- *   with the run, and every state transition is an audit event in the same transaction;
+ *   with the run, with the limits it is decided on (./limits.ts), and every state transition goes
+ *   through transitionRun (./states.ts);
  * - an allowed run is queued in that transaction and handed to the executor afterwards; an
  *   escalated one is announced to the review webhook, if configured (never with code or data).
  */
@@ -21,15 +25,18 @@ import { canonicalJson } from "@/lib/canonical-json";
 import { requireScope, type Actor } from "@/lib/auth/scopes";
 import type { Db, Tx } from "@/lib/db";
 import { env } from "@/lib/env";
-import { AppError, type RunErrorCode } from "@/lib/errors";
+import { AppError, isAppError, type AppErrorCode, type RunErrorCode } from "@/lib/errors";
 import type { Prisma, Run } from "@/lib/generated/prisma/client";
+import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 import { analyzeScript, type DataClass, type ToolFacts } from "@/lib/intake/analyze";
 import type { Finding } from "@/lib/intake/findings";
 import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
-import { buildPolicyRequest, type RequestedLimits } from "@/lib/policy/request";
+import { buildPolicyRequest } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
 import { notifyEscalation } from "@/lib/review/notify";
-import { CANCELLABLE_BEFORE_START, isTerminal } from "./states";
+import { findUnstorable, normalizeText } from "@/lib/storable-text";
+import { decideRunLimits } from "./limits";
+import { IN_PROGRESS_STATUSES, transitionRun } from "./states";
 
 export type AgentActor = Extract<Actor, { type: "agent" }>;
 
@@ -48,7 +55,6 @@ export type RunDeps = {
   startExecution(runId: string): void;
 };
 
-export const DEFAULT_LIMITS: RequestedLimits = { timeoutMs: 30_000, cpuSeconds: 60, heapMb: 128, maxToolCalls: 1_000 };
 /** Bytes of result JSON an agent gets back; the audit log keeps all of it. */
 export const MAX_RESULT_BYTES_FOR_AGENT = 16 * 1024;
 
@@ -116,6 +122,15 @@ function parseSubmit(raw: unknown) {
     const issue = parsed.error.issues[0];
     throw new AppError("bad_request", `${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}`);
   }
+  // Refused, never repaired: what the agent sent is what reviewers see and what is hashed.
+  for (const [field, value] of Object.entries(parsed.data)) {
+    const bad = findUnstorable(value, field);
+    if (bad) {
+      throw new AppError("bad_request", `${bad.path}: contains ${bad.character}, which cannot be stored; remove it (lone surrogate halves and NUL are refused).`, {
+        details: { field: bad.path, character: bad.character },
+      });
+    }
+  }
   return parsed.data;
 }
 
@@ -156,7 +171,41 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string):
 
 const STATUS_BY_DECISION = { allow: "auto_approved", escalate: "pending_review", deny: "denied" } as const;
 
+/**
+ * Submits a proposal. A refused submission (malformed, too large, over budget, an idempotency
+ * conflict) leaves a `run.refused` event naming the agent and the reason, then the error is thrown.
+ */
 export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
+  try {
+    return await submitProposal(deps, actor, raw);
+  } catch (error) {
+    if (isAppError(error) && REFUSALS_RECORDED.has(error.code)) await recordRefusal(deps.db, actor, raw, error);
+    throw error;
+  }
+}
+
+const REFUSALS_RECORDED = new Set<AppErrorCode>(["bad_request", "payload_too_large", "rate_limited", "conflict"]);
+
+async function recordRefusal(db: Db, actor: AgentActor, raw: unknown, error: AppError): Promise<void> {
+  const code = typeof (raw as { code?: unknown } | null)?.code === "string" ? (raw as { code: string }).code : null;
+  await db
+    .$transaction((tx) =>
+      recordAudit(tx, {
+        actor,
+        action: "run.refused",
+        subject: { type: "agent", id: actor.id },
+        data: {
+          reason: error instanceof BudgetExceeded ? error.runCode : error.code,
+          message: normalizeText(error.message).value.slice(0, 500),
+          codeSha256: code === null ? null : sha256(code),
+          codeBytes: code === null ? null : Buffer.byteLength(code, "utf8"),
+        },
+      }),
+    )
+    .catch((auditError: unknown) => console.error("recording a refused submission failed", auditError));
+}
+
+async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
   requireScope(actor, "runs:submit");
   const input = parseSubmit(raw);
   const { db } = deps;
@@ -195,7 +244,7 @@ export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown):
     findings: analysis.findings,
     capabilitySet: analysis.capabilitySet,
     inputDataClasses: [...new Set(inputs.map((i) => i.dataClass as DataClass))],
-    limits: DEFAULT_LIMITS,
+    limits: RUN_LIMIT_DEFAULTS,
   });
   const decision: PolicyDecision = policy
     ? decide(policyRequest, policy.prepared)
@@ -205,6 +254,7 @@ export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown):
         reasons: [{ policyId: BUILTIN_REASONS.defaultDeny, text: "No policy version is published, so nothing may run.", source: "" }],
       };
   const status = STATUS_BY_DECISION[decision.decision];
+  const limits = decideRunLimits(analysis.callSites, decision.maxWritesPerTool);
 
   const run = await db
     .$transaction(async (tx) => {
@@ -226,42 +276,39 @@ export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown):
           requestDigest,
         },
       });
-      const subject = { type: "run", id: created.id };
-      await recordAudit(tx, { actor, action: "run.submitted", subject, data: { codeSha256, purpose: input.purpose, inputsDigest, language: input.language } });
-      await recordAudit(tx, {
-        actor: { type: "system", name: "analysis" },
-        action: "run.analyzed",
-        subject,
-        data: { capabilitySet: analysis.capabilitySet, facts: analysis.facts, findings: analysis.findings.map((f) => f.code) },
+      const runId = created.id;
+      await recordAudit(tx, { actor, action: "run.submitted", subject: { type: "run", id: runId }, data: { codeSha256, purpose: input.purpose, inputsDigest, language: input.language } });
+      await transitionRun(tx, { type: "system", name: "analysis" }, {
+        runId,
+        from: "submitted",
+        to: "analyzed",
+        data: { capabilitySet: analysis.capabilitySet, findings: analysis.findings, facts: analysis.facts, javascript: analysis.javascript },
+        audit: { capabilitySet: analysis.capabilitySet, facts: analysis.facts, findings: analysis.findings.map((f) => f.code) },
       });
-      const finalStatus = status === "auto_approved" ? "queued" : status;
-      const updated = await tx.run.update({
-        where: { id: created.id },
+      await transitionRun(tx, { type: "system", name: "policy" }, {
+        runId,
+        from: "analyzed",
+        to: status,
         data: {
-          status: finalStatus,
           decision: decision.decision,
           decisionReasons: decision.reasons,
           approvalsRequired: decision.approvalsRequired,
           reviewerRole: decision.reviewerRole ?? null,
           policyVersionId: policy?.id ?? null,
           policyRequest: policyRequest as unknown as Prisma.InputJsonValue,
-          capabilitySet: analysis.capabilitySet,
-          findings: analysis.findings,
-          facts: analysis.facts,
-          javascript: analysis.javascript,
+          limits,
           reviewExpiresAt: status === "pending_review" ? new Date(Date.now() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000) : null,
         },
+        audit: {
+          decision: decision.decision,
+          policyVersion: policy?.version ?? null,
+          reasons: decision.reasons.map((r) => r.policyId),
+          approvalsRequired: decision.approvalsRequired,
+          limits,
+        },
       });
-      await recordAudit(tx, {
-        actor: { type: "system", name: "policy" },
-        action: `run.${status}`,
-        subject,
-        data: { decision: decision.decision, policyVersion: policy?.version ?? null, reasons: decision.reasons.map((r) => r.policyId), approvalsRequired: decision.approvalsRequired },
-      });
-      if (finalStatus === "queued") {
-        await recordAudit(tx, { actor: { type: "system", name: "runs" }, action: "run.queued", subject });
-      }
-      return updated;
+      if (status === "auto_approved") await transitionRun(tx, { type: "system", name: "runs" }, { runId, from: "auto_approved", to: "queued" });
+      return tx.run.findUniqueOrThrow({ where: { id: runId } });
     })
     .catch(async (error: unknown) => {
       // Two submits with the same key raced; the loser answers like a retry.
@@ -353,41 +400,8 @@ export async function getRun(deps: Pick<RunDeps, "db">, actor: AgentActor, raw: 
   for (;;) {
     const run = await deps.db.run.findFirst({ where: { id: runId, agentId: actor.id } });
     if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
-    const waiting = run.status === "pending_review" || run.status === "queued" || run.status === "running" || run.status === "approved" || run.status === "auto_approved";
-    if (!waiting || isTerminal(run.status) || Date.now() >= deadline || signal?.aborted) return presentRun(deps.db, run);
+    const waiting = (IN_PROGRESS_STATUSES as readonly string[]).includes(run.status);
+    if (!waiting || Date.now() >= deadline || signal?.aborted) return presentRun(deps.db, run);
     await new Promise((resolve) => setTimeout(resolve, Math.min(250, Math.max(0, deadline - Date.now()))));
   }
-}
-
-/**
- * Cancels a run that has not finished. Before it starts, the state changes at once (conditional
- * update, audited); while it runs, the request is recorded and the executor holding the run stops
- * its sandbox and writes the terminal `cancelled` state.
- */
-export async function cancelRun(deps: Pick<RunDeps, "db">, actor: Actor, runId: string): Promise<{ runId: string; status: Run["status"] }> {
-  requireScope(actor, actor.type === "agent" ? "runs:submit" : "runs:review");
-  if (!z.uuid().safeParse(runId).success) throw new AppError("bad_request", "runId must be a run id from submit_run");
-  const ownerFilter = actor.type === "agent" ? { agentId: actor.id } : {};
-  return deps.db.$transaction(async (tx) => {
-    const stopped = await tx.run.updateMany({
-      where: { id: runId, ...ownerFilter, status: { in: [...CANCELLABLE_BEFORE_START] } },
-      data: { status: "cancelled", finishedAt: new Date(), cancelRequestedAt: new Date(), error: { code: "CANCELLED", message: "Cancelled before it ran.", untrusted: false } },
-    });
-    if (stopped.count === 1) {
-      await recordAudit(tx, { actor, action: "run.cancelled", subject: { type: "run", id: runId }, data: { phase: "before_start" } });
-      return { runId, status: "cancelled" as const };
-    }
-    const running = await tx.run.updateMany({
-      where: { id: runId, ...ownerFilter, status: "running", cancelRequestedAt: null },
-      data: { cancelRequestedAt: new Date() },
-    });
-    if (running.count === 1) {
-      await recordAudit(tx, { actor, action: "run.cancel_requested", subject: { type: "run", id: runId } });
-      return { runId, status: "running" as const };
-    }
-    const run = await tx.run.findFirst({ where: { id: runId, ...ownerFilter }, select: { status: true } });
-    if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
-    if (run.status === "running") return { runId, status: run.status };
-    throw new AppError("conflict", `Run ${runId} is already ${run.status.replaceAll("_", " ")}; it cannot be cancelled.`);
-  });
 }

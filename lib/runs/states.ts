@@ -1,9 +1,25 @@
 /**
- * The run state machine of DESIGN.md "Run states". Every status is classified (exhaustive
- * record), terminal states never change, and a transition not listed here cannot be written by
- * lib/runs (transition() refuses it before touching the database).
+ * The run state machine: the one table of allowed transitions and the one function that writes a
+ * run's status (docs/run-states.md renders the table, including the states later work will add).
+ *
+ * Guarantees:
+ * - every status is classified (exhaustive record); terminal states have no way out;
+ * - `transitionRun` refuses a transition outside the table before touching the database;
+ * - the change is a conditional update (`WHERE status IN from`), so of two racing writers exactly
+ *   one moves the run and the other learns it lost (false), never a read-check-then-write;
+ * - the audit event is written in the same transaction as the change, or the change fails; the
+ *   event of a terminal state seals every tool call the run has on record (lib/audit/seal.ts),
+ *   whoever ends it (executor, cancel, the maintenance sweep).
+ * Nothing else in the codebase writes `Run.status`.
  */
+import { recordAudit } from "@/lib/audit/record";
+import { sealToolCalls } from "@/lib/audit/seal";
+import type { Actor } from "@/lib/auth/scopes";
+import type { Tx } from "@/lib/db";
+import type { Prisma } from "@/lib/generated/prisma/client";
 import type { RunStatus } from "@/lib/generated/prisma/enums";
+
+export type { RunStatus };
 
 export const NEXT_STATES = {
   submitted: ["analyzed"],
@@ -12,7 +28,8 @@ export const NEXT_STATES = {
   auto_approved: ["queued", "cancelled"],
   approved: ["queued", "cancelled"],
   queued: ["running", "cancelled", "failed"],
-  // running → queued only when the executor was lost and every tool the run may call is idempotent.
+  // running → queued: the executor was lost before anything with an effect could have happened,
+  // at most once per run (Run.attempt), never after a cancel request (lib/runs/recovery.ts).
   running: ["succeeded", "failed", "timed_out", "cancelled", "queued"],
   denied: [],
   rejected: [],
@@ -24,13 +41,55 @@ export const NEXT_STATES = {
   cancelled: [],
 } as const satisfies Record<RunStatus, readonly RunStatus[]>;
 
+export const RUN_STATUSES = Object.keys(NEXT_STATES) as RunStatus[];
+
 export function isTerminal(status: RunStatus): boolean {
   return NEXT_STATES[status].length === 0;
 }
+
+export const TERMINAL_STATUSES = RUN_STATUSES.filter(isTerminal);
 
 export function canTransition(from: RunStatus, to: RunStatus): boolean {
   return (NEXT_STATES[from] as readonly RunStatus[]).includes(to);
 }
 
-/** States from which cancel_run stops a run without a sandbox to kill. */
+/** States from which a cancel stops a run without a sandbox to kill. */
 export const CANCELLABLE_BEFORE_START = ["pending_review", "auto_approved", "approved", "queued"] as const satisfies readonly RunStatus[];
+
+/** States in which an agent waiting on get_run keeps waiting. */
+export const IN_PROGRESS_STATUSES = ["submitted", "analyzed", "pending_review", "auto_approved", "approved", "queued", "running"] as const satisfies readonly RunStatus[];
+
+export class IllegalTransition extends Error {
+  constructor(from: readonly RunStatus[], to: RunStatus) {
+    super(`run status cannot change from ${from.join(" or ")} to ${to}`);
+    this.name = "IllegalTransition";
+  }
+}
+
+export type Transition = {
+  runId: string;
+  /** The status (or statuses) the run must be in; checked in the update's WHERE clause. */
+  from: RunStatus | readonly RunStatus[];
+  to: RunStatus;
+  /** Other columns written with the status. */
+  data?: Omit<Prisma.RunUncheckedUpdateManyInput, "status" | "id">;
+  /** Extra conditions of the update (e.g. a heartbeat cutoff). */
+  where?: Omit<Prisma.RunWhereInput, "id" | "status">;
+  /** The audit action; `run.<to>` unless given. */
+  action?: string;
+  audit?: Record<string, unknown>;
+};
+
+/**
+ * Moves a run if it is still in `from`, writing the audit event in the same transaction.
+ * Returns false when the run was not in `from` (someone else moved it first).
+ */
+export async function transitionRun(tx: Tx, actor: Actor, t: Transition): Promise<boolean> {
+  const from: readonly RunStatus[] = typeof t.from === "string" ? [t.from] : t.from;
+  if (from.length === 0 || !from.every((status) => canTransition(status, t.to))) throw new IllegalTransition(from, t.to);
+  const moved = await tx.run.updateMany({ where: { ...t.where, id: t.runId, status: { in: [...from] } }, data: { ...t.data, status: t.to } });
+  if (moved.count === 0) return false;
+  const data = isTerminal(t.to) ? { ...t.audit, ...(await sealToolCalls(tx, t.runId)) } : t.audit;
+  await recordAudit(tx, { actor, action: t.action ?? `run.${t.to}`, subject: { type: "run", id: t.runId }, data });
+  return true;
+}

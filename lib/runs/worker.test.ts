@@ -1,7 +1,7 @@
 /**
  * Executors as separate processes (`scripts/worker.ts`), coordinated only through PostgreSQL:
- * a killed worker leaves no run stuck in `running` (EXECUTOR_LOST, or a retry when every tool is
- * idempotent), and SIGTERM drains the runs in flight.
+ * a killed worker leaves no run stuck in `running` (EXECUTOR_LOST once a call that may have had an
+ * effect was made, otherwise one retry), and SIGTERM drains the runs in flight.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
@@ -15,8 +15,9 @@ import { childProcessEnv } from "@/lib/env";
 import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { publishPolicyText } from "@/lib/policy/store";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { toolCallsDigest } from "./executor";
+import { toolCallsDigest } from "@/lib/audit/seal";
 import { runMaintenance } from "./queue";
+import { transitionRun } from "./states";
 import { createRuntime, demoConfig, type Runtime } from "./runtime";
 import { getRun, submitRun, type AgentActor } from "./service";
 
@@ -109,18 +110,22 @@ describe("worker processes", () => {
     expect(await db.prisma.run.count({ where: { status: "running" } })).toBe(0);
   }, 90_000);
 
-  it("a killed worker's run becomes failed with EXECUTOR_LOST when its tools are not idempotent", async () => {
+  it("a killed worker's run becomes failed with EXECUTOR_LOST once it called a tool that is not read-only", async () => {
     const worker = startWorker();
     await worker.ready;
     const view = await submitRun(runtime, agent, {
-      code: `await new Promise((r) => setTimeout(r, 20000)); await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "late" });`,
-      purpose: "remind after a pause",
+      code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "late" }); await new Promise((r) => setTimeout(r, 20000));`,
+      purpose: "remind, then pause",
     });
     expect(view.status).toBe("pending_review");
-    // Stand-in for an approval (tested with the review service): queue it and hand it to the workers.
-    await db.prisma.run.update({ where: { id: view.runId }, data: { status: "queued" } });
+    // Stand-in for the reviewers' approval (tested with the review service), through the state machine.
+    await db.prisma.$transaction(async (tx) => {
+      await transitionRun(tx, system, { runId: view.runId, from: "pending_review", to: "approved" });
+      await transitionRun(tx, system, { runId: view.runId, from: "approved", to: "queued" });
+    });
     runtime.startExecution(view.runId);
-    await waitForStatus(view.runId, "running");
+    // The call was recorded (as "started") before it reached the upstream.
+    await expect.poll(() => db.prisma.runToolCall.count({ where: { runId: view.runId, readOnly: false } }), { timeout: 20_000 }).toBe(1);
     process.kill(-worker.child.pid!, "SIGKILL");
     await worker.exited;
     await new Promise((r) => setTimeout(r, 1200));
@@ -128,6 +133,7 @@ describe("worker processes", () => {
     expect(swept.failed).toBe(1);
     const lost = await getRun(runtime, agent, { runId: view.runId });
     expect(lost).toMatchObject({ status: "failed", error: { code: "EXECUTOR_LOST" } });
+    expect(lost.error?.message).toMatch(/not read-only/);
     expect(await db.prisma.run.count({ where: { status: "running" } })).toBe(0);
   }, 90_000);
 
@@ -149,6 +155,9 @@ describe("worker processes", () => {
     const swept = await runMaintenance(db.prisma, async (runId) => runtime.startExecution(runId), { heartbeatTimeoutMs: 1000, requeueAfterMs: 60_000 });
     expect(swept.retried).toBe(1);
     await waitForStatus(view.runId, "succeeded");
+    expect(await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } })).toMatchObject({ attempt: 2 });
+    const requeued = await db.prisma.auditEvent.findFirstOrThrow({ where: { subjectId: view.runId, action: "run.requeued" } });
+    expect(requeued.data).toMatchObject({ attempt: 2, reason: "EXECUTOR_LOST" });
     const events = await db.prisma.auditEvent.findMany({ where: { subjectId: view.runId, action: "run.running" } });
     expect(events).toHaveLength(2);
     // Both attempts' calls are kept, numbered in order, and sealed together by the terminal event.

@@ -240,6 +240,29 @@ describe("resource limits", () => {
     expect(calls).toBe(200);
   });
 
+  it("a tool past its approved number of calls is refused before the call (BUDGET_EXCEEDED), others still run", async () => {
+    const seen: string[] = [];
+    const env = await attack(
+      `for (let i = 0; i < 5; i++) await tools.demo.read({ i });
+       await tools.demo.write({ n: 1 }); await tools.demo.write({ n: 2 });
+       try { await tools.demo.write({ n: 3 }); } catch { /* swallowing the refusal does not help */ }
+       return "done";`,
+      {
+        allowedTools: ["demo.read", "demo.write"],
+        toolCallCaps: { "demo.write": 2 },
+        callTool: async (_server, tool, args) => {
+          seen.push(`${tool}:${JSON.stringify(args)}`);
+          return null;
+        },
+      },
+    );
+    expect(env.status).toBe("failed");
+    expect(env.error?.code).toBe("BUDGET_EXCEEDED");
+    expect(env.error?.message).toContain("demo.write");
+    expect(seen.filter((s) => s.startsWith("write"))).toEqual(['write:{"n":1}', 'write:{"n":2}']);
+    expect(seen.filter((s) => s.startsWith("read"))).toHaveLength(5);
+  });
+
   it("timers that outlive the result neither keep the run alive nor reach the logs", async () => {
     const env = await attack(`setTimeout(() => console.log("late"), 300); setInterval(() => console.log("tick"), 1); return "early";`);
     expect(env.result).toBe("early");

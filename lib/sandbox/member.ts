@@ -14,7 +14,7 @@
  *    no /dev, no host sockets. bwrap itself is started as uid/gid 65534 when we are root, so the
  *    sandbox is unprivileged on the host as well as inside the user namespace.
  *  - L2: prlimit (nofile, fsize, core=0, cpu, data); wall-clock kill of the process group;
- *    byte caps on every stream; tool-call quota and concurrency cap.
+ *    byte caps on every stream; tool-call quota, per-tool caps and concurrency cap.
  * Every frame from the child is hostile (see RpcSession). A missing layer is an error
  * (SandboxUnavailable), never a downgrade.
  */
@@ -52,6 +52,8 @@ export type MemberJob = {
   module: string;
   inputs: readonly StagedInput[];
   allowedTools: ReadonlySet<string>;
+  /** Per-tool call caps ("server.tool" → n); tools without an entry have only maxToolCalls. */
+  toolCallCaps: ReadonlyMap<string, number>;
   knownTools: readonly string[];
   callTool: CallTool;
   onToolCall?: (record: ToolCallRecord) => void;
@@ -449,6 +451,7 @@ class RpcSession {
   private truncated = false;
   private lastId = 0;
   private calls = 0;
+  private readonly callsPerTool = new Map<string, number>();
   private failedCalls = 0;
   private inFlight = 0;
   private readonly queue: (() => void)[] = [];
@@ -506,6 +509,17 @@ class RpcSession {
     }
     if (++this.calls > this.job.limits.maxToolCalls) {
       return this.settle({ kind: "fail", code: "BUDGET_EXCEEDED", message: `more than ${this.job.limits.maxToolCalls} tool calls`, untrusted: false });
+    }
+    const cap = this.job.toolCallCaps.get(name);
+    const callsOfTool = (this.callsPerTool.get(name) ?? 0) + 1;
+    this.callsPerTool.set(name, callsOfTool);
+    if (cap !== undefined && callsOfTool > cap) {
+      return this.settle({
+        kind: "fail",
+        code: "BUDGET_EXCEEDED",
+        message: `tool ${sanitizeText(name, 200)} was called more than the ${cap} time(s) that were approved`,
+        untrusted: false,
+      });
     }
     if (bytes > this.job.limits.maxRpcBytes) {
       return this.settle({ kind: "fail", code: "RPC_VIOLATION", message: `a call frame exceeded ${this.job.limits.maxRpcBytes} bytes`, untrusted: false });

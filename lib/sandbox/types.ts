@@ -37,10 +37,15 @@ export type SandboxLimits = {
   maxInputBytes: number;
 };
 
+/**
+ * The limits a run is decided on: policy sees them in its request, reviewers see them on the run
+ * page, and the executor passes exactly these to the sandbox. The one source of their defaults.
+ */
+export type RunLimits = Pick<SandboxLimits, "timeoutMs" | "cpuSeconds" | "heapMb" | "maxToolCalls">;
+export const RUN_LIMIT_DEFAULTS: RunLimits = { timeoutMs: 30_000, cpuSeconds: 60, heapMb: 128, maxToolCalls: 1_000 };
+
 export const DEFAULT_LIMITS: SandboxLimits = {
-  timeoutMs: 30_000,
-  cpuSeconds: 60,
-  heapMb: 128,
+  ...RUN_LIMIT_DEFAULTS,
   dataMb: 1024,
   maxOpenFiles: 64,
   maxStdoutBytes: 64 * 1024 * 1024,
@@ -50,7 +55,6 @@ export const DEFAULT_LIMITS: SandboxLimits = {
   maxResultBytes: 1024 * 1024,
   maxArtifactBytes: 8 * 1024 * 1024,
   maxRpcBytes: 4 * 1024 * 1024,
-  maxToolCalls: 10_000,
   maxConcurrentToolCalls: 8,
   maxInputBytes: 256 * 1024 * 1024,
 };
@@ -83,6 +87,11 @@ export type RunRequest = {
   callTool: CallTool;
   onToolCall?: (record: ToolCallRecord) => void;
   limits?: Partial<SandboxLimits>;
+  /**
+   * Per-tool call caps, "server.tool" → n, for tools that are not read-only. A call past its
+   * tool's cap fails the run with BUDGET_EXCEEDED before it reaches callTool.
+   */
+  toolCallCaps?: Readonly<Record<string, number>>;
   signal?: AbortSignal;
 };
 

@@ -2,7 +2,8 @@
 /** Agents page actions (agents:manage): create an agent with its first token, revoke an agent. */
 import { revalidatePath } from "next/cache";
 import { z } from "zod";
-import { createAgent, revokeAgent } from "@/lib/auth/agents";
+import { createAgent } from "@/lib/auth/agents";
+import { revokeAgentAndStopRuns } from "@/lib/runs/cancel";
 import { prisma } from "@/lib/db";
 import { userAction, type ActionResult } from "@/lib/auth/user-action";
 
@@ -15,7 +16,7 @@ const create = userAction(
   (actor, input) => prisma().$transaction((tx) => createAgent(tx, actor, { ...input, scopes: input.scopes as never })),
 );
 const revoke = userAction("agents:manage", z.object({ name: z.string().min(1) }).strict(), (actor, input) =>
-  prisma().$transaction((tx) => revokeAgent(tx, actor, input.name)),
+  prisma().$transaction((tx) => revokeAgentAndStopRuns(tx, actor, input.name)),
 );
 
 export async function createAgentAction(_previous: CreateAgentState, form: FormData): Promise<CreateAgentState> {

@@ -9,7 +9,7 @@ import { prisma } from "@/lib/db";
 import { decisionFormSchema, formFields } from "@/lib/review/forms";
 import { decideRun, type DecisionResult } from "@/lib/review/service";
 import { userAction, type ActionResult } from "@/lib/auth/user-action";
-import { cancelRun } from "@/lib/runs/service";
+import { cancelRun } from "@/lib/runs/cancel";
 
 export type DecisionState = ActionResult<DecisionResult> | null;
 export type CancelState = ActionResult<{ runId: string; status: string }> | null;

@@ -5,7 +5,7 @@ import { AutoRefresh } from "@/components/run/auto-refresh";
 import { CancelButton } from "@/components/run/cancel-button";
 import { CodeView, DiffView } from "@/components/run/code-view";
 import { DecisionForm } from "@/components/run/decision-form";
-import { Capabilities, Inputs, Outcome, PolicyDecision, Provenance, Reviews, SameCode, Section, Timeline, ToolCalls } from "@/components/run/run-sections";
+import { Capabilities, Inputs, Limits, Outcome, PolicyDecision, Provenance, Reviews, SameCode, Section, Timeline, ToolCalls } from "@/components/run/run-sections";
 import { Badge } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import { isPageRefresh, recordRunViewed } from "@/lib/audit/access";
@@ -115,6 +115,10 @@ export default async function RunPage({ params }: { params: Promise<{ id: string
 
       <Section title="Capability set" id="capabilities">
         <Capabilities run={run} />
+      </Section>
+
+      <Section title="Limits" id="limits">
+        <Limits run={run} />
       </Section>
 
       <Section title="Inputs" id="inputs">

@@ -1,0 +1,61 @@
+/**
+ * Stopping runs: an agent's or a reviewer's cancel, and the runs of a revoked agent.
+ *
+ * Guarantees:
+ * - a run that has not started is cancelled at once (a conditional transition, audited); it can
+ *   then never be approved or executed;
+ * - a running run gets `cancelRequestedAt`: the executor holding it aborts the sandbox and writes
+ *   `cancelled`; if that executor is gone, the maintenance sweep ends the run `cancelled` and never
+ *   retries it (./recovery.ts). Either way the cancel is for good;
+ * - revoking an agent and stopping its runs happen in one transaction.
+ */
+import { z } from "zod";
+import { recordAudit } from "@/lib/audit/record";
+import { revokeAgent } from "@/lib/auth/agents";
+import { requireScope, type Actor } from "@/lib/auth/scopes";
+import type { Db, Tx } from "@/lib/db";
+import { AppError } from "@/lib/errors";
+import type { Run } from "@/lib/generated/prisma/client";
+import { CANCELLABLE_BEFORE_START, transitionRun } from "./states";
+
+function cancelBeforeStart(tx: Tx, actor: Actor, runId: string, message: string, audit: Record<string, unknown>): Promise<boolean> {
+  const now = new Date();
+  return transitionRun(tx, actor, {
+    runId,
+    from: CANCELLABLE_BEFORE_START,
+    to: "cancelled",
+    data: { finishedAt: now, cancelRequestedAt: now, error: { code: "CANCELLED", message, untrusted: false } },
+    audit,
+  });
+}
+
+export async function cancelRun(deps: { db: Db }, actor: Actor, runId: string): Promise<{ runId: string; status: Run["status"] }> {
+  requireScope(actor, actor.type === "agent" ? "runs:submit" : "runs:review");
+  if (!z.uuid().safeParse(runId).success) throw new AppError("bad_request", "runId must be a run id from submit_run");
+  const ownerFilter = actor.type === "agent" ? { agentId: actor.id } : {};
+  return deps.db.$transaction(async (tx) => {
+    const run = await tx.run.findFirst({ where: { id: runId, ...ownerFilter }, select: { status: true } });
+    if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
+    if (await cancelBeforeStart(tx, actor, runId, "Cancelled before it ran.", { phase: "before_start" })) return { runId, status: "cancelled" as const };
+    const running = await tx.run.updateMany({ where: { id: runId, status: "running", cancelRequestedAt: null }, data: { cancelRequestedAt: new Date() } });
+    if (running.count === 1) {
+      await recordAudit(tx, { actor, action: "run.cancel_requested", subject: { type: "run", id: runId } });
+      return { runId, status: "running" as const };
+    }
+    const now = await tx.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true } });
+    if (now.status === "running") return { runId, status: now.status };
+    throw new AppError("conflict", `Run ${runId} is already ${now.status.replaceAll("_", " ")}; it cannot be cancelled.`);
+  });
+}
+
+/** Revokes an agent and its tokens, cancels its runs that have not started and asks its running ones to stop. */
+export async function revokeAgentAndStopRuns(tx: Tx, actor: Actor, name: string): Promise<{ revokedTokens: number; cancelledRuns: number }> {
+  const { agentId, revokedTokens } = await revokeAgent(tx, actor, name);
+  const waiting = await tx.run.findMany({ where: { agentId, status: { in: [...CANCELLABLE_BEFORE_START] } }, select: { id: true } });
+  let cancelledRuns = 0;
+  for (const run of waiting) {
+    if (await cancelBeforeStart(tx, actor, run.id, "The agent was revoked.", { reason: "agent_revoked" })) cancelledRuns++;
+  }
+  await tx.run.updateMany({ where: { agentId, status: "running", cancelRequestedAt: null }, data: { cancelRequestedAt: new Date() } });
+  return { revokedTokens, cancelledRuns };
+}

@@ -1,0 +1,90 @@
+/**
+ * The run state machine against a real PostgreSQL: every transition in the table moves a run and
+ * writes its audit event in the same transaction; every transition outside it is refused before
+ * the database is touched; a run no longer in `from` is not moved (false), whatever `to` is.
+ */
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAgent } from "@/lib/auth/agents";
+import type { Actor } from "@/lib/auth/scopes";
+import { createUser } from "@/lib/auth/users";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { IllegalTransition, NEXT_STATES, RUN_STATUSES, TERMINAL_STATUSES, canTransition, transitionRun, type RunStatus } from "./states";
+
+const system: Actor = { type: "system", name: "test" };
+let db: TestDatabase;
+let agentId: string;
+
+async function runIn(status: RunStatus): Promise<string> {
+  const run = await db.prisma.run.create({
+    data: { agentId, status, language: "javascript", code: "return 1;", codeSha256: "x", purpose: "state test", inputsDigest: "x", requestDigest: "x" },
+  });
+  return run.id;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.prisma.$transaction((tx) => createUser(tx, system, { email: "owner@example.com", role: "admin" }));
+  agentId = (await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "states", ownerEmail: "owner@example.com" }))).agentId;
+}, 60_000);
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe("run state machine", () => {
+  it("classifies every status; terminal states have no way out", () => {
+    expect(new Set(RUN_STATUSES)).toEqual(new Set(Object.keys(NEXT_STATES)));
+    expect(TERMINAL_STATUSES.sort()).toEqual(["cancelled", "changes_requested", "denied", "expired", "failed", "rejected", "succeeded", "timed_out"]);
+  });
+
+  it("docs/run-states.md publishes exactly the enabled transitions (and the planned ones beside them)", () => {
+    const doc = readFileSync(new URL("../../docs/run-states.md", import.meta.url), "utf8");
+    const rows = [...doc.matchAll(/^\| `(\w+)` \| `(\w+)` \| (enabled|planned[^|]*) \|/gm)].map(([, from, to, status]) => ({ from, to, enabled: status === "enabled" }));
+    const documented = rows.filter((r) => r.enabled).map((r) => `${r.from} → ${r.to}`).sort();
+    const enabled = RUN_STATUSES.flatMap((from) => (NEXT_STATES[from] as readonly string[]).map((to) => `${from} → ${to}`)).sort();
+    expect(documented).toEqual(enabled);
+    expect(rows.filter((r) => !r.enabled).length).toBeGreaterThan(5);
+  });
+
+  it("performs every transition in the table, audited in the same transaction", async () => {
+    let walked = 0;
+    for (const from of RUN_STATUSES) {
+      for (const to of NEXT_STATES[from] as readonly RunStatus[]) {
+        const runId = await runIn(from);
+        const moved = await db.prisma.$transaction((tx) => transitionRun(tx, system, { runId, from, to, audit: { walked: true } }));
+        expect(moved, `${from} → ${to}`).toBe(true);
+        expect((await db.prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe(to);
+        const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { subjectId: runId }, orderBy: { id: "desc" } });
+        expect(event).toMatchObject({ action: `run.${to}`, data: { walked: true } });
+        walked++;
+      }
+    }
+    expect(walked).toBe(Object.values(NEXT_STATES).reduce((n, next) => n + next.length, 0));
+  });
+
+  it("refuses every transition outside the table without touching the run", async () => {
+    const runIds = new Map<RunStatus, string>();
+    for (const status of RUN_STATUSES) runIds.set(status, await runIn(status));
+    let refused = 0;
+    for (const from of RUN_STATUSES) {
+      for (const to of RUN_STATUSES) {
+        if (canTransition(from, to)) continue;
+        const runId = runIds.get(from)!;
+        await expect(db.prisma.$transaction((tx) => transitionRun(tx, system, { runId, from, to })), `${from} → ${to}`).rejects.toBeInstanceOf(IllegalTransition);
+        refused++;
+      }
+    }
+    expect(refused).toBeGreaterThan(180);
+    for (const [status, runId] of runIds) expect((await db.prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe(status);
+    expect(await db.prisma.auditEvent.count({ where: { subjectId: { in: [...runIds.values()] } } })).toBe(0);
+  });
+
+  it("a run that already left `from` is not moved, and no event is written", async () => {
+    const runId = await runIn("succeeded");
+    const moved = await db.prisma.$transaction((tx) => transitionRun(tx, system, { runId, from: "running", to: "failed" }));
+    expect(moved).toBe(false);
+    expect((await db.prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("succeeded");
+    expect(await db.prisma.auditEvent.count({ where: { subjectId: runId } })).toBe(0);
+  });
+});
