@@ -186,7 +186,8 @@ test.describe("exactly once, whatever a script returns", () => {
       expect(refunds).toMatchObject({ status: "succeeded", result: 1 });
 
       const verify = spawnSync(process.execPath, [join(import.meta.dirname, "..", "bin", "airlock.mjs"), "audit", "verify", "--json"], {
-        env: { ...process.env, DATABASE_URL: state.databaseUrl },
+        // The server's own checkpoints and signing key: verify checks the chain against them.
+        env: { ...process.env, DATABASE_URL: state.databaseUrl, AIRLOCK_DATA_DIR: state.dataDir },
         encoding: "utf8",
         timeout: 60_000,
       });

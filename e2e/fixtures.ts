@@ -4,7 +4,8 @@ import type { DemoCredentials } from "../lib/demo/seed";
 import { STATE_FILE } from "./global-setup";
 import { LoginPage } from "./pages/login-page";
 
-type State = { databaseUrl: string; credentials: DemoCredentials };
+/** The e2e server's database (superuser URL), its data directory (checkpoints, ledger state) and the seeded logins. */
+type State = { databaseUrl: string; dataDir: string; credentials: DemoCredentials };
 
 export const test = base.extend<{ state: State; loginPage: LoginPage; loginAs: (role: "admin" | "reviewer" | "compliance") => Promise<void> }>({
   state: async ({}, use) => {

@@ -46,7 +46,8 @@ export default async function globalSetup(config: FullConfig) {
   const credentials = await seedDemo(db, { password });
   await db.$disconnect();
   if (!credentials) throw new Error("seeding the e2e database did nothing");
-  await writeFile(STATE_FILE, JSON.stringify({ databaseUrl: postgres.url, credentials }), { mode: 0o600 });
+  const dataDir = await mkdtemp(join(tmpdir(), "airlock-e2e-data-"));
+  await writeFile(STATE_FILE, JSON.stringify({ databaseUrl: postgres.url, dataDir, credentials }), { mode: 0o600 });
 
   const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
   const server = spawn(process.execPath, [nextBin, "start", "-p", port, "-H", "127.0.0.1"], {
@@ -58,7 +59,7 @@ export default async function globalSetup(config: FullConfig) {
       DATABASE_URL: appUrl,
       AUTH_SECRET: randomBytes(32).toString("base64url"),
       AIRLOCK_LOGIN_MAX_FAILURES: "3",
-      AIRLOCK_DATA_DIR: await mkdtemp(join(tmpdir(), "airlock-e2e-data-")),
+      AIRLOCK_DATA_DIR: dataDir,
     },
     stdio: ["ignore", "inherit", "inherit"],
     detached: true,
