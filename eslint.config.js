@@ -22,7 +22,16 @@ export default tseslint.config(
   {
     // lib/env.ts is the one reader of process.env; build-time configs and test wiring are outside the app.
     // lib/sandbox/child runs inside the sandbox, where it checks that the environment is empty.
-    files: ["lib/env.ts", "lib/sandbox/child/**", "prisma.config.ts", "playwright.config.ts", "scripts/prisma-generate.mjs", "e2e/**", "lib/testing/**", "bench/**"],
+    files: [
+      "lib/env.ts",
+      "lib/sandbox/child/**",
+      "prisma.config.ts",
+      "playwright.config.ts",
+      "scripts/prisma-generate.mjs",
+      "e2e/**",
+      "lib/testing/**",
+      "bench/**",
+    ],
     rules: { "no-restricted-syntax": "off" },
   },
   {
@@ -35,7 +44,11 @@ export default tseslint.config(
           // Types are erased at build time; sharing a DTO type with its presenter is safe.
           patterns: [
             { group: ["@/lib/generated/*", "@prisma/*"], message: "Components must not touch the database.", allowTypeImports: true },
-            { group: ["@/lib/db", "@/lib/db/*", "@/lib/*/service", "@/lib/*/presenter", "@/lib/*/*-presenter"], message: "Server modules stay on the server; pass DTOs as props.", allowTypeImports: true },
+            {
+              group: ["@/lib/db", "@/lib/db/*", "@/lib/*/service", "@/lib/*/presenter", "@/lib/*/*-presenter"],
+              message: "Server modules stay on the server; pass DTOs as props.",
+              allowTypeImports: true,
+            },
           ],
         },
       ],

@@ -24,7 +24,28 @@ const BATCH_RUNS = 2_000;
 const STATUSES = ["succeeded", "succeeded", "succeeded", "failed", "denied", "rejected", "timed_out"] as const;
 const TOOLS = ["ledger.listInvoices", "ledger.getCustomer", "ledger.addNote", "crm.searchContacts", "docs.search"];
 const DATA_CLASSES = ["internal", "confidential", "pii", "financial", "public"];
-const WORDS = ["overdue", "customer", "segment", "quarterly", "reconcile", "refund", "ledger", "balance", "vendor", "payment", "summary", "export", "region", "churn", "renewal", "discount", "tax", "audit", "forecast", "pipeline"];
+const WORDS = [
+  "overdue",
+  "customer",
+  "segment",
+  "quarterly",
+  "reconcile",
+  "refund",
+  "ledger",
+  "balance",
+  "vendor",
+  "payment",
+  "summary",
+  "export",
+  "region",
+  "churn",
+  "renewal",
+  "discount",
+  "tax",
+  "audit",
+  "forecast",
+  "pipeline",
+];
 
 export function rareWord(k: number): string {
   return `zanzibar${k}`;
@@ -36,16 +57,27 @@ function pick<T>(list: readonly T[], n: number): T {
   return list[n % list.length]!;
 }
 
-export type SeedResult = { runs: number; events: number; toolCalls: number; firstAt: Date; lastAt: Date; sampleCodeHash: string; agents: string[]; emails: string[] };
+export type SeedResult = {
+  runs: number;
+  events: number;
+  toolCalls: number;
+  firstAt: Date;
+  lastAt: Date;
+  sampleCodeHash: string;
+  agents: string[];
+  emails: string[];
+};
 
 export async function seedAuditBench(client: pg.Client, options: { runs: number; start?: Date }): Promise<SeedResult> {
   const start = options.start ?? new Date("2026-01-01T00:00:00Z");
   const emails = Array.from({ length: 20 }, (_, i) => `person${i}@example.com`);
   const userIds = emails.map(() => randomUUID());
-  await client.query(
-    `INSERT INTO "User" (id, email, name, role) SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::"Role"[])`,
-    [userIds, emails, emails.map((e) => e.split("@")[0]), emails.map((_, i) => pick(["admin", "reviewer", "compliance"], i))],
-  );
+  await client.query(`INSERT INTO "User" (id, email, name, role) SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::"Role"[])`, [
+    userIds,
+    emails,
+    emails.map((e) => e.split("@")[0]),
+    emails.map((_, i) => pick(["admin", "reviewer", "compliance"], i)),
+  ]);
   const agents = Array.from({ length: 50 }, (_, i) => `agent-${i}`);
   const agentIds = agents.map(() => randomUUID());
   await client.query(`INSERT INTO "Agent" (id, name, "ownerId") SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[])`, [
@@ -60,9 +92,41 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
   let sampleCodeHash = "";
   const stepMs = 30_000; // one run every 30 s of simulated time
   for (let base = 0; base < options.runs; base += BATCH_RUNS) {
-    const run = { id: [] as string[], agentId: [] as string[], status: [] as string[], code: [] as string[], sha: [] as string[], purpose: [] as string[], decision: [] as string[], caps: [] as string[], facts: [] as string[], result: [] as string[], stats: [] as string[], createdAt: [] as string[] };
-    const ev = { id: [] as string[], at: [] as string[], actorType: [] as string[], actorId: [] as (string | null)[], action: [] as string[], subjectId: [] as string[], data: [] as string[], prevHash: [] as string[], hash: [] as string[] };
-    const call = { runId: [] as string[], seq: [] as number[], server: [] as string[], tool: [] as string[], argsDigest: [] as string[], resultDigest: [] as string[], args: [] as string[], result: [] as string[] };
+    const run = {
+      id: [] as string[],
+      agentId: [] as string[],
+      status: [] as string[],
+      code: [] as string[],
+      sha: [] as string[],
+      purpose: [] as string[],
+      decision: [] as string[],
+      caps: [] as string[],
+      facts: [] as string[],
+      result: [] as string[],
+      stats: [] as string[],
+      createdAt: [] as string[],
+    };
+    const ev = {
+      id: [] as string[],
+      at: [] as string[],
+      actorType: [] as string[],
+      actorId: [] as (string | null)[],
+      action: [] as string[],
+      subjectId: [] as string[],
+      data: [] as string[],
+      prevHash: [] as string[],
+      hash: [] as string[],
+    };
+    const call = {
+      runId: [] as string[],
+      seq: [] as number[],
+      server: [] as string[],
+      tool: [] as string[],
+      argsDigest: [] as string[],
+      resultDigest: [] as string[],
+      args: [] as string[],
+      result: [] as string[],
+    };
 
     const push = (at: Date, actor: { type: string; id: string | null }, action: string, runId: string, data: Record<string, unknown>) => {
       const event = { at, actorType: actor.type, actorId: actor.id, action, subjectType: "run", subjectId: runId, data: JSON.parse(canonicalJson(data)) };
@@ -125,7 +189,14 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
             for (let seq = 1; seq <= TOOLS_PER_RUN; seq++) {
               const args = { limit: seq };
               const result = { rows: seq };
-              const row = { seq, server: tool.split(".")[0]!, tool: tool.split(".")[1]!, argsDigest: sha256(canonicalJson(args)), resultDigest: sha256(canonicalJson(result)), outcome: "ok" };
+              const row = {
+                seq,
+                server: tool.split(".")[0]!,
+                tool: tool.split(".")[1]!,
+                argsDigest: sha256(canonicalJson(args)),
+                resultDigest: sha256(canonicalJson(result)),
+                outcome: "ok",
+              };
               calls.push(row);
               call.runId.push(id);
               call.seq.push(seq);
@@ -137,7 +208,11 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
               call.result.push(JSON.stringify(result));
             }
           }
-          push(next(), { type: "system", id: "executor" }, `run.${status}`, id, { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(calls), resultDigest: sha256(run.result.at(-1)!) });
+          push(next(), { type: "system", id: "executor" }, `run.${status}`, id, {
+            toolCalls: calls.length,
+            toolCallsDigest: toolCallsDigest(calls),
+            resultDigest: sha256(run.result.at(-1)!),
+          });
           // Agents poll their result a few times; each read is an event in this simulated workload.
           for (let k = 0; k < 3; k++) push(next(), agentActor, "run.result_read", id, { poll: k });
         }

@@ -51,7 +51,8 @@ async function main() {
     const seedSeconds = (performance.now() - t) / 1000;
 
     // Append rate through recordAudit (advisory lock + head lookup + insert, one transaction each).
-    const appendOne = (i: number) => db.$transaction((tx) => recordAudit(tx, { actor: SYSTEM, action: "bench.append", subject: { type: "bench", id: String(i) }, data: { i } }));
+    const appendOne = (i: number) =>
+      db.$transaction((tx) => recordAudit(tx, { actor: SYSTEM, action: "bench.append", subject: { type: "bench", id: String(i) }, data: { i } }));
     const SEQUENTIAL = 2000;
     t = performance.now();
     for (let i = 0; i < SEQUENTIAL; i++) await appendOne(i);
@@ -59,24 +60,53 @@ async function main() {
     const CONCURRENT = 2000;
     t = performance.now();
     let next = 0;
-    await Promise.all(Array.from({ length: 4 }, async () => {
-      while (next < CONCURRENT) await appendOne(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < CONCURRENT) await appendOne(next++);
+      }),
+    );
     const concurrentRate = CONCURRENT / ((performance.now() - t) / 1000);
 
     // Tool calls: many per run, sealed by one chained event (what lib/runs/executor.ts finish() does).
     const SEAL_CALLS = 5000;
     const [someRun] = await db.$queryRaw<{ id: string; agentId: string }[]>`SELECT id::text, "agentId"::text FROM "Run" LIMIT 1`;
     const sealRun = await db.run.create({
-      data: { agentId: someRun!.agentId, language: "javascript", code: "/* seal bench */", codeSha256: "0".repeat(64), purpose: "seal bench", inputsDigest: "0".repeat(64), requestDigest: "1".repeat(64), status: "succeeded" },
+      data: {
+        agentId: someRun!.agentId,
+        language: "javascript",
+        code: "/* seal bench */",
+        codeSha256: "0".repeat(64),
+        purpose: "seal bench",
+        inputsDigest: "0".repeat(64),
+        requestDigest: "1".repeat(64),
+        status: "succeeded",
+      },
     });
     const digest = (v: unknown) => createHash("sha256").update(canonicalJson(v)).digest("hex");
-    const calls = Array.from({ length: SEAL_CALLS }, (_, i) => ({ seq: i + 1, server: "ledger", tool: "getCustomer", argsDigest: digest({ id: i }), resultDigest: digest({ ok: i }), args: { id: i }, result: { ok: i }, durationMs: 1, outcome: "ok" }));
+    const calls = Array.from({ length: SEAL_CALLS }, (_, i) => ({
+      seq: i + 1,
+      server: "ledger",
+      tool: "getCustomer",
+      argsDigest: digest({ id: i }),
+      resultDigest: digest({ ok: i }),
+      args: { id: i },
+      result: { ok: i },
+      durationMs: 1,
+      outcome: "ok",
+    }));
     t = performance.now();
-    await db.$transaction(async (tx) => {
-      await tx.runToolCall.createMany({ data: calls.map((c) => ({ ...c, runId: sealRun.id })) });
-      await recordAudit(tx, { actor: SYSTEM, action: "run.succeeded", subject: { type: "run", id: sealRun.id }, data: { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(calls) } });
-    }, { timeout: 120_000 }); // Prisma's default 5 s is too short for thousands of calls here
+    await db.$transaction(
+      async (tx) => {
+        await tx.runToolCall.createMany({ data: calls.map((c) => ({ ...c, runId: sealRun.id })) });
+        await recordAudit(tx, {
+          actor: SYSTEM,
+          action: "run.succeeded",
+          subject: { type: "run", id: sealRun.id },
+          data: { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(calls) },
+        });
+      },
+      { timeout: 120_000 },
+    ); // Prisma's default 5 s is too short for thousands of calls here
     const sealMs = performance.now() - t;
 
     await client.query("ANALYZE");
@@ -85,11 +115,17 @@ async function main() {
     const day = 86_400_000;
     const span = seeded.lastAt.getTime() - seeded.firstAt.getTime();
     const rareCount = Math.max(1, Math.floor(RUNS / RARE_EVERY));
-    const [hashes] = [(await client.query<{ sha: string }>(`SELECT "codeSha256" AS sha FROM "Run" ORDER BY random() LIMIT ${SEARCH_ITERATIONS}`)).rows.map((r) => r.sha)];
+    const [hashes] = [
+      (await client.query<{ sha: string }>(`SELECT "codeSha256" AS sha FROM "Run" ORDER BY random() LIMIT ${SEARCH_ITERATIONS}`)).rows.map((r) => r.sha),
+    ];
     const kinds: Record<string, (i: number) => AuditFilters> = {
       rareWord: (i) => ({ q: rareWord(i % rareCount) }),
       commonWord: (i) => ({ q: ["invoices", "overdue invoices", "customer", "refund"][i % 4] }),
-      filterOnly: (i) => ({ status: (["failed", "succeeded", "timed_out", "denied"] as const)[i % 4], decision: (["escalate", "allow"] as const)[i % 2], agent: `agent-${i % 50}` }),
+      filterOnly: (i) => ({
+        status: (["failed", "succeeded", "timed_out", "denied"] as const)[i % 4],
+        decision: (["escalate", "allow"] as const)[i % 2],
+        agent: `agent-${i % 50}`,
+      }),
       codeHash: (i) => ({ codeHash: hashes[i % hashes.length]! }),
       timeRange: (i) => {
         const since = new Date(seeded.firstAt.getTime() + ((i * 7919) % Math.max(1, span - day)));
@@ -110,7 +146,12 @@ async function main() {
       }
       samples.sort((a, b) => a - b);
       all.push(...samples);
-      searches[name] = { p50: round(quantile(samples, 0.5)), p95: round(quantile(samples, 0.95)), max: round(samples.at(-1)!), avgResults: round(results / SEARCH_ITERATIONS) };
+      searches[name] = {
+        p50: round(quantile(samples, 0.5)),
+        p95: round(quantile(samples, 0.95)),
+        max: round(samples.at(-1)!),
+        avgResults: round(results / SEARCH_ITERATIONS),
+      };
     }
     all.sort((a, b) => a - b);
 
@@ -127,7 +168,12 @@ async function main() {
       let bytes = 0;
       for await (const chunk of prepared.rows) bytes += chunk.length;
       const seconds = (performance.now() - s) / 1000;
-      return { rows: prepared.manifest.rowCount, seconds: round(seconds, 2), rowsPerSecond: Math.round(prepared.manifest.rowCount / seconds), megabytes: round(bytes / 1e6) };
+      return {
+        rows: prepared.manifest.rowCount,
+        seconds: round(seconds, 2),
+        rowsPerSecond: Math.round(prepared.manifest.rowCount / seconds),
+        megabytes: round(bytes / 1e6),
+      };
     };
     const jsonl = await exportRate("jsonl");
     const csv = await exportRate("csv");
@@ -136,12 +182,31 @@ async function main() {
     console.log(
       JSON.stringify(
         {
-          machine: { cpus: cpus().length, node: process.version, postgres: (await client.query<{ server_version: string }>("SHOW server_version")).rows[0]!.server_version },
-          seed: { runs: seeded.runs, events: seeded.events, toolCalls: seeded.toolCalls, seconds: round(seedSeconds), eventsPerSecond: Math.round(seeded.events / seedSeconds) },
+          machine: {
+            cpus: cpus().length,
+            node: process.version,
+            postgres: (await client.query<{ server_version: string }>("SHOW server_version")).rows[0]!.server_version,
+          },
+          seed: {
+            runs: seeded.runs,
+            events: seeded.events,
+            toolCalls: seeded.toolCalls,
+            seconds: round(seedSeconds),
+            eventsPerSecond: Math.round(seeded.events / seedSeconds),
+          },
           append: { sequentialEventsPerSecond: Math.round(sequentialRate), concurrent4EventsPerSecond: Math.round(concurrentRate) },
           toolCallSeal: { calls: SEAL_CALLS, ms: round(sealMs), callsPerSecond: Math.round(SEAL_CALLS / (sealMs / 1000)) },
           search: { ...searches, overall: { p50: round(quantile(all, 0.5)), p95: round(quantile(all, 0.95)) }, targetP95Ms: 150 },
-          verify: { ok: report.ok, events: report.eventsChecked, seals: report.sealsChecked, toolCalls: report.toolCallsChecked, seconds: round(verifySeconds, 2), eventsPerSecond: Math.round(report.eventsChecked / verifySeconds), targetSeconds: 30, broken: report.broken },
+          verify: {
+            ok: report.ok,
+            events: report.eventsChecked,
+            seals: report.sealsChecked,
+            toolCalls: report.toolCallsChecked,
+            seconds: round(verifySeconds, 2),
+            eventsPerSecond: Math.round(report.eventsChecked / verifySeconds),
+            targetSeconds: 30,
+            broken: report.broken,
+          },
           export: { jsonl, csv, targetRowsPerSecond: 50_000 },
           totalEvents,
         },

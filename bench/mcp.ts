@@ -51,7 +51,12 @@ async function main() {
 
   const server = createServer(async (req, res) => {
     const body = req.method === "GET" || req.method === "HEAD" ? undefined : (Readable.toWeb(req) as ReadableStream);
-    const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers: req.headers as Record<string, string>, body, duplex: "half" } as RequestInit);
+    const request = new Request(`http://${req.headers.host}${req.url}`, {
+      method: req.method,
+      headers: req.headers as Record<string, string>,
+      body,
+      duplex: "half",
+    } as RequestInit);
     const response = await handleMcpRequest(request);
     res.writeHead(response.status, Object.fromEntries(response.headers));
     res.end(Buffer.from(await response.arrayBuffer()));

@@ -37,7 +37,13 @@ function summarize(samples: number[], digits: number) {
 const TOOLS: ToolFacts[] = [
   { server: "ledger", name: "listInvoices", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "internal", quarantined: false },
   { server: "ledger", name: "getCustomer", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "internal", quarantined: false },
-  { server: "ledger", name: "addNote", annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false }, dataClass: "internal", quarantined: false },
+  {
+    server: "ledger",
+    name: "addNote",
+    annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+    dataClass: "internal",
+    quarantined: false,
+  },
 ];
 
 const DECLARATIONS = `declare const tools: {

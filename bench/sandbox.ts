@@ -109,10 +109,30 @@ async function main() {
     JSON.stringify(
       {
         machine: { cpus: cpus().length, node: host.nodeVersion, isolation: "strict", cgroup: host.cgroup },
-        coldStart: { runs: coldRuns, sandboxP50Ms: coldP50, sandboxP95Ms: pct(cold, 95), bareNodeP50Ms: bareP50, ratio: round(coldP50 / bareP50), target: "<= 1.15" },
+        coldStart: {
+          runs: coldRuns,
+          sandboxP50Ms: coldP50,
+          sandboxP95Ms: pct(cold, 95),
+          bareNodeP50Ms: bareP50,
+          ratio: round(coldP50 / bareP50),
+          target: "<= 1.15",
+        },
         warmStart: { runs: warm.length, p50Ms: pct(warm, 50), p95Ms: pct(warm, 95), target: "p50 <= 10" },
-        toolCall: { calls: 10_000, p50Ms: Math.round(callStats.p50 * 1000) / 1000, p95Ms: Math.round(callStats.p95 * 1000) / 1000, totalMs: Math.round(callStats.total), target: "p50 <= 0.2" },
-        throughput: { windowMs: window, concurrency: 2, sandboxRunsPerSec: round(sandboxRate), bareSpawnsPerSec: round(bareRate), ratio: round(sandboxRate / bareRate), target: ">= 0.7" },
+        toolCall: {
+          calls: 10_000,
+          p50Ms: Math.round(callStats.p50 * 1000) / 1000,
+          p95Ms: Math.round(callStats.p95 * 1000) / 1000,
+          totalMs: Math.round(callStats.total),
+          target: "p50 <= 0.2",
+        },
+        throughput: {
+          windowMs: window,
+          concurrency: 2,
+          sandboxRunsPerSec: round(sandboxRate),
+          bareSpawnsPerSec: round(bareRate),
+          ratio: round(sandboxRate / bareRate),
+          target: ">= 0.7",
+        },
       },
       null,
       2,

@@ -11,7 +11,14 @@ const pinned = join(root, "node_modules", "node", "bin", "node");
 const node = existsSync(pinned) ? pinned : process.execPath;
 const result = spawnSync(
   node,
-  ["--conditions=react-server", "--disable-warning=ExperimentalWarning", "--import", import.meta.resolve("tsx"), join(root, "lib", "cli", "main.ts"), ...process.argv.slice(2)],
+  [
+    "--conditions=react-server",
+    "--disable-warning=ExperimentalWarning",
+    "--import",
+    import.meta.resolve("tsx"),
+    join(root, "lib", "cli", "main.ts"),
+    ...process.argv.slice(2),
+  ],
   { stdio: "inherit", cwd: process.cwd() },
 );
 if (result.error) {

@@ -75,7 +75,10 @@ test("compliance verifies the audit chain and exports events including sign-ins"
 
   const exported = await page.request.get("/api/audit/export?format=jsonl");
   expect(exported.status()).toBe(200);
-  const lines = (await exported.text()).trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+  const lines = (await exported.text())
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
   expect(lines[0]).toHaveProperty("manifest.rowCount", lines.length - 1);
   const actions = lines.slice(1).map((event) => event.action);
   expect(actions).toEqual(expect.arrayContaining(["auth.login_succeeded", "auth.login_failed", "audit.verified"]));

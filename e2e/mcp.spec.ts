@@ -12,9 +12,7 @@ type TextResult = { content: { type: string; text: string }[]; isError?: boolean
 
 async function connect(baseURL: string, token: string): Promise<Client> {
   const client = new Client({ name: "e2e-agent", version: "1.0.0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL("/api/mcp", baseURL), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
-  );
+  await client.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", baseURL), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
   return client;
 }
 
@@ -65,7 +63,10 @@ test.describe("MCP endpoint", () => {
     const result = body(
       await client.callTool({
         name: "submit_run",
-        arguments: { code: `await tools.ledger.issueRefund({ invoiceId: "inv_0001", amount: "1.00", reason: "goodwill", idempotencyKey: "r-1" });`, purpose: "Refund" },
+        arguments: {
+          code: `await tools.ledger.issueRefund({ invoiceId: "inv_0001", amount: "1.00", reason: "goodwill", idempotencyKey: "r-1" });`,
+          purpose: "Refund",
+        },
       }),
     );
     expect(result.data).toMatchObject({ status: "pending_review", decision: "escalate", approvalsRequired: 2 });
@@ -106,7 +107,11 @@ test.describe("MCP Tasks", () => {
     const created = await first.request(
       {
         method: "tools/call",
-        params: { name: "submit_run", arguments: { code: "const p = await tools.ledger.listInvoices({ limit: 2 });\nreturn p.invoices.length;", purpose: "task demo" }, task: { ttl: 60_000 } },
+        params: {
+          name: "submit_run",
+          arguments: { code: "const p = await tools.ledger.listInvoices({ limit: 2 });\nreturn p.invoices.length;", purpose: "task demo" },
+          task: { ttl: 60_000 },
+        },
       },
       CreateTaskResultSchema,
     );
@@ -132,7 +137,11 @@ test.describe("MCP Tasks", () => {
     const created = await client.request(
       {
         method: "tools/call",
-        params: { name: "submit_run", arguments: { code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0003", message: "hello" });`, purpose: "remind" }, task: {} },
+        params: {
+          name: "submit_run",
+          arguments: { code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0003", message: "hello" });`, purpose: "remind" },
+          task: {},
+        },
       },
       CreateTaskResultSchema,
     );
@@ -148,7 +157,10 @@ test.describe("MCP endpoint refusals", () => {
   test("no token and a bad token get 401 with the protected-resource metadata", async ({ request }) => {
     const attempts: Record<string, string>[] = [{}, { Authorization: "Bearer alk_" + "x".repeat(43) }];
     for (const headers of attempts) {
-      const response = await request.post("/api/mcp", { headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" }, data: { jsonrpc: "2.0", id: 1, method: "tools/list" } });
+      const response = await request.post("/api/mcp", {
+        headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        data: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      });
       expect(response.status()).toBe(401);
       expect(response.headers()["www-authenticate"]).toContain('resource_metadata="http://127.0.0.1');
     }
@@ -157,7 +169,11 @@ test.describe("MCP endpoint refusals", () => {
   });
 
   test("a foreign Host or Origin is refused (DNS rebinding)", async ({ request, state }) => {
-    const auth = { Authorization: `Bearer ${state.credentials.agent.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" };
+    const auth = {
+      Authorization: `Bearer ${state.credentials.agent.token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    };
     const data = { jsonrpc: "2.0", id: 1, method: "tools/list" };
     expect((await request.post("/api/mcp", { headers: { ...auth, Origin: "http://evil.example" }, data })).status()).toBe(403);
     expect((await request.post("/api/mcp", { headers: { ...auth, Host: "evil.example" }, data })).status()).toBe(403);

@@ -42,7 +42,14 @@ function postgresProcessesFor(clusterDir: string): Promise<string> {
     const ps = spawn("ps", ["-eo", "args"]);
     let out = "";
     ps.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    ps.on("exit", () => resolve(out.split("\n").filter((line) => line.includes(clusterDir) && line.includes("postgres")).join("\n")));
+    ps.on("exit", () =>
+      resolve(
+        out
+          .split("\n")
+          .filter((line) => line.includes(clusterDir) && line.includes("postgres"))
+          .join("\n"),
+      ),
+    );
   });
 }
 
@@ -64,7 +71,9 @@ test("npm start: first start prints working credentials; SIGTERM stops everythin
 
   expect((await request.get(`http://127.0.0.1:${port}/login`)).status()).toBe(200);
   const client = new Client({ name: "quickstart", version: "1" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/api/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/api/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  );
   expect((await client.listTools()).tools).toHaveLength(5);
   await client.close();
 

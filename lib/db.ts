@@ -31,9 +31,7 @@ export function prisma(): PrismaClient {
   if (!cache.__airlockPrisma) {
     const url = env().DATABASE_URL;
     if (!url) {
-      throw new Error(
-        "DATABASE_URL is not set. `npm start` sets it for the database it starts; otherwise set it to a PostgreSQL URL.",
-      );
+      throw new Error("DATABASE_URL is not set. `npm start` sets it for the database it starts; otherwise set it to a PostgreSQL URL.");
     }
     cache.__airlockPrisma = createPrismaClient(url);
   }

@@ -34,9 +34,7 @@ describe("parseEnv", () => {
   });
 
   it("refuses an unknown AIRLOCK_ variable instead of ignoring a typo", () => {
-    expect(problems({ AIRLOCK_DATADIR: "/x" })).toEqual([
-      "AIRLOCK_DATADIR is not a setting Airlock knows; remove it or check its spelling (see README).",
-    ]);
+    expect(problems({ AIRLOCK_DATADIR: "/x" })).toEqual(["AIRLOCK_DATADIR is not a setting Airlock knows; remove it or check its spelling (see README)."]);
   });
 
   it("requires the OIDC settings together", () => {
@@ -57,7 +55,7 @@ describe("parseEnv", () => {
 
   it("documents every variable it reads in the README's table", () => {
     const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-    const undocumented = ENV_KEYS.filter((key) => !readme.includes(`| \`${key}\` |`));
+    const undocumented = ENV_KEYS.filter((key) => !new RegExp(`^\\| \`${key}\` +\\|`, "m").test(readme));
     expect(undocumented).toEqual([]);
   });
 });

@@ -49,7 +49,11 @@ const schema = z
       .enum(["true", "false"], { message: "must be true or false" })
       .default("true")
       .transform((value) => value === "true"),
-    AIRLOCK_REVIEW_TTL_HOURS: z.coerce.number().min(0.01).max(24 * 365).default(24),
+    AIRLOCK_REVIEW_TTL_HOURS: z.coerce
+      .number()
+      .min(0.01)
+      .max(24 * 365)
+      .default(24),
     AIRLOCK_REVIEW_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
     // Next's own switch: when "true", Next leaves SIGTERM/SIGINT to us (lib/runs/boot.ts drains).
     NEXT_MANUAL_SIG_HANDLE: z.enum(["true", "false"]).optional(),

@@ -28,11 +28,7 @@ export class AppError extends Error {
   /** Structured, safe-to-show detail (e.g. which field was wrong). */
   readonly details?: Record<string, unknown>;
 
-  constructor(
-    code: AppErrorCode,
-    message: string,
-    options: { cause?: unknown; details?: Record<string, unknown> } = {},
-  ) {
+  constructor(code: AppErrorCode, message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
     super(message, { cause: options.cause });
     this.name = "AppError";
     this.code = code;
@@ -80,9 +76,11 @@ export const RUN_ERROR_RULES = {
   SANDBOX_UNAVAILABLE: "The sandbox could not be started with the required isolation, or its inputs could not be staged.",
   BUDGET_EXCEEDED: "A budget or limit was reached: runs per hour, concurrent runs, CPU-seconds per day, total tool calls, or the approved calls of one tool.",
   CANCELLED: "The run was cancelled by the agent, a reviewer, or the agent's revocation.",
-  EXECUTOR_LOST: "The process running the script stopped; it was not retried because a call that may have had an effect was made or in flight (or it was already retried once). A human decides whether to resubmit.",
+  EXECUTOR_LOST:
+    "The process running the script stopped; it was not retried because a call that may have had an effect was made or in flight (or it was already retried once). A human decides whether to resubmit.",
   RPC_VIOLATION: "The sandboxed script broke the tool-call protocol.",
-  STORAGE_REJECTED: "What the run produced could not be stored, or a tool call could not be recorded before it was made; the run was ended instead of being left running.",
+  STORAGE_REJECTED:
+    "What the run produced could not be stored, or a tool call could not be recorded before it was made; the run was ended instead of being left running.",
 } as const satisfies Record<string, string>;
 
 export type RunErrorCode = keyof typeof RUN_ERROR_RULES;

@@ -55,9 +55,7 @@ async function main(argv: string[]): Promise<void> {
   const server = await startPostgres({ persistent: false });
   let script: string;
   try {
-    const result = await withSchemaEngine(server.url, (engine) =>
-      engine.diff({ from, to, script: true, exitCode: null, filters: NO_FILTERS }),
-    );
+    const result = await withSchemaEngine(server.url, (engine) => engine.diff({ from, to, script: true, exitCode: null, filters: NO_FILTERS }));
     script = result.stdout ?? "";
   } finally {
     await server.stop();

@@ -97,15 +97,7 @@ function printBanner(url: string, credentials: DemoCredentials | null, credentia
   } else if (credentialsFile && existsSync(credentialsFile)) {
     lines.push(`Demo logins and the agent token from the first start: ${credentialsFile}`);
   }
-  lines.push(
-    "",
-    "Point an MCP client at it:",
-    `  URL:    ${url}/api/mcp`,
-    "  Header: Authorization: Bearer <agent token>",
-    "",
-    "Press Ctrl-C to stop.",
-    "",
-  );
+  lines.push("", "Point an MCP client at it:", `  URL:    ${url}/api/mcp`, "  Header: Authorization: Bearer <agent token>", "", "Press Ctrl-C to stop.", "");
   console.log(lines.join("\n"));
 }
 
@@ -195,10 +187,9 @@ async function main() {
   await db.$disconnect();
   const credentialsFile = join(dataDir, "demo-credentials.txt");
   if (credentials) {
-    const text = [
-      ...credentials.users.map((u) => `${u.role}\t${u.email}\t${u.password}`),
-      `agent\t${credentials.agent.name}\t${credentials.agent.token}`,
-    ].join("\n");
+    const text = [...credentials.users.map((u) => `${u.role}\t${u.email}\t${u.password}`), `agent\t${credentials.agent.name}\t${credentials.agent.token}`].join(
+      "\n",
+    );
     await writeFile(credentialsFile, text + "\n", { mode: 0o600 });
     await chmod(credentialsFile, 0o600);
   }

@@ -22,7 +22,13 @@ export function CreateAgentForm({ action, defaultOwner }: { action: (s: CreateAg
         </label>
         <label className="block text-sm font-medium text-slate-700">
           Owner (email)
-          <input name="ownerEmail" type="email" required defaultValue={defaultOwner} className="mt-1 w-full rounded-md border border-slate-300 px-3 py-2 font-normal" />
+          <input
+            name="ownerEmail"
+            type="email"
+            required
+            defaultValue={defaultOwner}
+            className="mt-1 w-full rounded-md border border-slate-300 px-3 py-2 font-normal"
+          />
         </label>
       </div>
       <fieldset>

@@ -9,7 +9,18 @@ import { Badge, Card, EmptyState, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 
 export type RunTimelineView = {
-  run: { id: string; agent: string; owner: string; status: string; decision: string | null; purpose: string; codeSha256: string; code: string; createdAt: string; finishedAt: string | null };
+  run: {
+    id: string;
+    agent: string;
+    owner: string;
+    status: string;
+    decision: string | null;
+    purpose: string;
+    codeSha256: string;
+    code: string;
+    createdAt: string;
+    finishedAt: string | null;
+  };
   events: { id: string; at: string; actor: string; action: string; hash: string; data: string }[];
   toolCalls: { seq: number; at: string; tool: string; outcome: string; durationMs: number; argsDigest: string; resultDigest: string | null }[];
   reviews: { at: string; reviewer: string; verdict: string; comment: string | null }[];
@@ -21,12 +32,38 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
     <div className="space-y-6">
       <Card title="Run">
         <dl className="grid grid-cols-1 gap-x-6 gap-y-2 text-sm md:grid-cols-2">
-          <div><dt className="text-slate-500">Agent</dt><dd><Inert text={run.agent} /> (owner {run.owner})</dd></div>
-          <div><dt className="text-slate-500">Status</dt><dd><Badge>{run.status.replaceAll("_", " ")}</Badge> decision {run.decision ?? "—"}</dd></div>
-          <div className="md:col-span-2"><dt className="text-slate-500">Purpose</dt><dd><Inert text={run.purpose} /></dd></div>
-          <div><dt className="text-slate-500">Submitted</dt><dd><Time iso={run.createdAt} /></dd></div>
-          <div><dt className="text-slate-500">Finished</dt><dd>{run.finishedAt ? <Time iso={run.finishedAt} /> : "—"}</dd></div>
-          <div className="md:col-span-2"><dt className="text-slate-500">Code sha256</dt><dd className="font-mono text-xs">{run.codeSha256}</dd></div>
+          <div>
+            <dt className="text-slate-500">Agent</dt>
+            <dd>
+              <Inert text={run.agent} /> (owner {run.owner})
+            </dd>
+          </div>
+          <div>
+            <dt className="text-slate-500">Status</dt>
+            <dd>
+              <Badge>{run.status.replaceAll("_", " ")}</Badge> decision {run.decision ?? "—"}
+            </dd>
+          </div>
+          <div className="md:col-span-2">
+            <dt className="text-slate-500">Purpose</dt>
+            <dd>
+              <Inert text={run.purpose} />
+            </dd>
+          </div>
+          <div>
+            <dt className="text-slate-500">Submitted</dt>
+            <dd>
+              <Time iso={run.createdAt} />
+            </dd>
+          </div>
+          <div>
+            <dt className="text-slate-500">Finished</dt>
+            <dd>{run.finishedAt ? <Time iso={run.finishedAt} /> : "—"}</dd>
+          </div>
+          <div className="md:col-span-2">
+            <dt className="text-slate-500">Code sha256</dt>
+            <dd className="font-mono text-xs">{run.codeSha256}</dd>
+          </div>
         </dl>
         <details className="mt-3">
           <summary className="cursor-pointer text-sm text-teal-700">Code</summary>
@@ -37,7 +74,9 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
       </Card>
 
       <section aria-labelledby="events-heading">
-        <h2 id="events-heading" className="mb-2 text-sm font-semibold text-slate-700">Audit events</h2>
+        <h2 id="events-heading" className="mb-2 text-sm font-semibold text-slate-700">
+          Audit events
+        </h2>
         {timeline.events.length === 0 ? (
           <EmptyState title="No events for this run" />
         ) : (
@@ -45,11 +84,19 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
             {timeline.events.map((event) => (
               <tr key={event.id}>
                 <Td>{event.id}</Td>
-                <Td className="whitespace-nowrap"><Time iso={event.at} /></Td>
+                <Td className="whitespace-nowrap">
+                  <Time iso={event.at} />
+                </Td>
                 <Td className="font-mono text-xs">{event.action}</Td>
-                <Td className="font-mono text-xs"><Inert text={event.actor} /></Td>
-                <Td className="max-w-md break-all font-mono text-xs"><Inert text={event.data} /></Td>
-                <Td className="font-mono text-xs"><span title={event.hash}>{event.hash.slice(0, 12)}…</span></Td>
+                <Td className="font-mono text-xs">
+                  <Inert text={event.actor} />
+                </Td>
+                <Td className="max-w-md break-all font-mono text-xs">
+                  <Inert text={event.data} />
+                </Td>
+                <Td className="font-mono text-xs">
+                  <span title={event.hash}>{event.hash.slice(0, 12)}…</span>
+                </Td>
               </tr>
             ))}
           </Table>
@@ -58,11 +105,15 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
 
       {timeline.reviews.length > 0 ? (
         <section aria-labelledby="reviews-heading">
-          <h2 id="reviews-heading" className="mb-2 text-sm font-semibold text-slate-700">Reviews</h2>
+          <h2 id="reviews-heading" className="mb-2 text-sm font-semibold text-slate-700">
+            Reviews
+          </h2>
           <Table caption="Reviews of the run" headers={["Time", "Reviewer", "Verdict", "Comment"]}>
             {timeline.reviews.map((review) => (
               <tr key={`${review.reviewer}-${review.at}`}>
-                <Td className="whitespace-nowrap"><Time iso={review.at} /></Td>
+                <Td className="whitespace-nowrap">
+                  <Time iso={review.at} />
+                </Td>
                 <Td>{review.reviewer}</Td>
                 <Td>{review.verdict.replaceAll("_", " ")}</Td>
                 <Td>{review.comment ? <Inert text={review.comment} /> : "—"}</Td>
@@ -73,7 +124,9 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
       ) : null}
 
       <section aria-labelledby="calls-heading">
-        <h2 id="calls-heading" className="mb-2 text-sm font-semibold text-slate-700">Tool calls ({timeline.toolCalls.length})</h2>
+        <h2 id="calls-heading" className="mb-2 text-sm font-semibold text-slate-700">
+          Tool calls ({timeline.toolCalls.length})
+        </h2>
         {timeline.toolCalls.length === 0 ? (
           <EmptyState title="No tool calls" />
         ) : (
@@ -81,11 +134,19 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
             {timeline.toolCalls.map((call) => (
               <tr key={call.seq}>
                 <Td>{call.seq}</Td>
-                <Td className="whitespace-nowrap"><Time iso={call.at} /></Td>
-                <Td className="font-mono text-xs"><Inert text={call.tool} /></Td>
-                <Td><Badge tone={call.outcome === "ok" ? "good" : "bad"}>{call.outcome}</Badge></Td>
+                <Td className="whitespace-nowrap">
+                  <Time iso={call.at} />
+                </Td>
+                <Td className="font-mono text-xs">
+                  <Inert text={call.tool} />
+                </Td>
+                <Td>
+                  <Badge tone={call.outcome === "ok" ? "good" : "bad"}>{call.outcome}</Badge>
+                </Td>
                 <Td>{call.durationMs}</Td>
-                <Td className="font-mono text-xs"><span title={call.argsDigest}>{call.argsDigest.slice(0, 12)}…</span></Td>
+                <Td className="font-mono text-xs">
+                  <span title={call.argsDigest}>{call.argsDigest.slice(0, 12)}…</span>
+                </Td>
                 <Td className="font-mono text-xs">{call.resultDigest ? <span title={call.resultDigest}>{call.resultDigest.slice(0, 12)}…</span> : "—"}</Td>
               </tr>
             ))}

@@ -3,7 +3,9 @@
  * bookmarkable, back-button friendly) and works without JavaScript. The server re-validates
  * every parameter (lib/audit/filters.ts); the options here are only what the page offers.
  */
-export type SearchFormValues = Partial<Record<"q" | "agent" | "person" | "status" | "decision" | "dataClass" | "tool" | "codeHash" | "since" | "until", string>>;
+export type SearchFormValues = Partial<
+  Record<"q" | "agent" | "person" | "status" | "decision" | "dataClass" | "tool" | "codeHash" | "since" | "until", string>
+>;
 
 type Props = {
   values: SearchFormValues;
@@ -33,7 +35,19 @@ function Select({ name, labelText, value, options }: { name: string; labelText: 
   );
 }
 
-function Text({ name, labelText, value, placeholder, type = "text" }: { name: string; labelText: string; value?: string; placeholder?: string; type?: string }) {
+function Text({
+  name,
+  labelText,
+  value,
+  placeholder,
+  type = "text",
+}: {
+  name: string;
+  labelText: string;
+  value?: string;
+  placeholder?: string;
+  type?: string;
+}) {
   return (
     <div>
       <label htmlFor={`f-${name}`} className={label}>

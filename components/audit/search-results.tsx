@@ -5,7 +5,6 @@ import { Badge, EmptyState, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import type { RunSearchItem } from "@/lib/audit/search";
 
-
 const tone = (status: string) =>
   status === "succeeded" ? "good" : ["failed", "timed_out", "denied", "rejected"].includes(status) ? "bad" : status === "pending_review" ? "warn" : "neutral";
 

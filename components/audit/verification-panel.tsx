@@ -9,7 +9,6 @@ import { Badge, Button, Card } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import type { LastVerification } from "@/lib/audit/presenter";
 
-
 export type VerifyActionState = { error: string | null; last: LastVerification | null };
 
 type Props = {
@@ -35,8 +34,7 @@ export function VerificationPanel({ last, action }: Props) {
               </p>
               {shown.broken ? (
                 <p className="mt-1 text-red-800" role="alert">
-                  First broken: {shown.broken.eventId ? `event #${shown.broken.eventId}` : "no single event"} ({shown.broken.reason}) —{" "}
-                  {shown.broken.detail}
+                  First broken: {shown.broken.eventId ? `event #${shown.broken.eventId}` : "no single event"} ({shown.broken.reason}) — {shown.broken.detail}
                 </p>
               ) : null}
             </>

@@ -17,14 +17,7 @@ export function LoginForm({ action, from }: Props) {
         <label htmlFor="email" className="block text-sm font-medium text-slate-700">
           Email
         </label>
-        <input
-          id="email"
-          name="email"
-          type="email"
-          autoComplete="username"
-          required
-          className="mt-1 w-full rounded-md border border-slate-300 px-3 py-2"
-        />
+        <input id="email" name="email" type="email" autoComplete="username" required className="mt-1 w-full rounded-md border border-slate-300 px-3 py-2" />
       </div>
       <div>
         <label htmlFor="password" className="block text-sm font-medium text-slate-700">

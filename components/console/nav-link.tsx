@@ -12,9 +12,7 @@ export function NavLink({ href, label, badge }: { href: string; label: string; b
       <Link
         href={href}
         aria-current={active ? "page" : undefined}
-        className={`block rounded-md px-3 py-2 text-sm font-medium ${
-          active ? "bg-teal-50 text-teal-800" : "text-slate-700 hover:bg-slate-100"
-        }`}
+        className={`block rounded-md px-3 py-2 text-sm font-medium ${active ? "bg-teal-50 text-teal-800" : "text-slate-700 hover:bg-slate-100"}`}
       >
         {label}
       </Link>

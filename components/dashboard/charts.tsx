@@ -19,9 +19,7 @@ export function RunsPerDay({ days }: { days: Day[] }) {
           const total = d.succeeded + d.failed + d.denied + d.other;
           return (
             <div key={d.day} className="flex h-full flex-1 flex-col justify-end" title={`${d.day}: ${total} runs`}>
-              {SERIES.map((s) =>
-                d[s.key] > 0 ? <div key={s.key} className={s.color} style={{ height: `${(d[s.key] / max) * 100}%` }} /> : null,
-              )}
+              {SERIES.map((s) => (d[s.key] > 0 ? <div key={s.key} className={s.color} style={{ height: `${(d[s.key] / max) * 100}%` }} /> : null))}
             </div>
           );
         })}

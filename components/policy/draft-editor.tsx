@@ -44,7 +44,9 @@ export function DraftEditor({ initialText, action }: { initialText: string; acti
       ) : null}
       {data?.kind === "saved" || data?.kind === "published" ? (
         <p role="status" className="text-sm text-emerald-800">
-          {data.kind === "published" ? `Published as version ${data.version}; it decides new proposals from now on.` : `Saved as draft version ${data.version}.`}
+          {data.kind === "published"
+            ? `Published as version ${data.version}; it decides new proposals from now on.`
+            : `Saved as draft version ${data.version}.`}
         </p>
       ) : null}
       {data?.kind === "checked" ? (

@@ -17,7 +17,10 @@ export function QueueBadge({ initial }: { initial: number }) {
   });
   if (!data) return null;
   return (
-    <span data-testid="queue-badge" className="inline-flex min-w-5 items-center justify-center rounded-full bg-amber-500 px-1.5 text-xs font-semibold text-white">
+    <span
+      data-testid="queue-badge"
+      className="inline-flex min-w-5 items-center justify-center rounded-full bg-amber-500 px-1.5 text-xs font-semibold text-white"
+    >
       {data}
       <span className="sr-only"> {data === 1 ? "run waits" : "runs wait"} for you</span>
     </span>

@@ -65,7 +65,9 @@ function Row({ item, now }: { item: QueueItem; now: string }) {
         </span>
         {item.approvals.length > 0 ? <span className="block text-xs text-slate-500">{item.approvals.join(", ")}</span> : null}
       </Td>
-      <Td>{item.blockedBecause ? <span className="text-xs text-slate-500">{BLOCKED[item.blockedBecause]}</span> : <Badge tone="good">yours to decide</Badge>}</Td>
+      <Td>
+        {item.blockedBecause ? <span className="text-xs text-slate-500">{BLOCKED[item.blockedBecause]}</span> : <Badge tone="good">yours to decide</Badge>}
+      </Td>
     </tr>
   );
 }

@@ -56,9 +56,14 @@ export function CodeView({ lines, findingsByLine, label }: { lines: HighlightedL
                     <td aria-hidden="true" />
                     <td className="pr-4 pb-1">
                       {findings.map((finding, k) => (
-                        <p key={k} role="note" data-testid="finding" className={`my-0.5 rounded px-2 py-0.5 font-sans ${SEVERITY_CLASS[finding.severity] ?? SEVERITY_CLASS.info}`}>
-                          <strong>{finding.severity}</strong> <span data-finding-code={finding.code}>{finding.code}</span> (line {finding.line}, column {finding.column}):{" "}
-                          <Inert text={finding.message} />
+                        <p
+                          key={k}
+                          role="note"
+                          data-testid="finding"
+                          className={`my-0.5 rounded px-2 py-0.5 font-sans ${SEVERITY_CLASS[finding.severity] ?? SEVERITY_CLASS.info}`}
+                        >
+                          <strong>{finding.severity}</strong> <span data-finding-code={finding.code}>{finding.code}</span> (line {finding.line}, column{" "}
+                          {finding.column}): <Inert text={finding.message} />
                         </p>
                       ))}
                     </td>

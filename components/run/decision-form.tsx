@@ -27,8 +27,8 @@ export function DecisionForm({ runId, canDecide, cannotDecideBecause, binding, a
   const outcome =
     state && state.ok ? (
       <p role="status" data-testid="decision-result" className="rounded-md bg-emerald-50 px-3 py-2 text-sm text-emerald-900">
-        You {VERDICT_WORD[state.data.verdict]}. The run is now {state.data.status.replaceAll("_", " ")} ({state.data.approvals.received}/{state.data.approvals.required}{" "}
-        approvals).
+        You {VERDICT_WORD[state.data.verdict]}. The run is now {state.data.status.replaceAll("_", " ")} ({state.data.approvals.received}/
+        {state.data.approvals.required} approvals).
       </p>
     ) : null;
   const failure =
@@ -76,8 +76,7 @@ export function DecisionForm({ runId, canDecide, cannotDecideBecause, binding, a
       </div>
       <p className="text-xs text-slate-500">
         Your decision covers code sha256 <code>{binding.codeSha256.slice(0, 12)}…</code>, {binding.capabilitySet.length} tool
-        {binding.capabilitySet.length === 1 ? "" : "s"}, inputs digest <code>{binding.inputsDigest.slice(0, 12)}…</code> and this policy version — nothing
-        more.
+        {binding.capabilitySet.length === 1 ? "" : "s"}, inputs digest <code>{binding.inputsDigest.slice(0, 12)}…</code> and this policy version — nothing more.
       </p>
       {failure}
       {outcome}

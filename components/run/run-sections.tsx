@@ -23,7 +23,11 @@ export function Section({ title, id, children, className }: { title: string; id:
 
 function Pre({ children, label }: { children: ReactNode; label: string }) {
   return (
-    <pre aria-label={label} tabIndex={0} className="max-h-96 overflow-auto rounded-md bg-slate-50 p-3 font-mono text-xs whitespace-pre-wrap break-words text-slate-800">
+    <pre
+      aria-label={label}
+      tabIndex={0}
+      className="max-h-96 overflow-auto rounded-md bg-slate-50 p-3 font-mono text-xs whitespace-pre-wrap break-words text-slate-800"
+    >
       {children}
     </pre>
   );
@@ -210,7 +214,8 @@ export function SameCode({ run }: { run: RunDetail }) {
             <Inert text={other.agent} />
           </Td>
           <Td>
-            <Badge>{other.status.replaceAll("_", " ")}</Badge> {other.decision ? <span className="text-xs text-slate-500">policy: {other.decision}</span> : null}
+            <Badge>{other.status.replaceAll("_", " ")}</Badge>{" "}
+            {other.decision ? <span className="text-xs text-slate-500">policy: {other.decision}</span> : null}
           </Td>
           <Td className="text-xs">{other.reviewers.length ? other.reviewers.join("; ") : "—"}</Td>
         </tr>
@@ -262,9 +267,13 @@ export function Outcome({ run }: { run: RunDetail }) {
       ) : null}
       <div>
         <h3 className="mb-1 text-sm font-semibold text-slate-700">Result{outcome.truncated ? " (truncated for the agent; complete here)" : ""}</h3>
-        {outcome.result === null ? <p className="text-sm text-slate-600">No result.</p> : <Pre label="Result">
+        {outcome.result === null ? (
+          <p className="text-sm text-slate-600">No result.</p>
+        ) : (
+          <Pre label="Result">
             <Inert text={outcome.result} />
-          </Pre>}
+          </Pre>
+        )}
       </div>
       <div>
         <h3 className="mb-1 text-sm font-semibold text-slate-700">Logs</h3>
@@ -341,7 +350,8 @@ export function Timeline({ run }: { run: RunDetail }) {
       {run.timeline.map((event) => (
         <li key={event.id} data-action={event.action}>
           <p className="text-sm">
-            <span className="font-mono text-xs font-semibold">{event.action}</span> <span className="text-slate-600">
+            <span className="font-mono text-xs font-semibold">{event.action}</span>{" "}
+            <span className="text-slate-600">
               by <Inert text={event.actor} />
             </span>
           </p>
@@ -380,7 +390,8 @@ export function Reviews({ run }: { run: RunDetail }) {
             <li key={review.email} className="rounded-md bg-slate-50 px-3 py-2">
               <span className="font-medium">
                 <Inert text={review.reviewer} />
-              </span> <Badge tone={review.verdict === "approve" ? "good" : "bad"}>{review.verdict.replaceAll("_", " ")}</Badge>{" "}
+              </span>{" "}
+              <Badge tone={review.verdict === "approve" ? "good" : "bad"}>{review.verdict.replaceAll("_", " ")}</Badge>{" "}
               <span className="text-xs text-slate-500">
                 <Time iso={review.at} />
               </span>

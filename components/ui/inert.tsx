@@ -28,9 +28,7 @@ export function Inert({ text }: { text: string }) {
   const parts = segments(text);
   if (parts.length === 1 && parts[0]!.kind === "text") return <>{text}</>;
   return (
-    <>
-      {parts.map((part, i) => (part.kind === "text" ? <Fragment key={i}>{part.text}</Fragment> : <Marker key={i} label={part.label} name={part.name} />))}
-    </>
+    <>{parts.map((part, i) => (part.kind === "text" ? <Fragment key={i}>{part.text}</Fragment> : <Marker key={i} label={part.label} name={part.name} />))}</>
   );
 }
 

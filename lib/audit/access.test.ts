@@ -73,6 +73,12 @@ describe("recordForbidden", () => {
     await recordForbidden(db.prisma, reviewer, new Error("boom"), "action");
     const events = await db.prisma.auditEvent.findMany({ where: { action: "auth.forbidden" } });
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ actorType: "user", actorId: reviewer.id, subjectType: "user", subjectId: reviewer.id, data: { scope: "audit:read", door: "page" } });
+    expect(events[0]).toMatchObject({
+      actorType: "user",
+      actorId: reviewer.id,
+      subjectType: "user",
+      subjectId: reviewer.id,
+      data: { scope: "audit:read", door: "page" },
+    });
   });
 });

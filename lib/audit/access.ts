@@ -75,7 +75,14 @@ export async function recordRunViewed(db: Db, actor: Actor, runId: string, optio
   const actorId = actor.type === "system" ? actor.name : actor.id;
   if (options.refresh) {
     const covered = await db.auditEvent.findFirst({
-      where: { subjectType: "run", subjectId: runId, action: "run.viewed", actorType: actor.type, actorId, at: { gte: new Date(Date.now() - RUN_VIEW_COVERS_MS) } },
+      where: {
+        subjectType: "run",
+        subjectId: runId,
+        action: "run.viewed",
+        actorType: actor.type,
+        actorId,
+        at: { gte: new Date(Date.now() - RUN_VIEW_COVERS_MS) },
+      },
       select: { id: true },
     });
     if (covered) return false;

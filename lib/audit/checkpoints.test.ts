@@ -15,7 +15,9 @@ describe("checkpoints", () => {
   it("writes signed files that load back as valid, and rejects an edited one", async () => {
     const config = await tempCheckpoints();
     const { file } = await writeCheckpoint(config, { id: 42n, hash: "b".repeat(64), at: new Date("2026-11-30T00:00:00Z") });
-    expect(await loadCheckpoints(config)).toEqual([expect.objectContaining({ valid: true, checkpoint: expect.objectContaining({ eventId: "42", hash: "b".repeat(64) }) })]);
+    expect(await loadCheckpoints(config)).toEqual([
+      expect.objectContaining({ valid: true, checkpoint: expect.objectContaining({ eventId: "42", hash: "b".repeat(64) }) }),
+    ]);
     const edited = JSON.parse(await readFile(file, "utf8"));
     await writeFile(file, JSON.stringify({ ...edited, hash: "c".repeat(64) }));
     expect(await loadCheckpoints(config)).toEqual([expect.objectContaining({ valid: false, eventId: "42", problem: "signature does not verify" })]);

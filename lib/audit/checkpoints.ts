@@ -71,7 +71,10 @@ export async function loadSigningKey(keyFile: string): Promise<SigningKey> {
   const privateKey = createPrivateKey(pem);
   if (privateKey.asymmetricKeyType !== "ed25519") throw new Error(`${keyFile} is not an Ed25519 private key`);
   const publicKey = createPublicKey(privateKey);
-  const keyId = createHash("sha256").update(publicKey.export({ type: "spki", format: "der" })).digest("hex").slice(0, 16);
+  const keyId = createHash("sha256")
+    .update(publicKey.export({ type: "spki", format: "der" }))
+    .digest("hex")
+    .slice(0, 16);
   return { privateKey, publicKey, keyId };
 }
 
@@ -88,9 +91,7 @@ const fileSchema = z
   .strict();
 
 export type Checkpoint = z.infer<typeof fileSchema>;
-export type LoadedCheckpoint =
-  | { file: string; valid: true; checkpoint: Checkpoint }
-  | { file: string; valid: false; eventId: string | null; problem: string };
+export type LoadedCheckpoint = { file: string; valid: true; checkpoint: Checkpoint } | { file: string; valid: false; eventId: string | null; problem: string };
 
 function signedPayload(c: Omit<Checkpoint, "signature">): Buffer {
   return Buffer.from(canonicalJson({ version: c.version, eventId: c.eventId, hash: c.hash, at: c.at, signedAt: c.signedAt, keyId: c.keyId }));

@@ -13,9 +13,7 @@ afterAll(() => db?.drop());
 
 describe("canonicalJson", () => {
   it("sorts keys at every depth and drops undefined", () => {
-    expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: undefined, x: 0 }], c: null } })).toBe(
-      '{"a":{"c":null,"d":[2,{"x":0,"z":1}]},"b":1}',
-    );
+    expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: undefined, x: 0 }], c: null } })).toBe('{"a":{"c":null,"d":[2,{"x":0,"z":1}]},"b":1}');
   });
 });
 

@@ -25,15 +25,18 @@ export type AuditEventInput = {
   data?: Record<string, unknown>;
 };
 
-export function chainHash(prevHash: string, event: {
-  at: Date;
-  actorType: string;
-  actorId: string | null;
-  action: string;
-  subjectType: string;
-  subjectId: string | null;
-  data: unknown;
-}): string {
+export function chainHash(
+  prevHash: string,
+  event: {
+    at: Date;
+    actorType: string;
+    actorId: string | null;
+    action: string;
+    subjectType: string;
+    subjectId: string | null;
+    data: unknown;
+  },
+): string {
   return createHash("sha256")
     .update(prevHash)
     .update(

@@ -30,7 +30,9 @@ beforeAll(async () => {
   for (let i = 0; i < 5; i++) await seedRun(db.prisma, { purpose: `Filler ${i}`, agentName: "filler-bot" });
   // A reviewer's comment becomes searchable on the run through the Review trigger.
   const reviewerUser = await db.prisma.user.create({ data: { email: "reviewer@example.com", name: "R", role: "reviewer" } });
-  await db.prisma.review.create({ data: { runId: refund.runId, reviewerId: reviewerUser.id, verdict: "reject", comment: "Customer flagged as platypus risk" } });
+  await db.prisma.review.create({
+    data: { runId: refund.runId, reviewerId: reviewerUser.id, verdict: "reject", comment: "Customer flagged as platypus risk" },
+  });
 });
 afterAll(() => db?.drop());
 
@@ -117,7 +119,10 @@ async function collect(rows: AsyncGenerator<string>): Promise<string> {
 describe("export", () => {
   it("JSONL: the manifest first, then every event up to the head, re-verifiable as a chain", async () => {
     const { manifest, rows } = await exportAudited(db.prisma, compliance, {}, "jsonl", { batchSize: 7 });
-    const lines = (await collect(rows)).trimEnd().split("\n").map((line) => JSON.parse(line));
+    const lines = (await collect(rows))
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
     expect(lines[0].manifest).toEqual(manifest);
     const events = lines.slice(1);
     expect(events).toHaveLength(manifest.rowCount);
@@ -135,7 +140,11 @@ describe("export", () => {
 
   it("honours the filters: only the events of matching runs", async () => {
     const { manifest, rows } = await exportAudited(db.prisma, compliance, { q: "refund" }, "jsonl");
-    const events = (await collect(rows)).trimEnd().split("\n").slice(1).map((line) => JSON.parse(line));
+    const events = (await collect(rows))
+      .trimEnd()
+      .split("\n")
+      .slice(1)
+      .map((line) => JSON.parse(line));
     expect(manifest.scope).toBe("events of matching runs");
     expect(new Set(events.map((e) => e.subjectId))).toEqual(new Set([refund.runId]));
     expect(events).toHaveLength(manifest.rowCount);
@@ -145,7 +154,12 @@ describe("export", () => {
   it("CSV: a header, one quoted line per event, formula-looking cells defused", async () => {
     await db.prisma.$transaction((tx) =>
       import("./record").then(({ recordAudit }) =>
-        recordAudit(tx, { actor: { type: "system", name: "=HYPERLINK(\"x\")" }, action: "test.csv", subject: { type: "thing", id: 'a,"b"' }, data: { note: "line\nbreak" } }),
+        recordAudit(tx, {
+          actor: { type: "system", name: '=HYPERLINK("x")' },
+          action: "test.csv",
+          subject: { type: "thing", id: 'a,"b"' },
+          data: { note: "line\nbreak" },
+        }),
       ),
     );
     const { manifest, rows } = await exportAudited(db.prisma, compliance, {}, "csv");

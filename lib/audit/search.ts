@@ -72,11 +72,7 @@ export function decodeCursor(cursor: string): { createdAt: Date; id: string } {
 
 type Row = Omit<RunSearchItem, "createdAt"> & { createdAt: Date };
 
-export async function searchRuns(
-  db: Db | Tx,
-  filters: AuditFilters,
-  options: { after?: string | null; limit?: number } = {},
-): Promise<RunSearchPage> {
+export async function searchRuns(db: Db | Tx, filters: AuditFilters, options: { after?: string | null; limit?: number } = {}): Promise<RunSearchPage> {
   const limit = Math.min(Math.max(options.limit ?? SEARCH_PAGE_SIZE, 1), 200);
   const after = options.after ? decodeCursor(options.after) : null;
   const keyset = after ? Prisma.sql`AND (r."createdAt", r.id) < (${after.createdAt}, ${after.id}::uuid)` : Prisma.empty;

@@ -32,12 +32,7 @@ import { verifyAuditChain, type VerifyReport } from "./verify";
 
 const AUDIT_LOG = { type: "audit_log" } as const;
 
-export async function searchAudited(
-  db: Db,
-  actor: Actor,
-  filters: AuditFilters,
-  options: { after?: string | null } = {},
-): Promise<RunSearchPage> {
+export async function searchAudited(db: Db, actor: Actor, filters: AuditFilters, options: { after?: string | null } = {}): Promise<RunSearchPage> {
   requireScope(actor, "audit:read");
   const page = await searchRuns(db, filters, { after: options.after });
   await db.$transaction((tx) =>
@@ -55,7 +50,14 @@ export async function viewRunTimelineAudited(db: Db, actor: Actor, runId: string
   requireScope(actor, "audit:read");
   const timeline = await runTimeline(db, runId);
   if (!timeline) throw new AppError("not_found", "No run with that id.");
-  await db.$transaction((tx) => recordAudit(tx, { actor, action: "audit.viewed", subject: { type: "run", id: runId }, data: { events: timeline.events.length, toolCalls: timeline.toolCalls.length } }));
+  await db.$transaction((tx) =>
+    recordAudit(tx, {
+      actor,
+      action: "audit.viewed",
+      subject: { type: "run", id: runId },
+      data: { events: timeline.events.length, toolCalls: timeline.toolCalls.length },
+    }),
+  );
   return timeline;
 }
 

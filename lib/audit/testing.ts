@@ -92,7 +92,12 @@ export async function seedRun(
   if (options.calls !== undefined) {
     await db.$transaction(async (tx) => {
       if (calls.length) await tx.runToolCall.createMany({ data: calls.map((c) => ({ ...c, runId: run.id })) });
-      await recordAudit(tx, { actor: SYSTEM, action: `run.${run.status}`, subject, data: { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(calls) } });
+      await recordAudit(tx, {
+        actor: SYSTEM,
+        action: `run.${run.status}`,
+        subject,
+        data: { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(calls) },
+      });
     });
   }
   return { runId: run.id, userId: owner.id, agentName, ownerEmail };
@@ -100,8 +105,5 @@ export async function seedRun(
 
 /** Runs SQL as the database superuser with triggers off (session_replication_role = replica). */
 export async function tamper(db: PrismaClient, ...statements: string[]): Promise<void> {
-  await db.$transaction([
-    db.$executeRawUnsafe(`SET LOCAL session_replication_role = replica`),
-    ...statements.map((sql) => db.$executeRawUnsafe(sql)),
-  ]);
+  await db.$transaction([db.$executeRawUnsafe(`SET LOCAL session_replication_role = replica`), ...statements.map((sql) => db.$executeRawUnsafe(sql))]);
 }

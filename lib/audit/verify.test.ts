@@ -85,7 +85,15 @@ describe("verifyAuditChain", () => {
     const before = await db.prisma.auditEvent.findUniqueOrThrow({ where: { id: ids[4]! } });
     const forgedId = ids[4]! + 1n;
     expect(ids).not.toContain(forgedId);
-    const forged = { at: new Date(before.at.getTime() + 1), actorType: "user", actorId: "mallory", action: "run.approved", subjectType: "run", subjectId: null, data: {} };
+    const forged = {
+      at: new Date(before.at.getTime() + 1),
+      actorType: "user",
+      actorId: "mallory",
+      action: "run.approved",
+      subjectType: "run",
+      subjectId: null,
+      data: {},
+    };
     const hash = chainHash(before.hash, forged);
     await tamper(
       db.prisma,
@@ -165,7 +173,11 @@ describe("verifyAuditChain", () => {
     expect(await verify(db, checkpoints)).toMatchObject({ ok: true, broken: null });
     // Terminal without a sealing event (e.g. a terminal event written without its seal): a break.
     await db.prisma.run.update({ where: { id: inFlight.runId }, data: { status: "failed" } });
-    expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: null, reason: "unsealed_tool_calls", detail: expect.stringContaining(inFlight.runId) });
+    expect((await verify(db, checkpoints)).broken).toMatchObject({
+      eventId: null,
+      reason: "unsealed_tool_calls",
+      detail: expect.stringContaining(inFlight.runId),
+    });
   });
 
   it("reports checkpoints missing when no checkpoint covers an event older than twice the interval", async () => {
@@ -174,7 +186,10 @@ describe("verifyAuditChain", () => {
     // No checkpoint, but the log is younger than twice the interval: nothing is missing yet.
     expect(await verifyAuditChain(db.prisma, { checkpoints, now: later(2 * CHECKPOINT_INTERVAL_MINUTES - 1) })).toMatchObject({ ok: true });
     const report = await verifyAuditChain(db.prisma, { checkpoints, now: later(2 * CHECKPOINT_INTERVAL_MINUTES + 1) });
-    expect(report).toMatchObject({ ok: false, broken: { eventId: ids[0]!.toString(), reason: "checkpoints_missing", detail: expect.stringMatching(/no checkpoint at all/) } });
+    expect(report).toMatchObject({
+      ok: false,
+      broken: { eventId: ids[0]!.toString(), reason: "checkpoints_missing", detail: expect.stringMatching(/no checkpoint at all/) },
+    });
 
     // A checkpoint of the head covers everything up to it; what came after it ages from then on.
     await runVerification(db.prisma, SYSTEM, checkpoints);
@@ -206,7 +221,7 @@ describe("verifyAuditChain", () => {
       expect(await loadCheckpoints(checkpoints)).toEqual([]);
     }
     const recorded = await db.prisma.auditEvent.findMany({ where: { action: "audit.verified" }, orderBy: { id: "asc" } });
-    expect(recorded.map((e) => (e.data as { ok: boolean; checkpointWritten: boolean }))).toEqual([
+    expect(recorded.map((e) => e.data as { ok: boolean; checkpointWritten: boolean })).toEqual([
       expect.objectContaining({ ok: true, checkpointWritten: true }),
       expect.objectContaining({ ok: false, checkpointWritten: false }),
       expect.objectContaining({ ok: false, checkpointWritten: false }),

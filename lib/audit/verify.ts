@@ -109,7 +109,16 @@ async function fetchBatch(db: Db, cursor: bigint, limit: number): Promise<EventR
     FROM "AuditEvent" WHERE id > ${cursor} ORDER BY id LIMIT ${limit}`;
   return rows.map(({ line }) => {
     const [id, at, actorType, actorId, action, subjectType, subjectId, data, prevHash, hash] = JSON.parse(line) as [
-      string, string, string, string | null, string, string, string | null, Record<string, unknown>, string, string,
+      string,
+      string,
+      string,
+      string | null,
+      string,
+      string,
+      string | null,
+      Record<string, unknown>,
+      string,
+      string,
     ];
     return { id: BigInt(id), at, actorType, actorId, action, subjectType, subjectId, data, prevHash, hash };
   });
@@ -119,7 +128,17 @@ async function fetchBatch(db: Db, cursor: bigint, limit: number): Promise<EventR
 function eventHash(prevHash: string, row: EventRow): string {
   return createHash("sha256")
     .update(prevHash)
-    .update(canonicalJson({ at: row.at, actorType: row.actorType, actorId: row.actorId, action: row.action, subjectType: row.subjectType, subjectId: row.subjectId, data: row.data }))
+    .update(
+      canonicalJson({
+        at: row.at,
+        actorType: row.actorType,
+        actorId: row.actorId,
+        action: row.action,
+        subjectType: row.subjectType,
+        subjectId: row.subjectId,
+        data: row.data,
+      }),
+    )
     .digest("hex");
 }
 
@@ -138,7 +157,9 @@ type CallRow = {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function digestOf(value: unknown): string {
-  return createHash("sha256").update(canonicalJson(value ?? null)).digest("hex");
+  return createHash("sha256")
+    .update(canonicalJson(value ?? null))
+    .digest("hex");
 }
 
 /** The executor keeps `{truncated: true, bytes}` instead of values over its size cap. */
@@ -297,7 +318,11 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
       const data = row.data;
       const recomputed = eventHash(row.prevHash, row);
       if (recomputed !== row.hash) {
-        chainBreak = { eventId: row.id.toString(), reason: "hash_mismatch", detail: `event #${row.id} (${row.action}) was altered: its stored hash does not match its content` };
+        chainBreak = {
+          eventId: row.id.toString(),
+          reason: "hash_mismatch",
+          detail: `event #${row.id} (${row.action}) was altered: its stored hash does not match its content`,
+        };
         break;
       }
       if (pending[0] && pending[0].id === row.id) {
@@ -353,7 +378,11 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
       LIMIT 1`;
     if (unsealed[0]) {
       const { runId, status } = unsealed[0];
-      return done({ eventId: null, reason: "unsealed_tool_calls", detail: `run ${runId} (${status ?? "no such run"}) has tool calls that no audit event seals` });
+      return done({
+        eventId: null,
+        reason: "unsealed_tool_calls",
+        detail: `run ${runId} (${status ?? "no such run"}) has tool calls that no audit event seals`,
+      });
     }
   }
 

@@ -16,9 +16,7 @@ afterAll(() => db?.drop());
 
 describe("agents and tokens", () => {
   it("returns the token once and stores only its hash", async () => {
-    const created = await db.prisma.$transaction((tx) =>
-      createAgent(tx, system, { name: "ledger-bot", ownerEmail: "owner@example.com" }),
-    );
+    const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "ledger-bot", ownerEmail: "owner@example.com" }));
     expect(created.token).toMatch(/^alk_[A-Za-z0-9_-]{43}$/);
     const row = await db.prisma.agentToken.findFirstOrThrow({ where: { agentId: created.agentId } });
     expect(row.tokenHash).toBe(hashAgentToken(created.token));
@@ -48,9 +46,7 @@ describe("agents and tokens", () => {
     await db.prisma.agentToken.updateMany({ where: { agentId: expired.agentId }, data: { expiresAt: new Date(Date.now() - 1000) } });
     expect(await authenticateAgentToken(db.prisma, expired.token)).toBeNull();
 
-    const revoked = await db.prisma.$transaction((tx) =>
-      createAgent(tx, system, { name: "gone", ownerEmail: "owner@example.com" }),
-    );
+    const revoked = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "gone", ownerEmail: "owner@example.com" }));
     expect(await authenticateAgentToken(db.prisma, revoked.token)).not.toBeNull();
     const result = await db.prisma.$transaction((tx) => revokeAgent(tx, system, "gone"));
     expect(result.revokedTokens).toBe(1);

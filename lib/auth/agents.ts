@@ -37,11 +37,7 @@ function firstIssue(error: z.ZodError): string {
   return `${issue?.path.join(".") || "input"} ${issue?.message ?? "is invalid"}`;
 }
 
-export async function createAgent(
-  tx: Tx,
-  actor: Actor,
-  input: NewAgent,
-): Promise<{ agentId: string; name: string; token: string; scopes: Scope[] }> {
+export async function createAgent(tx: Tx, actor: Actor, input: NewAgent): Promise<{ agentId: string; name: string; token: string; scopes: Scope[] }> {
   requireScope(actor, "agents:manage");
   const parsed = newAgentSchema.safeParse(input);
   if (!parsed.success) throw new AppError("bad_request", firstIssue(parsed.error));
@@ -88,9 +84,7 @@ export async function revokeAgent(tx: Tx, actor: Actor, name: string): Promise<{
   const updated = await tx.agent.updateMany({ where: { name, revokedAt: null }, data: { revokedAt: now } });
   if (updated.count === 0) {
     const exists = await tx.agent.findUnique({ where: { name }, select: { id: true } });
-    throw exists
-      ? new AppError("conflict", `Agent ${name} is already revoked.`)
-      : new AppError("not_found", `No agent named ${name}.`);
+    throw exists ? new AppError("conflict", `Agent ${name} is already revoked.`) : new AppError("not_found", `No agent named ${name}.`);
   }
   const agent = await tx.agent.findUniqueOrThrow({ where: { name }, select: { id: true } });
   const tokens = await tx.agentToken.updateMany({

@@ -53,9 +53,14 @@ describe("console refusals", () => {
     const { AppError } = await import("@/lib/errors");
     const { userAction } = await import("./user-action");
     session.userId = reviewer.id;
-    const ownRun = userAction("runs:review", z.object({}).strict(), async () => {
-      throw new AppError("forbidden", "You own the agent.", { details: { reason: "own_agent" } });
-    }, { door: "api:/api/queue/decision" });
+    const ownRun = userAction(
+      "runs:review",
+      z.object({}).strict(),
+      async () => {
+        throw new AppError("forbidden", "You own the agent.", { details: { reason: "own_agent" } });
+      },
+      { door: "api:/api/queue/decision" },
+    );
     expect(await ownRun({})).toMatchObject({ ok: false, error: { code: "forbidden" } });
     const conflict = userAction("runs:review", z.object({}).strict(), async () => {
       throw new AppError("conflict", "Already decided.");
@@ -92,6 +97,12 @@ describe("auth.signed_out", () => {
     expect(await recordSignedOut(db.prisma, "not-a-uuid")).toBe(false);
     const events = await db.prisma.auditEvent.findMany({ where: { action: "auth.signed_out" } });
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ actorType: "user", actorId: reviewer.id, subjectType: "user", subjectId: reviewer.id, data: { email: "reviewer@example.com" } });
+    expect(events[0]).toMatchObject({
+      actorType: "user",
+      actorId: reviewer.id,
+      subjectType: "user",
+      subjectId: reviewer.id,
+      data: { email: "reviewer@example.com" },
+    });
   });
 });

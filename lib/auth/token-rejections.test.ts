@@ -22,7 +22,12 @@ afterAll(() => db?.drop());
 
 /** A token of the right shape that no agent holds, with a chosen 10-character prefix. */
 function fakeToken(prefix = `alk_${randomBytes(6).toString("base64url").slice(0, 6)}`): string {
-  return prefix + randomBytes(40).toString("base64url").slice(0, 43 - (prefix.length - 4));
+  return (
+    prefix +
+    randomBytes(40)
+      .toString("base64url")
+      .slice(0, 43 - (prefix.length - 4))
+  );
 }
 
 async function rejectedEvents(prefix?: string) {
@@ -115,7 +120,9 @@ describe("auth.token_rejected", () => {
     const log = newLog(time);
     const revoked = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "gone", ownerEmail: "owner@example.com" }));
     await db.prisma.$transaction((tx) => revokeAgent(tx, system, "gone"));
-    const expired = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "stale", ownerEmail: "owner@example.com", expiresAt: new Date(Date.now() + 60_000) }));
+    const expired = await db.prisma.$transaction((tx) =>
+      createAgent(tx, system, { name: "stale", ownerEmail: "owner@example.com", expiresAt: new Date(Date.now() + 60_000) }),
+    );
     await db.prisma.agentToken.updateMany({ where: { agentId: expired.agentId }, data: { expiresAt: new Date(Date.now() - 1000) } });
     await log.reject(revoked.token);
     await log.reject(expired.token);
@@ -142,7 +149,12 @@ describe("auth.token_rejected", () => {
       handleMcpRequest(
         new Request("http://localhost/api/mcp", {
           method: "POST",
-          headers: { host: "localhost", "content-type": "application/json", accept: "application/json, text/event-stream", ...(authorization ? { authorization } : {}) },
+          headers: {
+            host: "localhost",
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            ...(authorization ? { authorization } : {}),
+          },
           body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
         }),
       );

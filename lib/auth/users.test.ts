@@ -8,9 +8,7 @@ let db: TestDatabase;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await db.prisma.$transaction((tx) =>
-    createUser(tx, system, { email: " Rita@Example.COM ", role: "reviewer", password: "correct horse battery" }),
-  );
+  await db.prisma.$transaction((tx) => createUser(tx, system, { email: " Rita@Example.COM ", role: "reviewer", password: "correct horse battery" }));
 });
 afterAll(() => db?.drop());
 
@@ -22,22 +20,23 @@ describe("createUser", () => {
   });
 
   it("refuses a duplicate, a short password and an unknown role with typed errors", async () => {
-    await expect(
-      db.prisma.$transaction((tx) => createUser(tx, system, { email: "rita@example.com", role: "reviewer" })),
-    ).rejects.toMatchObject({ code: "conflict" });
-    await expect(
-      db.prisma.$transaction((tx) => createUser(tx, system, { email: "x@example.com", role: "admin", password: "short" })),
-    ).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("password") });
-    await expect(
-      db.prisma.$transaction((tx) => createUser(tx, system, { email: "y@example.com", role: "root" as never })),
-    ).rejects.toMatchObject({ code: "bad_request" });
+    await expect(db.prisma.$transaction((tx) => createUser(tx, system, { email: "rita@example.com", role: "reviewer" }))).rejects.toMatchObject({
+      code: "conflict",
+    });
+    await expect(db.prisma.$transaction((tx) => createUser(tx, system, { email: "x@example.com", role: "admin", password: "short" }))).rejects.toMatchObject({
+      code: "bad_request",
+      message: expect.stringContaining("password"),
+    });
+    await expect(db.prisma.$transaction((tx) => createUser(tx, system, { email: "y@example.com", role: "root" as never }))).rejects.toMatchObject({
+      code: "bad_request",
+    });
   });
 
   it("is refused to a person without agents:manage", async () => {
     const reviewer: Actor = { type: "user", id: "00000000-0000-0000-0000-000000000000", email: "r@x", role: "reviewer" };
-    await expect(
-      db.prisma.$transaction((tx) => createUser(tx, reviewer, { email: "z@example.com", role: "admin" })),
-    ).rejects.toMatchObject({ code: "forbidden" });
+    await expect(db.prisma.$transaction((tx) => createUser(tx, reviewer, { email: "z@example.com", role: "admin" }))).rejects.toMatchObject({
+      code: "forbidden",
+    });
     expect(await db.prisma.user.count({ where: { email: "z@example.com" } })).toBe(0);
   });
 
@@ -65,9 +64,7 @@ describe("signInWithPassword", () => {
   });
 
   it("locks an account after 5 failures, even against the right password", async () => {
-    await db.prisma.$transaction((tx) =>
-      createUser(tx, system, { email: "target@example.com", role: "compliance", password: "the right password" }),
-    );
+    await db.prisma.$transaction((tx) => createUser(tx, system, { email: "target@example.com", role: "compliance", password: "the right password" }));
     for (let i = 0; i < 5; i++) {
       expect(await signInWithPassword(db.prisma, "target@example.com", `guess-${i}`)).toMatchObject({ ok: false });
     }

@@ -57,8 +57,7 @@ export async function createUser(tx: Tx, actor: Actor, input: NewUser): Promise<
 }
 
 export type SignInResult =
-  | { ok: true; user: { id: string; email: string; name: string; role: Role } }
-  | { ok: false; reason: "invalid_credentials" | "rate_limited" };
+  { ok: true; user: { id: string; email: string; name: string; role: Role } } | { ok: false; reason: "invalid_credentials" | "rate_limited" };
 
 /** A valid argon2id hash of a random string, verified against when the email is unknown. */
 let dummyHash: Promise<string> | undefined;

@@ -47,7 +47,9 @@ describe("tool quarantine", () => {
     const reviewer: Actor = { type: "user", id: "00000000-0000-4000-8000-000000000001", email: "r@x", role: "reviewer" };
     const current = broker.tool("ledger", "listInvoices")!.hash;
     await expect(acceptTool(db.prisma, reviewer, { server: "ledger", tool: "listInvoices", schemaHash: current })).rejects.toMatchObject({ code: "forbidden" });
-    await expect(acceptTool(db.prisma, admin, { server: "ledger", tool: "listInvoices", schemaHash: "f".repeat(64) })).rejects.toMatchObject({ code: "conflict" });
+    await expect(acceptTool(db.prisma, admin, { server: "ledger", tool: "listInvoices", schemaHash: "f".repeat(64) })).rejects.toMatchObject({
+      code: "conflict",
+    });
     await expect(acceptTool(db.prisma, admin, { server: "ledger", tool: "listRefunds", schemaHash: current })).rejects.toMatchObject({ code: "conflict" });
   });
 

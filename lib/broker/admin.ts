@@ -24,7 +24,12 @@ export async function acceptTool(
     if (row.schemaHash !== input.schemaHash) {
       throw new AppError("conflict", `${input.server}.${input.tool} changed again since you looked at it; review the new definition.`);
     }
-    const definition = { description: row.description, inputSchema: row.inputSchema, outputSchema: row.outputSchema, annotations: row.annotations } as Prisma.InputJsonObject;
+    const definition = {
+      description: row.description,
+      inputSchema: row.inputSchema,
+      outputSchema: row.outputSchema,
+      annotations: row.annotations,
+    } as Prisma.InputJsonObject;
     const updated = await tx.upstreamTool.updateMany({
       where: { id: row.id, quarantined: true, schemaHash: input.schemaHash },
       data: { quarantined: false, pinnedHash: input.schemaHash, pinnedDefinition: definition },

@@ -19,8 +19,19 @@ import { ConfigError, JsonFilePinStore, ToolBroker, loadConfig, parseConfig, typ
 const tmp = mkdtempSync(join(tmpdir(), "airlock-broker-test-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const tsx = join(REPO_ROOT, "node_modules", ".bin", "tsx");
-const ledgerServer = { transport: "stdio", command: tsx, args: [join(REPO_ROOT, "lib/demo/ledger/server.ts")], dataClass: "financial", tools: { listCustomers: { dataClass: "pii" }, getCustomer: { dataClass: "pii" } } };
-const hostileServer = (variant: number) => ({ transport: "stdio", command: tsx, args: [join(REPO_ROOT, "lib/broker/testing/hostile-server.ts"), "--variant", String(variant)], dataClass: "internal" });
+const ledgerServer = {
+  transport: "stdio",
+  command: tsx,
+  args: [join(REPO_ROOT, "lib/demo/ledger/server.ts")],
+  dataClass: "financial",
+  tools: { listCustomers: { dataClass: "pii" }, getCustomer: { dataClass: "pii" } },
+};
+const hostileServer = (variant: number) => ({
+  transport: "stdio",
+  command: tsx,
+  args: [join(REPO_ROOT, "lib/broker/testing/hostile-server.ts"), "--variant", String(variant)],
+  dataClass: "internal",
+});
 
 describe("config", () => {
   it("names the key path of every problem", () => {
@@ -66,7 +77,15 @@ describe("ledger upstream", () => {
 
   it("lists tools with annotations and data classes, pinned on first sight", () => {
     const tools = broker.tools("ledger");
-    expect(tools.map((t) => t.name).sort()).toEqual(["getCustomer", "issueRefund", "listCustomers", "listInvoices", "listRefunds", "sendReminderEmail", "updateCustomerEmail"]);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      "getCustomer",
+      "issueRefund",
+      "listCustomers",
+      "listInvoices",
+      "listRefunds",
+      "sendReminderEmail",
+      "updateCustomerEmail",
+    ]);
     expect(broker.tool("ledger", "listInvoices")).toMatchObject({ dataClass: "financial", quarantined: false, annotations: { readOnlyHint: true } });
     expect(broker.tool("ledger", "listCustomers")?.dataClass).toBe("pii");
     expect(broker.tool("ledger", "issueRefund")?.annotations).toMatchObject({ destructiveHint: true, idempotentHint: true });
@@ -87,19 +106,31 @@ describe("ledger upstream", () => {
       const options: ts.CompilerOptions = { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, lib: ["lib.es2022.d.ts"], types: [] };
       const host = ts.createCompilerHost(options);
       const original = host.getSourceFile.bind(host);
-      host.getSourceFile = (name, target, ...rest) => (files[name] !== undefined ? ts.createSourceFile(name, files[name]!, target) : original(name, target, ...rest));
+      host.getSourceFile = (name, target, ...rest) =>
+        files[name] !== undefined ? ts.createSourceFile(name, files[name]!, target) : original(name, target, ...rest);
       const fileExists = host.fileExists.bind(host);
       host.fileExists = (name) => files[name] !== undefined || fileExists(name);
       const program = ts.createProgram(Object.keys(files), options, host);
       return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
     };
-    expect(check(`const r = await tools.ledger.listInvoices({ status: "paid", limit: 10 }); const n: number = r.invoices[0]!.amountMinor; return n;`)).toEqual([]);
+    expect(check(`const r = await tools.ledger.listInvoices({ status: "paid", limit: 10 }); const n: number = r.invoices[0]!.amountMinor; return n;`)).toEqual(
+      [],
+    );
     expect(check(`await tools.ledger.listInvoices({ status: "bogus" });`).join("\n")).toMatch(/bogus/);
-    expect(check(`const r = await tools.ledger.getCustomer({ customerId: "c" }); const s: string = r.customer.createdAt; const n: string = r.customer.currency === "JPY" ? 1 : "x"; return [s, n];`).join("\n")).toMatch(/number.*not assignable to type 'string'/);
+    expect(
+      check(
+        `const r = await tools.ledger.getCustomer({ customerId: "c" }); const s: string = r.customer.createdAt; const n: string = r.customer.currency === "JPY" ? 1 : "x"; return [s, n];`,
+      ).join("\n"),
+    ).toMatch(/number.*not assignable to type 'string'/);
   });
 
   it("searches by name, summary and full detail", () => {
-    expect(broker.search("refund", "name")).toEqual(expect.arrayContaining([{ server: "ledger", name: "issueRefund" }, { server: "ledger", name: "listRefunds" }]));
+    expect(broker.search("refund", "name")).toEqual(
+      expect.arrayContaining([
+        { server: "ledger", name: "issueRefund" },
+        { server: "ledger", name: "listRefunds" },
+      ]),
+    );
     const summary = broker.search("refund", "summary")[0]!;
     expect(summary).toMatchObject({ server: "ledger", annotations: expect.any(Object), dataClass: "financial" });
     const full = broker.search("issueRefund", "full")[0]!;
@@ -117,14 +148,22 @@ describe("ledger upstream", () => {
     const failed = broker.callTool("ledger", "getCustomer", { customerId: "cus_999" }, new AbortController().signal);
     await expect(failed).rejects.toMatchObject({ outcome: "error", message: expect.stringContaining("no customer cus_999") } satisfies Partial<ToolCallError>);
     expect(records.map((r) => r.outcome)).toEqual(["refused", "refused", "ok", "error"]);
-    expect(records[2]).toMatchObject({ server: "ledger", tool: "getCustomer", argsDigest: expect.stringMatching(/^[0-9a-f]{64}$/), resultDigest: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(records[2]).toMatchObject({
+      server: "ledger",
+      tool: "getCustomer",
+      argsDigest: expect.stringMatching(/^[0-9a-f]{64}$/),
+      resultDigest: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
   });
 
   it("issueRefund is idempotent by key; the state file keeps writes across restarts", async () => {
     const signal = new AbortController().signal;
     const statePath = join(tmp, "ledger-state.json");
     const stateful = { ...ledgerServer, args: [...ledgerServer.args, "--state", statePath] };
-    const withState = () => ToolBroker.connect(parseConfig({ servers: { ledger: stateful }, pins: { file: join(tmp, "pins-state.json") } }, join(tmp, "e.json")), { pins: new JsonFilePinStore(join(tmp, "pins-state.json")) });
+    const withState = () =>
+      ToolBroker.connect(parseConfig({ servers: { ledger: stateful }, pins: { file: join(tmp, "pins-state.json") } }, join(tmp, "e.json")), {
+        pins: new JsonFilePinStore(join(tmp, "pins-state.json")),
+      });
     const paidInvoice = generateLedgerData().invoices.find((i) => i.status === "paid")!;
     const args = { invoiceId: paidInvoice.id, amountMinor: 1, reason: "rounding", idempotencyKey: "test-key-0001" };
     type Issued = { refund: { id: string }; replayed: boolean };
@@ -133,7 +172,9 @@ describe("ledger upstream", () => {
     const again = (await one.callTool("ledger", "issueRefund", args, signal)) as Issued;
     expect(first.replayed).toBe(false);
     expect(again).toMatchObject({ replayed: true, refund: { id: first.refund.id } });
-    await expect(one.callTool("ledger", "issueRefund", { ...args, amountMinor: 10 ** 12, idempotencyKey: "test-key-0002" }, signal)).rejects.toThrow(/exceeds the refundable amount/);
+    await expect(one.callTool("ledger", "issueRefund", { ...args, amountMinor: 10 ** 12, idempotencyKey: "test-key-0002" }, signal)).rejects.toThrow(
+      /exceeds the refundable amount/,
+    );
     await one.callTool("ledger", "updateCustomerEmail", { customerId: "cus_003", email: "new.address@example.org" }, signal);
     await one.close();
     const two = await withState();
@@ -206,7 +247,12 @@ describe("third-party upstreams from npm", () => {
             env: { MEMORY_FILE_PATH: join(tmp, "memory.jsonl") },
             dataClass: "internal",
           },
-          files: { transport: "stdio", command: process.execPath, args: [join(REPO_ROOT, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), files], dataClass: "confidential" },
+          files: {
+            transport: "stdio",
+            command: process.execPath,
+            args: [join(REPO_ROOT, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), files],
+            dataClass: "confidential",
+          },
         },
         pins: { file: join(tmp, "pins-npm.json") },
       },
@@ -237,7 +283,11 @@ describe("third-party upstreams from npm", () => {
       callTool: broker.callTool,
     });
     expect(ok.result).toEqual({ content: "hello from the filesystem server" });
-    const outside = await runInSandbox({ code: `return await tools.files.read_text_file({ path: "/etc/passwd" });`, allowedTools: ["files.read_text_file"], callTool: broker.callTool });
+    const outside = await runInSandbox({
+      code: `return await tools.files.read_text_file({ path: "/etc/passwd" });`,
+      allowedTools: ["files.read_text_file"],
+      callTool: broker.callTool,
+    });
     expect(outside.error?.code).toBe("TOOL_ERROR");
   });
 });
@@ -261,12 +311,21 @@ describe("Streamable HTTP upstream", () => {
   it("connects with the configured headers, which never reach the sandbox", async () => {
     const port = (http.address() as { port: number }).port;
     const config = parseConfig(
-      { servers: { ledger: { transport: "http", url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: "Bearer upstream-secret" }, dataClass: "financial" } }, pins: { file: join(tmp, "pins-http.json") } },
+      {
+        servers: {
+          ledger: { transport: "http", url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: "Bearer upstream-secret" }, dataClass: "financial" },
+        },
+        pins: { file: join(tmp, "pins-http.json") },
+      },
       join(tmp, "c.json"),
     );
     const broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(config.pins.file) });
     try {
-      const env = await runInSandbox({ code: `return (await tools.ledger.getCustomer({ customerId: "cus_002" })).customer.id;`, allowedTools: ["ledger.getCustomer"], callTool: broker.callTool });
+      const env = await runInSandbox({
+        code: `return (await tools.ledger.getCustomer({ customerId: "cus_002" })).customer.id;`,
+        allowedTools: ["ledger.getCustomer"],
+        callTool: broker.callTool,
+      });
       expect(env.result).toBe("cus_002");
       expect(seenAuth).toBe("Bearer upstream-secret");
       expect(JSON.stringify(env)).not.toContain("upstream-secret");
@@ -279,7 +338,10 @@ describe("Streamable HTTP upstream", () => {
 describe("hostile upstream", () => {
   let broker: ToolBroker;
   const pinsFile = join(tmp, "pins-hostile.json");
-  const connect = (variant: number) => ToolBroker.connect(parseConfig({ servers: { hostile: hostileServer(variant) }, pins: { file: pinsFile } }, join(tmp, "d.json")), { pins: new JsonFilePinStore(pinsFile) });
+  const connect = (variant: number) =>
+    ToolBroker.connect(parseConfig({ servers: { hostile: hostileServer(variant) }, pins: { file: pinsFile } }, join(tmp, "d.json")), {
+      pins: new JsonFilePinStore(pinsFile),
+    });
   beforeAll(async () => {
     broker = await connect(1);
   });

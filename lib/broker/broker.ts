@@ -63,7 +63,14 @@ const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 export const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 export function toolHash(tool: { description?: unknown; inputSchema?: unknown; outputSchema?: unknown; annotations?: unknown }): string {
-  return sha256(canonicalJson({ description: tool.description ?? "", inputSchema: tool.inputSchema ?? null, outputSchema: tool.outputSchema ?? null, annotations: tool.annotations ?? null }));
+  return sha256(
+    canonicalJson({
+      description: tool.description ?? "",
+      inputSchema: tool.inputSchema ?? null,
+      outputSchema: tool.outputSchema ?? null,
+      annotations: tool.annotations ?? null,
+    }),
+  );
 }
 
 type Upstream = { name: string; config: ServerConfig; client: Client };
@@ -178,7 +185,11 @@ export class ToolBroker {
     const raw: Record<string, unknown>[] = [];
     let cursor: string | undefined;
     do {
-      const page = await withTimeout(upstream.client.listTools(cursor ? { cursor } : undefined), limits.connectTimeoutMs, `listing tools of '${upstream.name}'`);
+      const page = await withTimeout(
+        upstream.client.listTools(cursor ? { cursor } : undefined),
+        limits.connectTimeoutMs,
+        `listing tools of '${upstream.name}'`,
+      );
       raw.push(...(page.tools as unknown as Record<string, unknown>[]));
       cursor = page.nextCursor;
       if (raw.length > limits.maxToolsPerServer) throw new BrokerError(`upstream '${upstream.name}' lists more than ${limits.maxToolsPerServer} tools`);
@@ -233,7 +244,8 @@ export class ToolBroker {
   async accept(server: string, name: string, acceptedHash: string): Promise<boolean> {
     const tool = this.tool(server, name);
     if (!tool) throw new BrokerError(`no tool ${server}.${name}`);
-    if (tool.quarantineReason === "name_collision") throw new BrokerError(`${server}.${name} is listed twice (or badly named) by its upstream; it cannot be accepted`);
+    if (tool.quarantineReason === "name_collision")
+      throw new BrokerError(`${server}.${name} is listed twice (or badly named) by its upstream; it cannot be accepted`);
     await this.pins.set(server, name, acceptedHash);
     if (tool.hash !== acceptedHash) return false;
     tool.quarantined = false;
@@ -283,7 +295,11 @@ export class ToolBroker {
     });
   }
 
-  private validatorFor(cache: Map<string, JsonSchemaValidator<unknown> | Error>, key: string, schema: Record<string, unknown>): JsonSchemaValidator<unknown> | Error {
+  private validatorFor(
+    cache: Map<string, JsonSchemaValidator<unknown> | Error>,
+    key: string,
+    schema: Record<string, unknown>,
+  ): JsonSchemaValidator<unknown> | Error {
     let v = cache.get(key);
     if (!v) {
       try {
@@ -326,10 +342,13 @@ export class ToolBroker {
         timeout: this.config.callTimeoutMs,
       });
       const size = Buffer.byteLength(JSON.stringify(result) ?? "");
-      if (size > this.limits.maxResultBytes) throw new ToolCallError(`the result of ${key} is ${size} bytes, over the ${this.limits.maxResultBytes}-byte limit`, "error");
+      if (size > this.limits.maxResultBytes)
+        throw new ToolCallError(`the result of ${key} is ${size} bytes, over the ${this.limits.maxResultBytes}-byte limit`, "error");
       const content = toSafeJson(result.content ?? [], this.limits);
       if (result.isError) {
-        const text = Array.isArray(content) ? content.map((c) => (c && typeof c === "object" && !Array.isArray(c) && typeof c.text === "string" ? c.text : "")).join("\n") : "";
+        const text = Array.isArray(content)
+          ? content.map((c) => (c && typeof c === "object" && !Array.isArray(c) && typeof c.text === "string" ? c.text : "")).join("\n")
+          : "";
         throw new ToolCallError(`${key} failed: ${sanitizeText(text, 2000) || "error without text"}`, "error");
       }
       if (tool.outputSchema) {

@@ -13,12 +13,25 @@ const config = join(dir, "airlock.config.json");
 writeFileSync(
   config,
   JSON.stringify({
-    servers: { ledger: { transport: "stdio", command: join(REPO_ROOT, "node_modules/.bin/tsx"), args: [join(REPO_ROOT, "lib/demo/ledger/server.ts")], dataClass: "financial" } },
+    servers: {
+      ledger: {
+        transport: "stdio",
+        command: join(REPO_ROOT, "node_modules/.bin/tsx"),
+        args: [join(REPO_ROOT, "lib/demo/ledger/server.ts")],
+        dataClass: "financial",
+      },
+    },
     pins: { file: join(dir, "pins.json") },
   }),
 );
-writeFileSync(join(dir, "ok.ts"), `const { invoices }: { invoices: { id: string }[] } = await tools.ledger.listInvoices({ status: "void" });\nconsole.log(inputs.text("note"));\nreturn invoices.length;`);
-writeFileSync(join(dir, "refund.js"), `return await tools.ledger.issueRefund({ invoiceId: "inv_0001", amountMinor: 100, reason: "test", idempotencyKey: "key-12345" });`);
+writeFileSync(
+  join(dir, "ok.ts"),
+  `const { invoices }: { invoices: { id: string }[] } = await tools.ledger.listInvoices({ status: "void" });\nconsole.log(inputs.text("note"));\nreturn invoices.length;`,
+);
+writeFileSync(
+  join(dir, "refund.js"),
+  `return await tools.ledger.issueRefund({ invoiceId: "inv_0001", amountMinor: 100, reason: "test", idempotencyKey: "key-12345" });`,
+);
 writeFileSync(join(dir, "note.txt"), "from an input");
 writeFileSync(join(dir, "typo.ts"), `const page = await tools.ledger.listInvoices({ limit: "three" });\nreturn page.invoices.length;`);
 
@@ -44,7 +57,10 @@ describe("airlock exec", () => {
 
   it("runs a TypeScript file with inputs and allowed tools, prints the envelope as JSON, exits 0", async () => {
     const { out, io } = capture();
-    const code = await execCommand([join(dir, "ok.ts"), "--input", `note=${join(dir, "note.txt")}`, "--allow", "ledger.listInvoices", "--json", "--config", config], io);
+    const code = await execCommand(
+      [join(dir, "ok.ts"), "--input", `note=${join(dir, "note.txt")}`, "--allow", "ledger.listInvoices", "--json", "--config", config],
+      io,
+    );
     expect(out.stderr).toBe("");
     expect(code).toBe(0);
     const env = JSON.parse(out.stdout);

@@ -44,7 +44,9 @@ const configSchema = z
   .object({
     $schema: z.string().optional(),
     servers: z.record(identifier, z.discriminatedUnion("transport", [stdioServer, httpServer])),
-    packages: z.array(z.string().regex(/^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/, "must be an npm package name")).default(["csv-parse", "decimal.js"]),
+    packages: z
+      .array(z.string().regex(/^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/, "must be an npm package name"))
+      .default(["csv-parse", "decimal.js"]),
     sandbox: z
       .object({
         isolation: z.enum(ISOLATION_LEVELS).default("strict"),
@@ -52,7 +54,10 @@ const configSchema = z
       })
       .strict()
       .default({ isolation: "strict", poolSize: 2 }),
-    pins: z.object({ file: z.string().min(1) }).strict().default({ file: ".airlock/tool-pins.json" }),
+    pins: z
+      .object({ file: z.string().min(1) })
+      .strict()
+      .default({ file: ".airlock/tool-pins.json" }),
     callTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
   })
   .strict();

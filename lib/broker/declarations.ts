@@ -65,7 +65,8 @@ export function schemaToType(schema: unknown, root: unknown = schema, depth = 0,
       const required = new Set(Array.isArray(s.required) ? s.required.filter((r): r is string => typeof r === "string") : []);
       const inner = `${indent}  `;
       const members = Object.entries(props ?? {}).map(([name, sub]) => {
-        const description = sub && typeof sub === "object" && typeof (sub as Schema).description === "string" ? ((sub as Schema).description as string) : undefined;
+        const description =
+          sub && typeof sub === "object" && typeof (sub as Schema).description === "string" ? ((sub as Schema).description as string) : undefined;
         return `${doc(description, [], inner)}${inner}${key(name)}${required.has(name) ? "" : "?"}: ${schemaToType(sub, root, depth + 1, inner)};`;
       });
       const extra = s.additionalProperties;

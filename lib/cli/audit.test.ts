@@ -32,7 +32,16 @@ afterAll(() => db?.drop());
 
 describe("airlock audit", () => {
   it("prints usage and exits 2 on bad arguments", async () => {
-    for (const argv of [[], ["frobnicate"], ["verify", "--from", "abc"], ["verify", "--bogus"], ["export"], ["export", "--format", "xml"], ["export", "--format", "csv", "--status", "exploded"], ["verify", "extra"]]) {
+    for (const argv of [
+      [],
+      ["frobnicate"],
+      ["verify", "--from", "abc"],
+      ["verify", "--bogus"],
+      ["export"],
+      ["export", "--format", "xml"],
+      ["export", "--format", "csv", "--status", "exploded"],
+      ["verify", "extra"],
+    ]) {
       const { io, out } = capture();
       expect(await auditCommand(argv, io, deps)).toBe(2);
       expect(out.stderr).toContain("Usage:");
@@ -53,7 +62,10 @@ describe("airlock audit", () => {
   it("export: JSONL to stdout with the manifest first; CSV with the manifest in a file", async () => {
     const jsonl = capture();
     expect(await auditCommand(["export", "--format", "jsonl", "--q", "refund"], jsonl.io, deps)).toBe(0);
-    const lines = jsonl.out.stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
+    const lines = jsonl.out.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines[0].manifest).toMatchObject({ format: "jsonl", rowCount: 2, exportedBy: "system:cli", filters: { q: "refund" } });
     expect(lines.slice(1).map((l) => l.action)).toEqual(["run.submitted", "run.succeeded"]);
     expect(jsonl.out.stderr).toMatch(/Exported 2 event\(s\); chain head #\d+/);

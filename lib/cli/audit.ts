@@ -141,9 +141,7 @@ async function exportCommand(args: string[], io: CliIo, deps: AuditCommandDeps):
   });
   if (values.manifest) await writeFile(values.manifest, JSON.stringify(manifest, null, 2) + "\n");
   if (format === "csv" && !values.manifest) io.stderr(`manifest: ${JSON.stringify(manifest)}\n`);
-  io.stderr(
-    `Exported ${manifest.rowCount} event(s)${manifest.chainHead ? `; chain head #${manifest.chainHead.id} ${manifest.chainHead.hash}` : ""}.\n`,
-  );
+  io.stderr(`Exported ${manifest.rowCount} event(s)${manifest.chainHead ? `; chain head #${manifest.chainHead.id} ${manifest.chainHead.hash}` : ""}.\n`);
   return 0;
 }
 

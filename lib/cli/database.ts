@@ -38,16 +38,12 @@ export async function runningEmbeddedUrl(dataDir: string): Promise<string | null
   return (await runningEmbedded(dataDir))?.appUrl ?? null;
 }
 
-export async function withCliDatabase<T>(
-  fn: (db: Db, context: { appliedMigrations: string[] }) => Promise<T>,
-): Promise<T> {
+export async function withCliDatabase<T>(fn: (db: Db, context: { appliedMigrations: string[] }) => Promise<T>): Promise<T> {
   const config = env();
   const dataDir = resolve(config.AIRLOCK_DATA_DIR);
   let server: PostgresServer | null = null;
   try {
-    let urls = config.DATABASE_URL
-      ? externalDatabaseUrls(config.DATABASE_URL, config.AIRLOCK_MIGRATION_DATABASE_URL)
-      : await runningEmbedded(dataDir);
+    let urls = config.DATABASE_URL ? externalDatabaseUrls(config.DATABASE_URL, config.AIRLOCK_MIGRATION_DATABASE_URL) : await runningEmbedded(dataDir);
     let applied: string[];
     if (urls) {
       ({ applied } = await migrateDatabase(urls.ownerUrl, urls.appRole));

@@ -60,7 +60,13 @@ function parse(argv: string[]) {
     return { name: spec.slice(0, eq), path: spec.slice(eq + 1) };
   });
   if (values.allow !== undefined && values["allow-all"]) throw new BadArgs("use --allow or --allow-all, not both");
-  const allow = values.allow === undefined ? [] : values.allow.split(",").map((s) => s.trim()).filter(Boolean);
+  const allow =
+    values.allow === undefined
+      ? []
+      : values.allow
+          .split(",")
+          .map((s) => s.trim())
+          .filter(Boolean);
   for (const name of allow) if (!/^[A-Za-z_][A-Za-z0-9_]*\.[^\s]+$/.test(name)) throw new BadArgs(`--allow takes SERVER.TOOL names (got '${name}')`);
   if (values.isolation !== undefined && !(ISOLATION_LEVELS as readonly string[]).includes(values.isolation)) {
     throw new BadArgs(`--isolation must be one of ${ISOLATION_LEVELS.join(", ")}`);
@@ -93,7 +99,9 @@ export function formatEnvelope(env: Envelope): string {
   if (env.flags.length > 0) lines.push(`flags: ${env.flags.join(", ")}`);
   const { wallMs, cpuMs, peakRssMb, toolCalls } = env.stats;
   lines.push(`stats: ${wallMs} ms wall, ${cpuMs} ms cpu, ${peakRssMb} MB peak RSS, ${toolCalls} tool calls`);
-  lines.push(`isolation: ${env.isolation.level} (node ${env.isolation.node}, bubblewrap ${env.isolation.layers.bubblewrap}, cgroup ${env.isolation.layers.cgroup})`);
+  lines.push(
+    `isolation: ${env.isolation.level} (node ${env.isolation.node}, bubblewrap ${env.isolation.layers.bubblewrap}, cgroup ${env.isolation.layers.cgroup})`,
+  );
   return `${lines.join("\n")}\n`;
 }
 
@@ -123,7 +131,12 @@ export async function execCommand(argv: string[], io: Io): Promise<number> {
       io.stderr(`airlock exec: --allow names tools no upstream offers: ${unknown.join(", ")}\n\n${EXEC_USAGE}`);
       return 2;
     }
-    const allowed = args.allowAll ? broker.tools().filter((t) => !t.quarantined).map((t) => `${t.server}.${t.name}`) : args.allow;
+    const allowed = args.allowAll
+      ? broker
+          .tools()
+          .filter((t) => !t.quarantined)
+          .map((t) => `${t.server}.${t.name}`)
+      : args.allow;
     const { findings } = analyzeScript({
       code,
       language: args.language,

@@ -18,7 +18,10 @@ export const processIo: CliIo = {
 
 /** Wrong arguments: the message and usage go to stderr, exit code 2. */
 export class UsageError extends Error {
-  constructor(message: string, readonly usage: string) {
+  constructor(
+    message: string,
+    readonly usage: string,
+  ) {
     super(message);
     this.name = "UsageError";
   }

@@ -52,19 +52,21 @@ function required(value: unknown, flag: string, usage: string): string {
 
 const userAdd: Command = async (args, io) => {
   const usage = "Usage: airlock user add --email E --role admin|reviewer|compliance [--name N] [--password-stdin]\n";
-  const { values } = parse(args, {
-    email: { type: "string" },
-    role: { type: "string" },
-    name: { type: "string" },
-    "password-stdin": { type: "boolean" },
-  }, usage);
+  const { values } = parse(
+    args,
+    {
+      email: { type: "string" },
+      role: { type: "string" },
+      name: { type: "string" },
+      "password-stdin": { type: "boolean" },
+    },
+    usage,
+  );
   const email = required(values.email, "--email", usage);
   const role = required(values.role, "--role", usage);
   if (!(ROLES as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(", ")}`, usage);
   const password = values["password-stdin"] ? (await io.readStdin()).replace(/\r?\n$/, "") : generatePassword();
-  const user = await withCliDatabase((db) =>
-    db.$transaction((tx) => createUser(tx, CLI_ACTOR, { email, role: role as Role, name: values.name, password })),
-  );
+  const user = await withCliDatabase((db) => db.$transaction((tx) => createUser(tx, CLI_ACTOR, { email, role: role as Role, name: values.name, password })));
   io.stdout(`Added ${user.role} ${user.email}.\n`);
   if (!values["password-stdin"]) io.stdout(`Password (shown once): ${password}\n`);
   return 0;
@@ -72,12 +74,16 @@ const userAdd: Command = async (args, io) => {
 
 const agentAdd: Command = async (args, io) => {
   const usage = "Usage: airlock agent add --name N --owner EMAIL [--scopes a,b,...] [--expires-days D]\n";
-  const { values } = parse(args, {
-    name: { type: "string" },
-    owner: { type: "string" },
-    scopes: { type: "string" },
-    "expires-days": { type: "string" },
-  }, usage);
+  const { values } = parse(
+    args,
+    {
+      name: { type: "string" },
+      owner: { type: "string" },
+      scopes: { type: "string" },
+      "expires-days": { type: "string" },
+    },
+    usage,
+  );
   const name = required(values.name, "--name", usage);
   const owner = required(values.owner, "--owner", usage);
   let expiresAt: Date | undefined;
@@ -86,11 +92,12 @@ const agentAdd: Command = async (args, io) => {
     if (!Number.isInteger(days) || days < 1 || days > 3650) throw new UsageError("--expires-days must be a whole number from 1 to 3650", usage);
     expiresAt = new Date(Date.now() + days * 86_400_000);
   }
-  const scopes = values.scopes?.split(",").map((s) => s.trim()).filter(Boolean);
+  const scopes = values.scopes
+    ?.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const created = await withCliDatabase((db) =>
-    db.$transaction((tx) =>
-      createAgent(tx, CLI_ACTOR, { name, ownerEmail: owner, scopes: scopes as never, expiresAt }),
-    ),
+    db.$transaction((tx) => createAgent(tx, CLI_ACTOR, { name, ownerEmail: owner, scopes: scopes as never, expiresAt })),
   );
   io.stdout(`Added agent ${created.name} (scopes: ${created.scopes.join(", ")}).\n`);
   io.stdout(`Token (shown once, store it now): ${created.token}\n`);

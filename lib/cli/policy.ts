@@ -58,9 +58,12 @@ export async function policyCommand(argv: string[], io: CliIo): Promise<number> 
     io.stdout(JSON.stringify({ replayed: rows.length, changed, rows }, null, 2) + "\n");
     return 0;
   }
-  const label = (d: { decision: string | null; approvalsRequired: number }) => (d.decision === "escalate" ? `escalate(${d.approvalsRequired})` : (d.decision ?? "-"));
+  const label = (d: { decision: string | null; approvalsRequired: number }) =>
+    d.decision === "escalate" ? `escalate(${d.approvalsRequired})` : (d.decision ?? "-");
   for (const row of rows) {
-    io.stdout(`${row.changed ? "CHANGED" : "same   "}  ${row.createdAt.slice(0, 19)}  ${row.agent.padEnd(16)} ${label(row.before).padEnd(12)} -> ${label(row.after).padEnd(12)} ${row.purpose.slice(0, 50)}\n`);
+    io.stdout(
+      `${row.changed ? "CHANGED" : "same   "}  ${row.createdAt.slice(0, 19)}  ${row.agent.padEnd(16)} ${label(row.before).padEnd(12)} -> ${label(row.after).padEnd(12)} ${row.purpose.slice(0, 50)}\n`,
+    );
   }
   io.stdout(`${rows.length} proposal(s) replayed, ${changed} would be decided differently.\n`);
   return 0;

@@ -66,8 +66,18 @@ describe("applyMigrations on an empty database", () => {
     );
     expect(rows.map((r) => r.table_name)).toEqual(
       expect.arrayContaining([
-        "Agent", "AgentToken", "AuditEvent", "Dataset", "LoginAttempt", "PolicyVersion",
-        "Review", "Run", "UpstreamServer", "UpstreamTool", "User", "_prisma_migrations",
+        "Agent",
+        "AgentToken",
+        "AuditEvent",
+        "Dataset",
+        "LoginAttempt",
+        "PolicyVersion",
+        "Review",
+        "Run",
+        "UpstreamServer",
+        "UpstreamTool",
+        "User",
+        "_prisma_migrations",
       ]),
     );
   });
@@ -91,9 +101,9 @@ describe("the AuditEvent table is append-only", () => {
   });
 
   it("refuses UPDATE", async () => {
-    await expect(
-      db.prisma.auditEvent.updateMany({ where: { hash: "h1" }, data: { action: "tampered" } }),
-    ).rejects.toThrow(/audit_events is append-only: UPDATE/);
+    await expect(db.prisma.auditEvent.updateMany({ where: { hash: "h1" }, data: { action: "tampered" } })).rejects.toThrow(
+      /audit_events is append-only: UPDATE/,
+    );
   });
 
   it("refuses DELETE", async () => {
@@ -101,9 +111,7 @@ describe("the AuditEvent table is append-only", () => {
   });
 
   it("refuses TRUNCATE", async () => {
-    await expect(db.prisma.$executeRawUnsafe('TRUNCATE "AuditEvent"')).rejects.toThrow(
-      /audit_events is append-only: TRUNCATE/,
-    );
+    await expect(db.prisma.$executeRawUnsafe('TRUNCATE "AuditEvent"')).rejects.toThrow(/audit_events is append-only: TRUNCATE/);
   });
 
   it("reports the refusal as insufficient_privilege (42501) to plain SQL clients", async () => {
@@ -137,9 +145,7 @@ describe("a failing migration", () => {
     // A function body with semicolons, then a failure: the whole script must roll back.
     await write(
       "20260102000000_bad",
-      "CREATE TABLE half_table (id int);\n" +
-        "CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END; $$;\n" +
-        "SELECT 1/0;",
+      "CREATE TABLE half_table (id int);\n" + "CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END; $$;\n" + "SELECT 1/0;",
     );
   });
   afterAll(async () => {

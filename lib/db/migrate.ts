@@ -93,16 +93,11 @@ export async function assertDatabaseReachable(databaseUrl: string): Promise<void
   }
 }
 
-export async function applyMigrations(
-  databaseUrl: string,
-  options: ApplyMigrationsOptions = {},
-): Promise<{ applied: string[] }> {
+export async function applyMigrations(databaseUrl: string, options: ApplyMigrationsOptions = {}): Promise<{ applied: string[] }> {
   const migrationsList = await readMigrationsList(options.migrationsDir);
   await assertDatabaseReachable(databaseUrl);
   try {
-    const output = await withSchemaEngine(databaseUrl, (engine) =>
-      engine.applyMigrations({ migrationsList, filters: NO_FILTERS }),
-    );
+    const output = await withSchemaEngine(databaseUrl, (engine) => engine.applyMigrations({ migrationsList, filters: NO_FILTERS }));
     return { applied: output.appliedMigrationNames };
   } catch (error) {
     throw new Error(

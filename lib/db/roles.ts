@@ -168,13 +168,15 @@ export async function grantAppPrivileges(ownerUrl: string, role: string): Promis
       // Tables graphile-worker protects with row-level security that lack the app's policy (a
       // policy that exists is left alone: creating one locks the table against the running queue).
       const rls = queue
-        ? (await client.query<{ name: string }>(
-            `SELECT c.relname AS name FROM pg_class c
+        ? (
+            await client.query<{ name: string }>(
+              `SELECT c.relname AS name FROM pg_class c
               WHERE c.relnamespace = 'graphile_worker'::regnamespace AND c.relkind = 'r' AND c.relrowsecurity
                 AND NOT EXISTS (SELECT FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = $1)
               ORDER BY c.relname`,
-            [queuePolicyName(role)],
-          )).rows.map((r) => r.name)
+              [queuePolicyName(role)],
+            )
+          ).rows.map((r) => r.name)
         : [];
       for (const sql of appPrivilegesSql(role, owner, database, queue, rls)) await client.query(sql);
     });

@@ -31,11 +31,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { PrismaPg } from "@prisma/adapter-pg";
-import {
-  bindMigrationAwareSqlAdapterFactory,
-  type SqlDriverAdapter,
-  type SqlMigrationAwareDriverAdapterFactory,
-} from "@prisma/driver-adapter-utils";
+import { bindMigrationAwareSqlAdapterFactory, type SqlDriverAdapter, type SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
 import type * as Wasm from "@prisma/schema-engine-wasm";
 
 export type SchemaEngine = Wasm.SchemaEngine;
@@ -101,10 +97,7 @@ function withWholeScriptExecution(adapter: PgAdapter): PgAdapter {
  * Runs `fn` with a schema engine connected to `databaseUrl`, then closes every connection it
  * opened. The engine connects eagerly, so the database must be reachable.
  */
-export async function withSchemaEngine<T>(
-  databaseUrl: string,
-  fn: (engine: SchemaEngine) => Promise<T>,
-): Promise<T> {
+export async function withSchemaEngine<T>(databaseUrl: string, fn: (engine: SchemaEngine) => Promise<T>): Promise<T> {
   const SchemaEngineClass = await loadSchemaEngineClass();
   const pg = new PrismaPg({ connectionString: databaseUrl });
   const opened: SqlDriverAdapter[] = [];

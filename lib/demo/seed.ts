@@ -32,7 +32,10 @@ export const DEMO_DATASETS = [
     name: "vip-customers.json",
     dataClass: "pii",
     mediaType: "application/json",
-    content: JSON.stringify([{ email: "ana.silva@example.com", tier: "gold" }, { email: "li.wei@example.com", tier: "platinum" }]),
+    content: JSON.stringify([
+      { email: "ana.silva@example.com", tier: "gold" },
+      { email: "li.wei@example.com", tier: "platinum" },
+    ]),
   },
 ] as const;
 

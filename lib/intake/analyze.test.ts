@@ -10,8 +10,20 @@ import type { FindingCode } from "@/lib/intake/findings";
 const TOOLS: ToolFacts[] = [
   { server: "ledger", name: "listInvoices", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "financial", quarantined: false },
   { server: "ledger", name: "getCustomer", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "pii", quarantined: false },
-  { server: "ledger", name: "addNote", annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false }, dataClass: "internal", quarantined: false },
-  { server: "ledger", name: "voidInvoice", annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: false }, dataClass: "financial", quarantined: false },
+  {
+    server: "ledger",
+    name: "addNote",
+    annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+    dataClass: "internal",
+    quarantined: false,
+  },
+  {
+    server: "ledger",
+    name: "voidInvoice",
+    annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
+    dataClass: "financial",
+    quarantined: false,
+  },
   { server: "ledger", name: "archive", annotations: {}, dataClass: "internal", quarantined: false },
   { server: "docs", name: "search", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "public", quarantined: false },
   { server: "web", name: "fetchPage", annotations: { readOnlyHint: true }, dataClass: "public", quarantined: false },
@@ -35,8 +47,7 @@ function analyze(code: string, overrides: Partial<AnalysisInput> = {}) {
   return analyzeScript({ code, language: "typescript", tools: TOOLS, declarations: DECLARATIONS, allowedPackages: ["lodash", "@std/csv"], ...overrides });
 }
 
-const at = (result: ReturnType<typeof analyze>, code: FindingCode) =>
-  result.findings.filter((f) => f.code === code).map((f) => [f.line, f.column]);
+const at = (result: ReturnType<typeof analyze>, code: FindingCode) => result.findings.filter((f) => f.code === code).map((f) => [f.line, f.column]);
 
 const codes = (result: ReturnType<typeof analyze>) => result.findings.map((f) => f.code);
 
@@ -47,7 +58,7 @@ describe("capability set", () => {
         'const rows = await tools.ledger.listInvoices({ status: "open" });',
         'const c = await tools["ledger"]["getCustomer"]({ id: "c1" });',
         "const hits = await tools[`docs`].search({ query: c.name });",
-        'await tools.ledger?.listInvoices?.({ limit: 1 });',
+        "await tools.ledger?.listInvoices?.({ limit: 1 });",
         "return { rows, hits };",
       ].join("\n"),
     );
@@ -131,14 +142,15 @@ describe("findings", () => {
 
   it("records a named read of the global object as info", () => {
     const result = analyze("return globalThis.JSON.stringify({});");
-    expect(result.findings).toEqual([
-      { code: "global_object_access", severity: "info", message: "reads globalThis.JSON", line: 1, column: 8 },
-    ]);
+    expect(result.findings).toEqual([{ code: "global_object_access", severity: "info", message: "reads globalThis.JSON", line: 1, column: 8 }]);
   });
 
   it("flags process and require, directly and through the global object", () => {
     const result = analyze("const env = process.env;\nconst fs = require('fs');\nconst p = globalThis.process;", { language: "javascript" });
-    expect(at(result, "process_access")).toEqual([[1, 13], [3, 11]]);
+    expect(at(result, "process_access")).toEqual([
+      [1, 13],
+      [3, 11],
+    ]);
     expect(at(result, "require_access")).toEqual([[2, 12]]);
   });
 
@@ -154,7 +166,11 @@ describe("findings", () => {
         "return [_, fp, parse, fs, local, ax];",
       ].join("\n"),
     );
-    expect(at(result, "disallowed_import")).toEqual([[4, 1], [5, 1], [6, 18]]);
+    expect(at(result, "disallowed_import")).toEqual([
+      [4, 1],
+      [5, 1],
+      [6, 18],
+    ]);
     expect(result.imports).toEqual(["./helper.js", "@std/csv/parse", "axios", "lodash", "lodash/fp", "node:fs"]);
   });
 
@@ -173,14 +189,16 @@ describe("findings", () => {
 
   it("flags exports and imports after the first statement", () => {
     const result = analyze('const a = 1;\nimport _ from "lodash";\nexport const b = a;', { language: "javascript" });
-    expect(at(result, "module_syntax")).toEqual([[2, 1], [3, 1]]);
+    expect(at(result, "module_syntax")).toEqual([
+      [2, 1],
+      [3, 1],
+    ]);
   });
 
   it("flags unknown and quarantined tools once each, at their first use", () => {
-    const result = analyze(
-      "await tools.ledger.deleteEverything({});\nawait tools.ledger.deleteEverything({});\nawait tools.ledger.exportAll({});",
-      { language: "javascript" },
-    );
+    const result = analyze("await tools.ledger.deleteEverything({});\nawait tools.ledger.deleteEverything({});\nawait tools.ledger.exportAll({});", {
+      language: "javascript",
+    });
     expect(result.findings).toEqual([
       { code: "unknown_tool", severity: "critical", message: "tools.ledger.deleteEverything is not a registered tool", line: 1, column: 7 },
       { code: "quarantined_tool", severity: "critical", message: expect.stringContaining("ledger.exportAll is quarantined"), line: 3, column: 7 },
@@ -232,7 +250,10 @@ describe("hidden characters and look-alike identifiers", () => {
     // The assignment the comment seems to hide is code on line 2: a finding inside it says so.
     const probe = analyze(`${TROJAN}\u2029const c = ({}).constructor;`);
     expect(at(probe, "constructor_access")).toEqual([[3, 11]]);
-    expect(at(probe, "invisible_character")).toEqual([[1, 43], [2, 22]]);
+    expect(at(probe, "invisible_character")).toEqual([
+      [1, 43],
+      [2, 22],
+    ]);
   });
 
   it.each([
@@ -254,11 +275,17 @@ describe("hidden characters and look-alike identifiers", () => {
 
   it("reports one finding per astral code point, not per surrogate", () => {
     const result = analyze('const s = "\u{e0041}\u{e0042}";\nreturn s;');
-    expect(at(result, "invisible_character")).toEqual([[1, 12], [1, 14]]);
+    expect(at(result, "invisible_character")).toEqual([
+      [1, 12],
+      [1, 14],
+    ]);
   });
 
   it("flags a hidden character used as an identifier, and a lone CR, but not CRLF, LF or tab", () => {
-    expect(at(analyze("const \u3164 = 1;\nreturn \u3164;"), "invisible_character")).toEqual([[1, 7], [2, 8]]);
+    expect(at(analyze("const \u3164 = 1;\nreturn \u3164;"), "invisible_character")).toEqual([
+      [1, 7],
+      [2, 8],
+    ]);
     expect(at(analyze("const a = 1;\r\n\tconst b = 2;\nreturn a + b;"), "invisible_character")).toEqual([]);
     expect(at(analyze("let x = 1; // note\rx = 2;\nreturn x;"), "invisible_character")).toEqual([[1, 19]]);
   });
@@ -287,7 +314,9 @@ describe("hidden characters and look-alike identifiers", () => {
 
   it("flags a name written entirely in Cyrillic or Greek look-alikes, and property names too", () => {
     expect(at(analyze("const \u0440\u0430\u0443 = 1;\nreturn \u0440\u0430\u0443;"), "confusable_identifier")).toEqual([[1, 7]]);
-    expect(analyze("const x = { \u0391\u0392: 1 };\nreturn x;").findings.find((f) => f.code === "confusable_identifier")?.message).toContain('look like the Latin name "AB"');
+    expect(analyze("const x = { \u0391\u0392: 1 };\nreturn x;").findings.find((f) => f.code === "confusable_identifier")?.message).toContain(
+      'look like the Latin name "AB"',
+    );
     expect(at(analyze("const o = { a: 1 };\nreturn o.\u0430;"), "confusable_identifier")).toEqual([[2, 10]]);
   });
 
@@ -370,12 +399,36 @@ describe("output and facts", () => {
 
   it.each([
     ["no tools at all", "return 1;", { effect: "read_only", openWorld: false, dataClasses: [], toolCount: 0 }],
-    ["only read-only tools", "await tools.ledger.listInvoices({});\nawait tools.docs.search({ query: 'a' });", { effect: "read_only", openWorld: false, dataClasses: ["financial", "public"], toolCount: 2 }],
-    ["a write with destructiveHint false", "await tools.ledger.addNote({ invoiceId: '1', text: 'x' });", { effect: "write", openWorld: false, dataClasses: ["internal"], toolCount: 1 }],
-    ["a destructive tool", "await tools.ledger.addNote({ invoiceId: '1', text: 'x' });\nawait tools.ledger.voidInvoice({ id: '1' });", { effect: "destructive", openWorld: false, dataClasses: ["financial", "internal"], toolCount: 2 }],
-    ["a write tool without destructiveHint (MCP default: destructive)", "await tools.ledger.archive({ before: '2020' });", { effect: "destructive", openWorld: true, dataClasses: ["internal"], toolCount: 1 }],
-    ["an unknown tool", "await tools.ledger.listInvoices({});\nawait (tools as any).ledger.shred({});", { effect: "destructive", openWorld: true, dataClasses: ["financial"], toolCount: 2 }],
-    ["a read-only tool without openWorldHint (MCP default: open world)", "await tools.web.fetchPage({ url: 'https://example.com' });", { effect: "read_only", openWorld: true, dataClasses: ["public"], toolCount: 1 }],
+    [
+      "only read-only tools",
+      "await tools.ledger.listInvoices({});\nawait tools.docs.search({ query: 'a' });",
+      { effect: "read_only", openWorld: false, dataClasses: ["financial", "public"], toolCount: 2 },
+    ],
+    [
+      "a write with destructiveHint false",
+      "await tools.ledger.addNote({ invoiceId: '1', text: 'x' });",
+      { effect: "write", openWorld: false, dataClasses: ["internal"], toolCount: 1 },
+    ],
+    [
+      "a destructive tool",
+      "await tools.ledger.addNote({ invoiceId: '1', text: 'x' });\nawait tools.ledger.voidInvoice({ id: '1' });",
+      { effect: "destructive", openWorld: false, dataClasses: ["financial", "internal"], toolCount: 2 },
+    ],
+    [
+      "a write tool without destructiveHint (MCP default: destructive)",
+      "await tools.ledger.archive({ before: '2020' });",
+      { effect: "destructive", openWorld: true, dataClasses: ["internal"], toolCount: 1 },
+    ],
+    [
+      "an unknown tool",
+      "await tools.ledger.listInvoices({});\nawait (tools as any).ledger.shred({});",
+      { effect: "destructive", openWorld: true, dataClasses: ["financial"], toolCount: 2 },
+    ],
+    [
+      "a read-only tool without openWorldHint (MCP default: open world)",
+      "await tools.web.fetchPage({ url: 'https://example.com' });",
+      { effect: "read_only", openWorld: true, dataClasses: ["public"], toolCount: 1 },
+    ],
   ])("facts for %s", (_label, code, facts) => {
     expect(analyze(code).facts).toEqual(facts);
   });
@@ -392,11 +445,69 @@ describe("robustness", () => {
   }
 
   const FRAGMENTS = [
-    "tools", ".", "ledger", "[", "]", "(", ")", "{", "}", "await", "return", "const", "x", "=", ";", "\n",
-    "'", '"', "`", "${", "eval", "import", "from", "export", "globalThis", "this", "while", "for", "true",
-    "=>", "async", "function", "class", "new", "Function", "...", "?.", "as", "any", "<", ">", ":", ",",
-    "/*", "*/", "//", "\\", "0", "1e309", "listInvoices", "voidInvoice", "type", "interface", "enum",
-    "constructor", "setTimeout", "process", "require", "@", "#", "\u0000", "\u202e", "𝒳",
+    "tools",
+    ".",
+    "ledger",
+    "[",
+    "]",
+    "(",
+    ")",
+    "{",
+    "}",
+    "await",
+    "return",
+    "const",
+    "x",
+    "=",
+    ";",
+    "\n",
+    "'",
+    '"',
+    "`",
+    "${",
+    "eval",
+    "import",
+    "from",
+    "export",
+    "globalThis",
+    "this",
+    "while",
+    "for",
+    "true",
+    "=>",
+    "async",
+    "function",
+    "class",
+    "new",
+    "Function",
+    "...",
+    "?.",
+    "as",
+    "any",
+    "<",
+    ">",
+    ":",
+    ",",
+    "/*",
+    "*/",
+    "//",
+    "\\",
+    "0",
+    "1e309",
+    "listInvoices",
+    "voidInvoice",
+    "type",
+    "interface",
+    "enum",
+    "constructor",
+    "setTimeout",
+    "process",
+    "require",
+    "@",
+    "#",
+    "\u0000",
+    "\u202e",
+    "𝒳",
   ];
   const VALID = [
     'import _ from "lodash";',

@@ -175,18 +175,52 @@ function hiddenCharacterFindings(sf: ts.SourceFile): Finding[] {
 
 /** Scripts told apart in identifiers; letters of any other script count as one "other" script. */
 const SCRIPTS = [
-  "Latin", "Greek", "Cyrillic", "Armenian", "Hebrew", "Arabic", "Syriac", "Thaana", "Nko", "Devanagari", "Bengali",
-  "Gurmukhi", "Gujarati", "Oriya", "Tamil", "Telugu", "Kannada", "Malayalam", "Sinhala", "Thai", "Lao", "Tibetan",
-  "Myanmar", "Georgian", "Hangul", "Ethiopic", "Cherokee", "Canadian_Aboriginal", "Ogham", "Runic", "Khmer", "Mongolian",
-  "Han", "Hiragana", "Katakana", "Bopomofo", "Coptic", "Tifinagh", "Vai", "Lisu", "Osage", "Adlam",
+  "Latin",
+  "Greek",
+  "Cyrillic",
+  "Armenian",
+  "Hebrew",
+  "Arabic",
+  "Syriac",
+  "Thaana",
+  "Nko",
+  "Devanagari",
+  "Bengali",
+  "Gurmukhi",
+  "Gujarati",
+  "Oriya",
+  "Tamil",
+  "Telugu",
+  "Kannada",
+  "Malayalam",
+  "Sinhala",
+  "Thai",
+  "Lao",
+  "Tibetan",
+  "Myanmar",
+  "Georgian",
+  "Hangul",
+  "Ethiopic",
+  "Cherokee",
+  "Canadian_Aboriginal",
+  "Ogham",
+  "Runic",
+  "Khmer",
+  "Mongolian",
+  "Han",
+  "Hiragana",
+  "Katakana",
+  "Bopomofo",
+  "Coptic",
+  "Tifinagh",
+  "Vai",
+  "Lisu",
+  "Osage",
+  "Adlam",
 ].map((name) => ({ name: name.replace("_", " "), pattern: new RegExp(`^\\p{Script=${name}}$`, "u") }));
 const SCRIPT_NEUTRAL = /^[\p{Script=Common}\p{Script=Inherited}]$/u;
 /** Script mixes that are ordinary writing (Unicode TR39 "highly restrictive"): Latin with CJK sets. */
-const ORDINARY_MIXES = [
-  new Set(["Latin", "Han", "Hiragana", "Katakana"]),
-  new Set(["Latin", "Han", "Bopomofo"]),
-  new Set(["Latin", "Han", "Hangul"]),
-];
+const ORDINARY_MIXES = [new Set(["Latin", "Han", "Hiragana", "Katakana"]), new Set(["Latin", "Han", "Bopomofo"]), new Set(["Latin", "Han", "Hangul"])];
 
 /** Cyrillic and Greek letters that look like Latin ones: code point → [Latin look-alike, name]. */
 const LATIN_LOOKALIKES = new Map<number, [string, string]>([
@@ -336,9 +370,7 @@ function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFa
   }
   for (const loop of walk.loops) {
     const mutating = new Set(
-      walk.toolRefs
-        .filter((ref) => ref.pos >= loop.start && ref.pos < loop.end && !isReadOnly(registry.get(ref.capability)))
-        .map((ref) => ref.capability),
+      walk.toolRefs.filter((ref) => ref.pos >= loop.start && ref.pos < loop.end && !isReadOnly(registry.get(ref.capability))).map((ref) => ref.capability),
     );
     if (mutating.size > 0) {
       out.push(finding("unbounded_loop", `loop without an exit condition calls ${[...mutating].sort().join(", ")}`, loop.line, loop.column));

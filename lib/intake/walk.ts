@@ -147,9 +147,7 @@ function isAlwaysTrue(expr: ts.Expression | undefined): boolean {
   if (ts.isStringLiteral(expr) || ts.isNoSubstitutionTemplateLiteral(expr)) return expr.text !== "";
   if (ts.isPrefixUnaryExpression(expr) && expr.operator === ts.SyntaxKind.ExclamationToken) {
     const operand = expr.operand;
-    return (
-      operand.kind === ts.SyntaxKind.FalseKeyword || (ts.isNumericLiteral(operand) && Number(operand.text) === 0)
-    );
+    return operand.kind === ts.SyntaxKind.FalseKeyword || (ts.isNumericLiteral(operand) && Number(operand.text) === 0);
   }
   return false;
 }
@@ -159,11 +157,7 @@ function isStringLike(expr: ts.Expression): boolean {
   if (ts.isStringLiteral(expr) || ts.isNoSubstitutionTemplateLiteral(expr) || ts.isTemplateExpression(expr)) {
     return true;
   }
-  return (
-    ts.isBinaryExpression(expr) &&
-    expr.operatorToken.kind === ts.SyntaxKind.PlusToken &&
-    (isStringLike(expr.left) || isStringLike(expr.right))
-  );
+  return ts.isBinaryExpression(expr) && expr.operatorToken.kind === ts.SyntaxKind.PlusToken && (isStringLike(expr.left) || isStringLike(expr.right));
 }
 
 /** Functions that rebind `this`; arrow functions do not. */
@@ -213,8 +207,7 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
     const isExport =
       ts.isExportDeclaration(statement) ||
       ts.isExportAssignment(statement) ||
-      (ts.canHaveModifiers(statement) &&
-        (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword));
+      (ts.canHaveModifiers(statement) && (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword));
     if (isExport) {
       report("module_syntax", statement, "a script returns its result; it cannot export");
     } else if (isImport && bodyStarted) {
@@ -344,17 +337,12 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
     if (constructorName) {
       const used = outermost(node);
       const parent = used.parent;
-      const invoked =
-        ((ts.isCallExpression(parent) || ts.isNewExpression(parent)) && parent.expression === used) ||
-        memberOf(used)?.name === "constructor";
+      const invoked = ((ts.isCallExpression(parent) || ts.isNewExpression(parent)) && parent.expression === used) || memberOf(used)?.name === "constructor";
       if (invoked) report("eval_like", node, "calling a .constructor can reach Function and compile code");
       else report("constructor_access", node, "reads .constructor");
     }
 
-    if (
-      ((ts.isWhileStatement(node) || ts.isDoStatement(node)) && isAlwaysTrue(node.expression)) ||
-      (ts.isForStatement(node) && isAlwaysTrue(node.condition))
-    ) {
+    if (((ts.isWhileStatement(node) || ts.isDoStatement(node)) && isAlwaysTrue(node.expression)) || (ts.isForStatement(node) && isAlwaysTrue(node.condition))) {
       result.loops.push({ ...at(node), start: node.getStart(sf), end: node.end });
     }
 

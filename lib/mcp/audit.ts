@@ -50,5 +50,9 @@ export async function recordResultRead(db: Db, agent: AgentActor, runId: string,
   if (!run) throw new AppError("not_found", `No run ${runId}.`);
   const dataClasses = runDataClasses(run);
   if (!touchesRegulatedData(dataClasses)) return;
-  await recordAgentRead(db, agent, { action: "run.result_read", subject: { type: "run", id: runId }, data: { via: options.via, dataClasses, status: run.status } });
+  await recordAgentRead(db, agent, {
+    action: "run.result_read",
+    subject: { type: "run", id: runId },
+    data: { via: options.via, dataClasses, status: run.status },
+  });
 }

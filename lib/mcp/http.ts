@@ -69,10 +69,7 @@ export function publicBaseUrl(request: Request): string {
 }
 
 function jsonError(status: number, message: string, headers: Record<string, string> = {}): Response {
-  return Response.json(
-    { jsonrpc: "2.0", error: { code: status === 401 ? -32001 : -32000, message }, id: null },
-    { status, headers },
-  );
+  return Response.json({ jsonrpc: "2.0", error: { code: status === 401 ? -32001 : -32000, message }, id: null }, { status, headers });
 }
 
 export async function handleMcpRequest(request: Request): Promise<Response> {

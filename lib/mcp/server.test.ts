@@ -50,7 +50,10 @@ async function eventsOf(action: string, actorId?: string) {
 }
 
 /** A finished run written straight to the table (execution is not what this file tests). */
-async function finishedRun(owner: AgentActor, options: { inputs?: { name: string; dataClass: string }[]; dataClasses?: string[]; status?: "succeeded" | "pending_review" }) {
+async function finishedRun(
+  owner: AgentActor,
+  options: { inputs?: { name: string; dataClass: string }[]; dataClasses?: string[]; status?: "succeeded" | "pending_review" },
+) {
   const code = `return ${Math.random()};`;
   const digest = createHash("sha256").update(code).digest("hex");
   const status = options.status ?? "succeeded";
@@ -135,7 +138,11 @@ describe("MCP audit coverage", () => {
 
     const events = await eventsOf("run.result_read", agent.id);
     expect(events.map((e) => e.subjectId)).toEqual([byInput.id, byTool.id, byInput.id]);
-    expect(events[0]).toMatchObject({ actorType: "agent", subjectType: "run", data: { via: "get_run", dataClasses: ["internal", "pii"], status: "succeeded" } });
+    expect(events[0]).toMatchObject({
+      actorType: "agent",
+      subjectType: "run",
+      data: { via: "get_run", dataClasses: ["internal", "pii"], status: "succeeded" },
+    });
     expect(events[1]!.data).toMatchObject({ dataClasses: ["financial", "internal"] });
   });
 

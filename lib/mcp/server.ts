@@ -203,12 +203,17 @@ export function createMcpServer(ctx: McpContext): Server {
     const door = `mcp:${request.params.name.slice(0, 64)}`;
     try {
       if (request.params.task) {
-        if (request.params.name !== "submit_run") throw new McpError(ErrorCode.InvalidParams, `${request.params.name} does not run as a task; only submit_run does.`);
+        if (request.params.name !== "submit_run")
+          throw new McpError(ErrorCode.InvalidParams, `${request.params.name} does not run as a task; only submit_run does.`);
         return await submitAsTask(ctx, request.params.arguments).catch(async (error: unknown) => {
           // A task is created or refused: every refusal is a protocol error naming the reason.
           await recordForbidden(prisma(), ctx.agent, error, door);
           if (error instanceof BudgetExceeded) throw new McpError(ErrorCode.InvalidRequest, `BUDGET_EXCEEDED: ${error.message}`);
-          if (isAppError(error)) throw new McpError(error.code === "bad_request" || error.code === "payload_too_large" ? ErrorCode.InvalidParams : ErrorCode.InvalidRequest, error.message);
+          if (isAppError(error))
+            throw new McpError(
+              error.code === "bad_request" || error.code === "payload_too_large" ? ErrorCode.InvalidParams : ErrorCode.InvalidRequest,
+              error.message,
+            );
           throw error;
         });
       }

@@ -7,12 +7,7 @@ import { describe, expect, it } from "vitest";
 import { analyzeScript, type ScriptFacts, type ToolFacts } from "@/lib/intake/analyze";
 import type { Finding } from "@/lib/intake/findings";
 import { BUILTIN_REASONS, decide } from "@/lib/policy/decide";
-import {
-  defaultPolicyText,
-  preparePolicySet,
-  PolicyValidationError,
-  validatePolicyText,
-} from "@/lib/policy/policy-set";
+import { defaultPolicyText, preparePolicySet, PolicyValidationError, validatePolicyText } from "@/lib/policy/policy-set";
 import { buildPolicyRequest, type PolicyRequestInput } from "@/lib/policy/request";
 
 const defaults = preparePolicySet(defaultPolicyText());
@@ -42,10 +37,7 @@ const DECLARATIONS = "declare const tools: { docs: { search(args: { query: strin
 /** Analysis → request → decision, as intake will run it. */
 function decideScript(code: string, allowedPackages: string[] = []) {
   const analysis = analyzeScript({ code, language: "typescript", tools: TOOLS, declarations: DECLARATIONS, allowedPackages });
-  return decide(
-    request({ facts: analysis.facts, findings: analysis.findings, capabilitySet: analysis.capabilitySet }),
-    defaults,
-  );
+  return decide(request({ facts: analysis.facts, findings: analysis.findings, capabilitySet: analysis.capabilitySet }), defaults);
 }
 
 describe("the default policy set", () => {
@@ -172,9 +164,7 @@ describe("the default policy set", () => {
 
 describe("decide on other policy sets", () => {
   it("denies by default when no permit matches", () => {
-    const narrow = preparePolicySet(
-      '@id("only-docs") @reason("docs only") permit (principal, action, resource) when { resource.tools == ["docs.search"] };',
-    );
+    const narrow = preparePolicySet('@id("only-docs") @reason("docs only") permit (principal, action, resource) when { resource.tools == ["docs.search"] };');
     expect(decide(request(), narrow).decision).toBe("allow");
     const decision = decide(request({ capabilitySet: ["ledger.listInvoices"] }), narrow);
     expect(decision).toEqual({
@@ -195,7 +185,11 @@ describe("decide on other policy sets", () => {
     const decision = decide(request(), overflowing);
     expect(decision.decision).toBe("deny");
     expect(decision.reasons).toEqual([
-      { policyId: "overflow", text: expect.stringContaining("could not be evaluated (integer overflow"), source: expect.stringContaining("9223372036854775807") },
+      {
+        policyId: "overflow",
+        text: expect.stringContaining("could not be evaluated (integer overflow"),
+        source: expect.stringContaining("9223372036854775807"),
+      },
     ]);
   });
 
@@ -228,11 +222,9 @@ describe("validating drafts", () => {
 
   it("reports schema errors at the offending expression, after many policies", () => {
     const filler = Array.from({ length: 11 }, (_, i) => `@id("p${i}") @reason("r") permit (principal, action, resource) when { resource.toolCount > ${i} };`);
-    const draft = [...filler, "", '@id("typo") @reason("r")', "forbid (principal, action, resource)", "when { resource.efect == \"write\" };"].join("\n");
+    const draft = [...filler, "", '@id("typo") @reason("r")', "forbid (principal, action, resource)", 'when { resource.efect == "write" };'].join("\n");
     const result = validatePolicyText(draft);
-    expect(result.errors).toEqual([
-      expect.objectContaining({ policyId: "typo", line: 15, column: 8, message: expect.stringContaining("attribute `efect`") }),
-    ]);
+    expect(result.errors).toEqual([expect.objectContaining({ policyId: "typo", line: 15, column: 8, message: expect.stringContaining("attribute `efect`") })]);
   });
 
   it("requires @id and @reason, and checks @approvals and @role", () => {

@@ -151,7 +151,9 @@ export function upgradePolicyRequest(stored: PolicyRequest): PolicyRequest {
     ...stored,
     schemaVersion: POLICY_REQUEST_VERSION,
     entities: stored.entities.map((entity) =>
-      "type" in entity.uid && entity.uid.type === "Proposal" ? { ...entity, attrs: { ...added, ...(entity.attrs as Record<string, unknown>) } as EntityJson["attrs"] } : entity,
+      "type" in entity.uid && entity.uid.type === "Proposal"
+        ? { ...entity, attrs: { ...added, ...(entity.attrs as Record<string, unknown>) } as EntityJson["attrs"] }
+        : entity,
     ),
   };
 }

@@ -30,7 +30,12 @@ export const decisionFormSchema = z
       runId: form.runId,
       verdict: form.verdict,
       comment: form.comment,
-      seen: { codeSha256: form.codeSha256, capabilitySet, inputsDigest: form.inputsDigest, policyVersionId: form.policyVersionId ? form.policyVersionId : null },
+      seen: {
+        codeSha256: form.codeSha256,
+        capabilitySet,
+        inputsDigest: form.inputsDigest,
+        policyVersionId: form.policyVersionId ? form.policyVersionId : null,
+      },
     };
   });
 

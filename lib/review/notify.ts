@@ -60,10 +60,24 @@ type RunSummary = { id: string; agent: string; purpose: string; status: string; 
 async function summarize(db: Db, runId: string): Promise<RunSummary | null> {
   const run = await db.run.findUnique({
     where: { id: runId },
-    select: { id: true, purpose: true, status: true, approvalsRequired: true, agent: { select: { name: true } }, reviews: { where: { verdict: "approve" }, select: { id: true } } },
+    select: {
+      id: true,
+      purpose: true,
+      status: true,
+      approvalsRequired: true,
+      agent: { select: { name: true } },
+      reviews: { where: { verdict: "approve" }, select: { id: true } },
+    },
   });
   if (!run) return null;
-  return { id: run.id, agent: run.agent.name, purpose: run.purpose, status: run.status, approvalsRequired: run.approvalsRequired, approvals: run.reviews.length };
+  return {
+    id: run.id,
+    agent: run.agent.name,
+    purpose: run.purpose,
+    status: run.status,
+    approvalsRequired: run.approvalsRequired,
+    approvals: run.reviews.length,
+  };
 }
 
 export function buildMessage(kind: "escalated" | "decided", run: RunSummary, verdict?: string): SlackMessage {

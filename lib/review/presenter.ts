@@ -33,7 +33,12 @@ function factsOf(value: Prisma.JsonValue): Required<Facts> & { effect: Effect } 
   const facts = (value ?? {}) as Facts;
   // Unclassified means the most dangerous kind.
   const effect = (EFFECTS as readonly string[]).includes(facts.effect ?? "") ? (facts.effect as Effect) : "destructive";
-  return { effect, openWorld: Boolean(facts.openWorld), dataClasses: Array.isArray(facts.dataClasses) ? facts.dataClasses.map(String) : [], toolCount: facts.toolCount ?? 0 };
+  return {
+    effect,
+    openWorld: Boolean(facts.openWorld),
+    dataClasses: Array.isArray(facts.dataClasses) ? facts.dataClasses.map(String) : [],
+    toolCount: facts.toolCount ?? 0,
+  };
 }
 
 /** Higher is riskier: effect, then reach outside the registry, regulated data, and findings. */
@@ -87,7 +92,10 @@ export type QueueView = {
   generatedAt: string;
 };
 
-function blockedFor(viewer: UserActor, run: { reviewerRole: string | null; agent: { ownerId: string }; reviews: { reviewerId: string }[] }): QueueItem["blockedBecause"] {
+function blockedFor(
+  viewer: UserActor,
+  run: { reviewerRole: string | null; agent: { ownerId: string }; reviews: { reviewerId: string }[] },
+): QueueItem["blockedBecause"] {
   if (run.agent.ownerId === viewer.id) return "own_agent";
   if (run.reviews.some((r) => r.reviewerId === viewer.id)) return "already_voted";
   if (!hasScope(viewer, "runs:review") || (run.reviewerRole && run.reviewerRole !== viewer.role)) return "role";
@@ -298,7 +306,13 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
   });
   if (!run) return null;
 
-  const findings = ((run.findings ?? []) as Finding[]).map(({ code, severity, message, line, column }) => ({ code, severity, message: inertText(message, 2_000), line, column }));
+  const findings = ((run.findings ?? []) as Finding[]).map(({ code, severity, message, line, column }) => ({
+    code,
+    severity,
+    message: inertText(message, 2_000),
+    line,
+    column,
+  }));
   const findingsByLine: Record<number, FindingItem[]> = {};
   for (const finding of findings) (findingsByLine[finding.line] ??= []).push(finding);
   const facts = factsOf(run.facts);
@@ -315,7 +329,12 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     db.dataset.findMany({ where: { id: { in: runInputs.map((i) => i.datasetId) } } }),
     provenance.conversationId
       ? db.run.findFirst({
-          where: { agentId: run.agentId, id: { not: run.id }, createdAt: { lt: run.createdAt }, provenance: { path: ["conversationId"], equals: provenance.conversationId } },
+          where: {
+            agentId: run.agentId,
+            id: { not: run.id },
+            createdAt: { lt: run.createdAt },
+            provenance: { path: ["conversationId"], equals: provenance.conversationId },
+          },
           orderBy: { createdAt: "desc" },
           select: { id: true, createdAt: true, status: true, code: true },
         })
@@ -431,7 +450,13 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     policyVersion: run.policyVersion?.version ?? null,
     approvalsRequired: run.approvalsRequired,
     reviewerRole: run.reviewerRole,
-    reviews: run.reviews.map((r) => ({ reviewer: r.reviewer.name, email: r.reviewer.email, verdict: r.verdict, comment: r.comment, at: r.createdAt.toISOString() })),
+    reviews: run.reviews.map((r) => ({
+      reviewer: r.reviewer.name,
+      email: r.reviewer.email,
+      verdict: r.verdict,
+      comment: r.comment,
+      at: r.createdAt.toISOString(),
+    })),
     provenance: {
       model: provenance.model ? inertText(String(provenance.model), 200) : null,
       conversationId: provenance.conversationId ? inertText(String(provenance.conversationId), 200) : null,
@@ -464,9 +489,15 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
           flags: Array.isArray(stats.flags) ? (stats.flags as unknown[]).map((f) => inertText(String(f), 500)) : [],
           truncated: Boolean(stats.truncated),
           artifacts: Array.isArray(stats.artifacts)
-            ? (stats.artifacts as { name: string; sizeBytes: number; sha256: string }[]).map((a) => ({ name: inertText(String(a.name), 300), sizeBytes: Number(a.sizeBytes), sha256: String(a.sha256) }))
+            ? (stats.artifacts as { name: string; sizeBytes: number; sha256: string }[]).map((a) => ({
+                name: inertText(String(a.name), 300),
+                sizeBytes: Number(a.sizeBytes),
+                sha256: String(a.sha256),
+              }))
             : [],
-          error: storedError ? { code: String(storedError.code), message: inertText(String(storedError.message ?? ""), 10_000), untrusted: Boolean(storedError.untrusted) } : null,
+          error: storedError
+            ? { code: String(storedError.code), message: inertText(String(storedError.message ?? ""), 10_000), untrusted: Boolean(storedError.untrusted) }
+            : null,
           isolation: run.isolation,
         }
       : null,

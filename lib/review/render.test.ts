@@ -102,7 +102,7 @@ describe("splitJsLines", () => {
 
 describe("highlight", () => {
   it("keeps the text, one entry per line, with keywords, strings, comments and regexes classified", () => {
-    const code = 'const s = `a ${b}`; // note\nif (x / 2) y = /re+/g;\n/* two\nlines */';
+    const code = "const s = `a ${b}`; // note\nif (x / 2) y = /re+/g;\n/* two\nlines */";
     const lines = highlight(code);
     expect(lines.map((tokens) => tokens.map((t) => t.text).join(""))).toEqual(code.split("\n"));
     const kinds = (i: number) => Object.fromEntries(lines[i]!.map((t) => [t.text, t.kind]));
@@ -112,8 +112,16 @@ describe("highlight", () => {
   });
 
   it("keeps hidden characters inside tokens, ESC included", () => {
-    expect(highlight('"\u202e"')[0]!.map((t) => t.text).join("")).toBe('"\u202e"');
-    expect(highlight("log('\u001b[31m')")[0]!.map((t) => t.text).join("")).toBe("log('\u001b[31m')");
+    expect(
+      highlight('"\u202e"')[0]!
+        .map((t) => t.text)
+        .join(""),
+    ).toBe('"\u202e"');
+    expect(
+      highlight("log('\u001b[31m')")[0]!
+        .map((t) => t.text)
+        .join(""),
+    ).toBe("log('\u001b[31m')");
   });
 
   it("puts the code after a U+2028 on its own line 2, outside the comment, with the separator ending line 1", () => {

@@ -39,7 +39,10 @@ async function user(email: string, role: User["role"]): Promise<User> {
 }
 
 /** A fresh pending run (two approvals: it emails a customer, pii + open world). */
-async function pendingRun(): Promise<{ runId: string; seen: { codeSha256: string; capabilitySet: string[]; inputsDigest: string; policyVersionId: string | null } }> {
+async function pendingRun(): Promise<{
+  runId: string;
+  seen: { codeSha256: string; capabilitySet: string[]; inputsDigest: string; policyVersionId: string | null };
+}> {
   nonce++;
   const view = await submitRun(runtime, agent, {
     code: `// attempt ${nonce}\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" });\nreturn "sent";`,
@@ -117,7 +120,10 @@ describe("decideRun", () => {
   it("refuses the owner of the agent (separation of duties), other roles and agents", async () => {
     const { runId, seen } = await pendingRun();
     await expect(decideRun(deps, owner, { runId, verdict: "approve", seen })).rejects.toMatchObject({ code: "forbidden", details: { reason: "own_agent" } });
-    await expect(decideRun(deps, compliance, { runId, verdict: "approve", seen })).rejects.toMatchObject({ code: "forbidden", details: { scope: "runs:review" } });
+    await expect(decideRun(deps, compliance, { runId, verdict: "approve", seen })).rejects.toMatchObject({
+      code: "forbidden",
+      details: { scope: "runs:review" },
+    });
     await expect(decideRun(deps, agent, { runId, verdict: "approve", seen })).rejects.toMatchObject({ code: "forbidden" });
     expect(await db.prisma.review.count({ where: { runId } })).toBe(0);
     expect((await db.prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("pending_review");
@@ -130,7 +136,11 @@ describe("decideRun", () => {
       details: { changed: ["codeSha256"] },
     });
     await expect(
-      decideRun(deps, alice, { runId, verdict: "approve", seen: { ...seen, capabilitySet: ["ledger.listInvoices"], policyVersionId: "00000000-0000-4000-8000-000000000000" } }),
+      decideRun(deps, alice, {
+        runId,
+        verdict: "approve",
+        seen: { ...seen, capabilitySet: ["ledger.listInvoices"], policyVersionId: "00000000-0000-4000-8000-000000000000" },
+      }),
     ).rejects.toMatchObject({ code: "conflict", details: { changed: ["capabilitySet", "policyVersionId"] } });
     await expect(decideRun(deps, alice, { runId, verdict: "approve", seen: { ...seen, inputsDigest: "f".repeat(64) } })).rejects.toMatchObject({
       details: { changed: ["inputsDigest"] },
@@ -143,7 +153,10 @@ describe("decideRun", () => {
 
   it("requires a comment to reject or request changes, and refuses malformed input", async () => {
     const { runId, seen } = await pendingRun();
-    await expect(decideRun(deps, alice, { runId, verdict: "reject", seen })).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("comment is required") });
+    await expect(decideRun(deps, alice, { runId, verdict: "reject", seen })).rejects.toMatchObject({
+      code: "bad_request",
+      message: expect.stringContaining("comment is required"),
+    });
     await expect(decideRun(deps, alice, { runId, verdict: "request_changes", comment: "   ", seen })).rejects.toMatchObject({ code: "bad_request" });
     await expect(decideRun(deps, alice, { runId, verdict: "approve", seen, extra: true })).rejects.toMatchObject({ code: "bad_request" });
     await expect(decideRun(deps, alice, { runId, verdict: "yolo", seen })).rejects.toMatchObject({ code: "bad_request" });
@@ -166,7 +179,9 @@ describe("decideRun", () => {
   it("request changes is terminal and tells the agent", async () => {
     const { runId, seen } = await pendingRun();
     await decideRun(deps, bob, { runId, verdict: "approve", seen });
-    expect(await decideRun(deps, alice, { runId, verdict: "request_changes", comment: "Use invoice inv_0002.", seen })).toMatchObject({ status: "changes_requested" });
+    expect(await decideRun(deps, alice, { runId, verdict: "request_changes", comment: "Use invoice inv_0002.", seen })).toMatchObject({
+      status: "changes_requested",
+    });
     const view = await getRun(runtime, agent, { runId });
     expect(view).toMatchObject({ status: "changes_requested", error: { code: "CHANGES_REQUESTED" } });
     expect(view.comments.map((c) => c.comment)).toEqual(["Use invoice inv_0002."]);
@@ -202,7 +217,10 @@ describe("expireReviews", () => {
     const due = await pendingRun();
     const fresh = await pendingRun();
     await db.prisma.run.update({ where: { id: due.runId }, data: { reviewExpiresAt: new Date(Date.now() - 60_000) } });
-    await expect(decideRun(deps, alice, { runId: due.runId, verdict: "approve", seen: due.seen })).rejects.toMatchObject({ code: "conflict", details: { status: "expired" } });
+    await expect(decideRun(deps, alice, { runId: due.runId, verdict: "approve", seen: due.seen })).rejects.toMatchObject({
+      code: "conflict",
+      details: { status: "expired" },
+    });
 
     const expired = await expireReviews(db.prisma, new Date());
     expect(expired).toContain(due.runId);

@@ -117,7 +117,15 @@ async function lockRun(tx: Tx, runId: string) {
 }
 
 /** Moves a run between two states only if it is still in the first; a miss means someone else decided. */
-async function transition(tx: Tx, actor: Actor, runId: string, from: Run["status"], to: Run["status"], audit: Record<string, unknown> = {}, data: { finishedAt?: Date } = {}) {
+async function transition(
+  tx: Tx,
+  actor: Actor,
+  runId: string,
+  from: Run["status"],
+  to: Run["status"],
+  audit: Record<string, unknown> = {},
+  data: { finishedAt?: Date } = {},
+) {
   if (!(await transitionRun(tx, actor, { runId, from, to, data, audit }))) {
     throw new AppError("conflict", `Run ${runId} is no longer ${from.replaceAll("_", " ")}; it was decided by someone else.`);
   }
@@ -140,7 +148,9 @@ export async function decideRun(deps: ReviewDeps | Db, actor: Actor, raw: unknow
         });
       }
       if (run.reviewerRole && run.reviewerRole !== actor.role) {
-        throw new AppError("forbidden", `Policy asks a ${run.reviewerRole} to review this run; your role is ${actor.role}.`, { details: { reason: "reviewer_role" } });
+        throw new AppError("forbidden", `Policy asks a ${run.reviewerRole} to review this run; your role is ${actor.role}.`, {
+          details: { reason: "reviewer_role" },
+        });
       }
       if (run.status !== "pending_review") {
         throw new AppError("conflict", `Run ${runId} is already ${run.status.replaceAll("_", " ")}; it is no longer waiting for review.`, {

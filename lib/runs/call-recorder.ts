@@ -62,7 +62,17 @@ export class CallRecorder {
           SELECT id FROM "Run" WHERE id = ${runId}::uuid AND status = 'running' AND "executorId" = ${executorId} AND attempt = ${attempt} FOR UPDATE`;
         if (held.length === 0) throw new StorageRejected("this executor no longer holds the run");
         await tx.runToolCall.create({
-          data: { runId, seq: row.seq, server: row.server, tool: row.tool, readOnly: row.readOnly, argsDigest: row.argsDigest, args: row.args, durationMs: 0, outcome: "started" },
+          data: {
+            runId,
+            seq: row.seq,
+            server: row.server,
+            tool: row.tool,
+            readOnly: row.readOnly,
+            argsDigest: row.argsDigest,
+            args: row.args,
+            durationMs: 0,
+            outcome: "started",
+          },
         });
       });
       row.started = true;
@@ -91,7 +101,16 @@ export class CallRecorder {
         const fresh = batch.filter((c) => !c.started);
         if (fresh.length > 0) {
           await this.db.runToolCall.createMany({
-            data: fresh.map((c) => ({ runId: this.fence.runId, ...completion(c), seq: c.seq, server: c.server, tool: c.tool, readOnly: c.readOnly, argsDigest: c.argsDigest, args: c.args })),
+            data: fresh.map((c) => ({
+              runId: this.fence.runId,
+              ...completion(c),
+              seq: c.seq,
+              server: c.server,
+              tool: c.tool,
+              readOnly: c.readOnly,
+              argsDigest: c.argsDigest,
+              args: c.args,
+            })),
           });
         }
         for (const c of batch.filter((x) => x.started)) {

@@ -33,7 +33,12 @@ export async function createDataset(tx: Tx, actor: Actor, input: z.input<typeof 
     data: { name: parsed.data.name, dataClass: parsed.data.dataClass, mediaType: parsed.data.mediaType, sha256, sizeBytes: bytes.length, content: bytes },
     select: { id: true },
   });
-  await recordAudit(tx, { actor, action: "dataset.created", subject: { type: "dataset", id: row.id }, data: { name: parsed.data.name, sha256, dataClass: parsed.data.dataClass } });
+  await recordAudit(tx, {
+    actor,
+    action: "dataset.created",
+    subject: { type: "dataset", id: row.id },
+    data: { name: parsed.data.name, sha256, dataClass: parsed.data.dataClass },
+  });
   return row;
 }
 

@@ -36,7 +36,13 @@ beforeAll(async () => {
     await publishPolicyText(tx, system, defaultPolicyText());
   });
   const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "once", ownerEmail: "owner@example.com" }));
-  agent = { type: "agent", id: created.agentId, name: "once", ownerId: (await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } })).ownerId, scopes: created.scopes };
+  agent = {
+    type: "agent",
+    id: created.agentId,
+    name: "once",
+    ownerId: (await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } })).ownerId,
+    scopes: created.scopes,
+  };
   const stateFile = join(await mkdtemp(join(tmpdir(), "airlock-ledger-")), "state.json");
   runtime = await createRuntime(db.prisma, { ...demoConfig(stateFile), sandbox: { isolation: "strict", poolSize: 1 } }, { databaseUrl: db.url, execute: true });
   // Stand-ins for hostile content PostgreSQL refuses, keyed on markers no normal run carries.
@@ -102,7 +108,9 @@ return "all good";`,
     const done = await finished(view.runId);
     expect(done).toMatchObject({ status: "failed", error: { code: "STORAGE_REJECTED" } });
     expect(await db.prisma.runToolCall.count({ where: { runId: view.runId } })).toBe(0);
-    const refunds = (await runtime.broker.callTool("ledger", "listRefunds", { invoiceId, limit: 100 }, new AbortController().signal)) as { refunds: { reason: string }[] };
+    const refunds = (await runtime.broker.callTool("ledger", "listRefunds", { invoiceId, limit: 100 }, new AbortController().signal)) as {
+      refunds: { reason: string }[];
+    };
     expect(refunds.refunds.filter((r) => r.reason.startsWith("poison-start"))).toHaveLength(0);
   });
 
@@ -135,7 +143,9 @@ describe("limits that match what policy and reviewers saw", () => {
     expect(await db.prisma.runToolCall.count({ where: { runId: view.runId } })).toBe(RUN_LIMIT_DEFAULTS.maxToolCalls);
     const run = await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } });
     expect(run.limits).toEqual({ ...RUN_LIMIT_DEFAULTS, writeCaps: {} });
-    expect((run.policyRequest as { entities: { attrs: { limits?: unknown } }[] }).entities.find((e) => e.attrs.limits)?.attrs.limits).toEqual(RUN_LIMIT_DEFAULTS);
+    expect((run.policyRequest as { entities: { attrs: { limits?: unknown } }[] }).entities.find((e) => e.attrs.limits)?.attrs.limits).toEqual(
+      RUN_LIMIT_DEFAULTS,
+    );
   }, 60_000);
 
   it("caps each tool that is not read-only at its call sites, or at maxToolCalls with a finding when a site can repeat", async () => {

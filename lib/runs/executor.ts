@@ -53,7 +53,9 @@ const MAX_STORED_CALL_BYTES = 64 * 1024;
 const SYSTEM = { type: "system", name: "executor" } as const;
 
 function digest(value: unknown): string {
-  return createHash("sha256").update(canonicalJson(value ?? null)).digest("hex");
+  return createHash("sha256")
+    .update(canonicalJson(value ?? null))
+    .digest("hex");
 }
 
 function keep(value: unknown): Prisma.InputJsonValue {
@@ -279,7 +281,11 @@ async function finish(db: Db, fence: RunFence, envelope: Envelope): Promise<void
           from: "running",
           to: "failed",
           where: held,
-          data: { finishedAt: new Date(), error: { code: "STORAGE_REJECTED", message: normalizeContent(message).value, untrusted: false }, isolation: envelope.isolation.level },
+          data: {
+            finishedAt: new Date(),
+            error: { code: "STORAGE_REJECTED", message: normalizeContent(message).value, untrusted: false },
+            isolation: envelope.isolation.level,
+          },
           audit: { errorCode: "STORAGE_REJECTED", attemptedStatus: envelope.status },
         }),
       )

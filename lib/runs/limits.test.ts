@@ -13,7 +13,13 @@ import { decideRunLimits, parseRunLimits } from "./limits";
 
 const TOOLS: ToolFacts[] = [
   { server: "ledger", name: "listRefunds", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "internal", quarantined: false },
-  { server: "ledger", name: "issueRefund", annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: false }, dataClass: "financial", quarantined: false },
+  {
+    server: "ledger",
+    name: "issueRefund",
+    annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
+    dataClass: "financial",
+    quarantined: false,
+  },
 ];
 
 function analyze(code: string) {
@@ -49,7 +55,14 @@ describe("per-tool caps", () => {
 permit (principal, action == Action::"run", resource) when { resource.tools.contains("ledger.issueRefund") };`;
     const analysis = analyze(refund(1));
     const decision = decide(
-      buildPolicyRequest({ agent: { id: "a", ownerId: "u" }, facts: analysis.facts, findings: analysis.findings, capabilitySet: analysis.capabilitySet, inputDataClasses: [], limits: RUN_LIMIT_DEFAULTS }),
+      buildPolicyRequest({
+        agent: { id: "a", ownerId: "u" },
+        facts: analysis.facts,
+        findings: analysis.findings,
+        capabilitySet: analysis.capabilitySet,
+        inputDataClasses: [],
+        limits: RUN_LIMIT_DEFAULTS,
+      }),
       preparePolicySet(text),
     );
     expect(decision).toMatchObject({ decision: "escalate", maxWritesPerTool: 25 });
@@ -75,10 +88,19 @@ permit (principal, action == Action::"run", resource) when { resource.tools.cont
 
 describe("policy request versions", () => {
   it("stamps the version and replays a stored request from before versioning unchanged in meaning", () => {
-    const built = buildPolicyRequest({ agent: { id: "a", ownerId: "u" }, facts: analyze("return 1;").facts, findings: [], capabilitySet: [], inputDataClasses: [], limits: RUN_LIMIT_DEFAULTS });
+    const built = buildPolicyRequest({
+      agent: { id: "a", ownerId: "u" },
+      facts: analyze("return 1;").facts,
+      findings: [],
+      capabilitySet: [],
+      inputDataClasses: [],
+      limits: RUN_LIMIT_DEFAULTS,
+    });
     expect(built.schemaVersion).toBe(POLICY_REQUEST_VERSION);
     const { schemaVersion: _dropped, ...legacy } = built;
-    const policies = preparePolicySet(`@id("all")\n@reason("r")\npermit (principal, action == Action::"run", resource) when { resource.limits.maxToolCalls <= 1000 };`);
+    const policies = preparePolicySet(
+      `@id("all")\n@reason("r")\npermit (principal, action == Action::"run", resource) when { resource.limits.maxToolCalls <= 1000 };`,
+    );
     expect(decide(upgradePolicyRequest(legacy), policies)).toEqual(decide(built, policies));
     expect(decide(upgradePolicyRequest(legacy), policies).decision).toBe("allow");
   });

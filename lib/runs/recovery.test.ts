@@ -41,7 +41,17 @@ async function lostRun(options: { attempt?: number; cancelRequested?: boolean; c
   });
   for (const [i, call] of (options.calls ?? []).entries()) {
     await db.prisma.runToolCall.create({
-      data: { runId: run.id, seq: i + 1, server: "ledger", tool: call.readOnly ? "listRefunds" : "issueRefund", args: {}, argsDigest: EMPTY_ARGS_DIGEST, durationMs: 0, readOnly: call.readOnly, outcome: call.outcome },
+      data: {
+        runId: run.id,
+        seq: i + 1,
+        server: "ledger",
+        tool: call.readOnly ? "listRefunds" : "issueRefund",
+        args: {},
+        argsDigest: EMPTY_ARGS_DIGEST,
+        durationMs: 0,
+        readOnly: call.readOnly,
+        outcome: call.outcome,
+      },
     });
   }
   return run.id;
@@ -77,7 +87,12 @@ describe("recoverLostRun", () => {
 
   it("fails a run with a started (or completed) call to a tool that is not read-only, sealing it", async () => {
     for (const outcome of ["started", "ok"]) {
-      const runId = await lostRun({ calls: [{ readOnly: true, outcome: "ok" }, { readOnly: false, outcome }] });
+      const runId = await lostRun({
+        calls: [
+          { readOnly: true, outcome: "ok" },
+          { readOnly: false, outcome },
+        ],
+      });
       expect(await recoverLostRun(db.prisma, runId, cutoff, new Date())).toBe("failed");
       const terminal = (await events(runId)).at(-1)!;
       expect(terminal).toMatchObject({ action: "run.failed", data: { reason: "EXECUTOR_LOST", effectfulCalls: 1, toolCalls: 2 } });
@@ -105,7 +120,12 @@ describe("recoverLostRun", () => {
     const reviewer: Actor = { type: "user", id: (await db.prisma.user.findFirstOrThrow()).id, email: "owner@example.com", role: "reviewer" };
     expect(await cancelRun({ db: db.prisma }, reviewer, runId)).toEqual({ runId, status: "cancelled" });
     const executed = await executeRun(
-      { db: db.prisma, executorId: "late", runScript: () => Promise.reject(new Error("must not run")), callTool: () => Promise.reject(new Error("must not call")) },
+      {
+        db: db.prisma,
+        executorId: "late",
+        runScript: () => Promise.reject(new Error("must not run")),
+        callTool: () => Promise.reject(new Error("must not call")),
+      },
       runId,
     );
     expect(executed).toBe(false);

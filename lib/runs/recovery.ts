@@ -36,7 +36,10 @@ export async function recoverLostRun(db: Db, runId: string, cutoff: Date, now: D
       await transitionRun(tx, SYSTEM, {
         ...base,
         to: "cancelled",
-        data: { finishedAt: now, error: { code: "CANCELLED", message: "Cancelled; the executor running it had stopped, so it was not run again.", untrusted: false } },
+        data: {
+          finishedAt: now,
+          error: { code: "CANCELLED", message: "Cancelled; the executor running it had stopped, so it was not run again.", untrusted: false },
+        },
         audit: lost,
       });
       return "cancelled";
@@ -51,7 +54,11 @@ export async function recoverLostRun(db: Db, runId: string, cutoff: Date, now: D
         to: "failed",
         data: {
           finishedAt: now,
-          error: { code: "EXECUTOR_LOST", message: `The executor running this run stopped. It was not retried because ${why}; a person must decide whether to submit it again.`, untrusted: false },
+          error: {
+            code: "EXECUTOR_LOST",
+            message: `The executor running this run stopped. It was not retried because ${why}; a person must decide whether to submit it again.`,
+            untrusted: false,
+          },
         },
         audit: { ...lost, effectfulCalls: effectful, retried: false },
       });

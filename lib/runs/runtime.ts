@@ -79,7 +79,10 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
   // (lib/db/setup.ts); here graphile-worker checks it is current, which the app role may read.
   await migrateQueue({ connectionString: options.databaseUrl, logger: quietQueueLogger }).catch((error: unknown) => {
     if ((error as { code?: string }).code !== "42501") throw error;
-    throw new Error("The job queue's schema (graphile_worker) is missing or out of date, and this role may not install it; run `npx airlock db migrate` as the owner (AIRLOCK_MIGRATION_DATABASE_URL).", { cause: error });
+    throw new Error(
+      "The job queue's schema (graphile_worker) is missing or out of date, and this role may not install it; run `npx airlock db migrate` as the owner (AIRLOCK_MIGRATION_DATABASE_URL).",
+      { cause: error },
+    );
   });
   if (options.execute) {
     const sandboxPool = createSandboxPool({ size: config.sandbox.poolSize, isolation: config.sandbox.isolation, packages: config.packages });
@@ -109,7 +112,12 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
     startExecution(runId) {
       const added = queue
         ? queue.enqueue(runId)
-        : quickAddJob({ connectionString: options.databaseUrl, logger: quietQueueLogger }, EXECUTE_RUN, { runId }, { jobKey: `run:${runId}`, maxAttempts: 3 }).then(() => undefined);
+        : quickAddJob(
+            { connectionString: options.databaseUrl, logger: quietQueueLogger },
+            EXECUTE_RUN,
+            { runId },
+            { jobKey: `run:${runId}`, maxAttempts: 3 },
+          ).then(() => undefined);
       // A lost enqueue is recovered by the maintenance sweep, which re-enqueues stale queued runs.
       added.catch((error: unknown) => console.error(`run ${runId}: enqueue failed`, error));
     },

@@ -29,7 +29,13 @@ let otherAgent: AgentActor;
 
 async function makeAgent(name: string): Promise<AgentActor> {
   const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name, ownerEmail: "owner@example.com" }));
-  return { type: "agent", id: created.agentId, name, ownerId: (await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } })).ownerId, scopes: created.scopes };
+  return {
+    type: "agent",
+    id: created.agentId,
+    name,
+    ownerId: (await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } })).ownerId,
+    scopes: created.scopes,
+  };
 }
 
 beforeAll(async () => {
@@ -75,7 +81,10 @@ describe("submitRun → policy → sandbox", () => {
     const expected = {
       invoices: eurInvoices.length,
       invoicedMinor: eurInvoices.reduce((s, i) => s + i.amountMinor, 0),
-      refundedMinor: data.refunds.filter((r) => r.status === "succeeded" && eurIds.has(r.invoiceId)).slice(0, 500).reduce((s, r) => s + r.amountMinor, 0),
+      refundedMinor: data.refunds
+        .filter((r) => r.status === "succeeded" && eurIds.has(r.invoiceId))
+        .slice(0, 500)
+        .reduce((s, r) => s + r.amountMinor, 0),
     };
     const submitted = await submitRun(runtime, agent, { code: JOIN_SCRIPT, purpose: "EUR invoiced vs refunded", provenance: { model: "test-model" } });
     expect(submitted).toMatchObject({ decision: "allow", status: "queued", capabilitySet: ["ledger.listInvoices", "ledger.listRefunds"] });
@@ -156,7 +165,10 @@ describe("submitRun → policy → sandbox", () => {
     const body = { code: `return eval("2");`, purpose: "loop", language: "javascript" as const };
     const before = await db.prisma.run.count({ where: { agentId: agent.id, code: body.code } });
     for (let i = before; i < 3; i++) await submitRun(runtime, agent, body);
-    await expect(submitRun(runtime, agent, body)).rejects.toMatchObject({ runCode: "BUDGET_EXCEEDED", message: expect.stringContaining("change the approach") });
+    await expect(submitRun(runtime, agent, body)).rejects.toMatchObject({
+      runCode: "BUDGET_EXCEEDED",
+      message: expect.stringContaining("change the approach"),
+    });
   });
 
   it("refuses runs beyond the hourly budget and beyond the concurrency budget", async () => {
@@ -198,7 +210,10 @@ describe("submitRun → policy → sandbox", () => {
   });
 
   it("keeps runs private to their agent and cancels pending ones once", async () => {
-    const pending = await submitRun(runtime, agent, { code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0002", message: "hi" });`, purpose: "remind" });
+    const pending = await submitRun(runtime, agent, {
+      code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0002", message: "hi" });`,
+      purpose: "remind",
+    });
     await expect(getRun(runtime, otherAgent, { runId: pending.runId })).rejects.toMatchObject({ code: "not_found" });
     await expect(cancelRun(runtime, otherAgent, pending.runId)).rejects.toMatchObject({ code: "not_found" });
     expect(await cancelRun(runtime, agent, pending.runId)).toEqual({ runId: pending.runId, status: "cancelled" });
@@ -236,7 +251,10 @@ when { resource.tools.contains("ledger.sendReminderEmail") };
 
   it("revoking an agent cancels its runs that have not started, audited", async () => {
     const doomed = await makeAgent("doomed");
-    const pending = await submitRun(runtime, doomed, { code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", message: "x" });`, purpose: "remind" });
+    const pending = await submitRun(runtime, doomed, {
+      code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", message: "x" });`,
+      purpose: "remind",
+    });
     expect(pending.status).toBe("pending_review");
     await db.prisma.$transaction((tx) => revokeAgentAndStopRuns(tx, system, "doomed"));
     const run = await db.prisma.run.findUniqueOrThrow({ where: { id: pending.runId } });

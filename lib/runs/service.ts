@@ -126,9 +126,13 @@ function parseSubmit(raw: unknown) {
   for (const [field, value] of Object.entries(parsed.data)) {
     const bad = findUnstorable(value, field);
     if (bad) {
-      throw new AppError("bad_request", `${bad.path}: contains ${bad.character}, which cannot be stored; remove it (lone surrogate halves and NUL are refused).`, {
-        details: { field: bad.path, character: bad.character },
-      });
+      throw new AppError(
+        "bad_request",
+        `${bad.path}: contains ${bad.character}, which cannot be stored; remove it (lone surrogate halves and NUL are refused).`,
+        {
+          details: { field: bad.path, character: bad.character },
+        },
+      );
     }
   }
   return parsed.data;
@@ -165,7 +169,9 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string):
   }
   const cpuSeconds = (cpu[0]?.ms ?? 0) / 1000;
   if (cpuSeconds >= config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY) {
-    throw new BudgetExceeded(`This agent used ${Math.round(cpuSeconds)} sandbox CPU-seconds today; the budget is ${config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY}.`);
+    throw new BudgetExceeded(
+      `This agent used ${Math.round(cpuSeconds)} sandbox CPU-seconds today; the budget is ${config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY}.`,
+    );
   }
 }
 
@@ -277,36 +283,49 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): P
         },
       });
       const runId = created.id;
-      await recordAudit(tx, { actor, action: "run.submitted", subject: { type: "run", id: runId }, data: { codeSha256, purpose: input.purpose, inputsDigest, language: input.language } });
-      await transitionRun(tx, { type: "system", name: "analysis" }, {
-        runId,
-        from: "submitted",
-        to: "analyzed",
-        data: { capabilitySet: analysis.capabilitySet, findings: analysis.findings, facts: analysis.facts, javascript: analysis.javascript },
-        audit: { capabilitySet: analysis.capabilitySet, facts: analysis.facts, findings: analysis.findings.map((f) => f.code) },
+      await recordAudit(tx, {
+        actor,
+        action: "run.submitted",
+        subject: { type: "run", id: runId },
+        data: { codeSha256, purpose: input.purpose, inputsDigest, language: input.language },
       });
-      await transitionRun(tx, { type: "system", name: "policy" }, {
-        runId,
-        from: "analyzed",
-        to: status,
-        data: {
-          decision: decision.decision,
-          decisionReasons: decision.reasons,
-          approvalsRequired: decision.approvalsRequired,
-          reviewerRole: decision.reviewerRole ?? null,
-          policyVersionId: policy?.id ?? null,
-          policyRequest: policyRequest as unknown as Prisma.InputJsonValue,
-          limits,
-          reviewExpiresAt: status === "pending_review" ? new Date(Date.now() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000) : null,
+      await transitionRun(
+        tx,
+        { type: "system", name: "analysis" },
+        {
+          runId,
+          from: "submitted",
+          to: "analyzed",
+          data: { capabilitySet: analysis.capabilitySet, findings: analysis.findings, facts: analysis.facts, javascript: analysis.javascript },
+          audit: { capabilitySet: analysis.capabilitySet, facts: analysis.facts, findings: analysis.findings.map((f) => f.code) },
         },
-        audit: {
-          decision: decision.decision,
-          policyVersion: policy?.version ?? null,
-          reasons: decision.reasons.map((r) => r.policyId),
-          approvalsRequired: decision.approvalsRequired,
-          limits,
+      );
+      await transitionRun(
+        tx,
+        { type: "system", name: "policy" },
+        {
+          runId,
+          from: "analyzed",
+          to: status,
+          data: {
+            decision: decision.decision,
+            decisionReasons: decision.reasons,
+            approvalsRequired: decision.approvalsRequired,
+            reviewerRole: decision.reviewerRole ?? null,
+            policyVersionId: policy?.id ?? null,
+            policyRequest: policyRequest as unknown as Prisma.InputJsonValue,
+            limits,
+            reviewExpiresAt: status === "pending_review" ? new Date(Date.now() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000) : null,
+          },
+          audit: {
+            decision: decision.decision,
+            policyVersion: policy?.version ?? null,
+            reasons: decision.reasons.map((r) => r.policyId),
+            approvalsRequired: decision.approvalsRequired,
+            limits,
+          },
         },
-      });
+      );
       if (status === "auto_approved") await transitionRun(tx, { type: "system", name: "runs" }, { runId, from: "auto_approved", to: "queued" });
       return tx.run.findUniqueOrThrow({ where: { id: runId } });
     })
@@ -340,7 +359,10 @@ const ERROR_BY_STATUS: Partial<Record<Run["status"], RunErrorCode>> = {
 function capForAgent(result: unknown): { result: unknown; truncated: boolean } {
   const text = JSON.stringify(result ?? null);
   if (Buffer.byteLength(text, "utf8") <= MAX_RESULT_BYTES_FOR_AGENT) return { result, truncated: false };
-  return { result: { preview: text.slice(0, MAX_RESULT_BYTES_FOR_AGENT / 2), note: "result truncated for the model; the full result is in the audit log" }, truncated: true };
+  return {
+    result: { preview: text.slice(0, MAX_RESULT_BYTES_FOR_AGENT / 2), note: "result truncated for the model; the full result is in the audit log" },
+    truncated: true,
+  };
 }
 
 /** The agent's view of a run: decision with reasons, reviewer comments, and the envelope once finished. */

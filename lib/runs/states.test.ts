@@ -40,8 +40,15 @@ describe("run state machine", () => {
 
   it("docs/run-states.md publishes exactly the enabled transitions (and the planned ones beside them)", () => {
     const doc = readFileSync(new URL("../../docs/run-states.md", import.meta.url), "utf8");
-    const rows = [...doc.matchAll(/^\| `(\w+)` \| `(\w+)` \| (enabled|planned[^|]*) \|/gm)].map(([, from, to, status]) => ({ from, to, enabled: status === "enabled" }));
-    const documented = rows.filter((r) => r.enabled).map((r) => `${r.from} → ${r.to}`).sort();
+    const rows = [...doc.matchAll(/^\| `(\w+)` +\| `(\w+)` +\| (enabled|planned[^|]*?) *\|/gm)].map(([, from, to, status]) => ({
+      from,
+      to,
+      enabled: status === "enabled",
+    }));
+    const documented = rows
+      .filter((r) => r.enabled)
+      .map((r) => `${r.from} → ${r.to}`)
+      .sort();
     const enabled = RUN_STATUSES.flatMap((from) => (NEXT_STATES[from] as readonly string[]).map((to) => `${from} → ${to}`)).sort();
     expect(documented).toEqual(enabled);
     expect(rows.filter((r) => !r.enabled).length).toBeGreaterThan(5);
@@ -71,7 +78,10 @@ describe("run state machine", () => {
       for (const to of RUN_STATUSES) {
         if (canTransition(from, to)) continue;
         const runId = runIds.get(from)!;
-        await expect(db.prisma.$transaction((tx) => transitionRun(tx, system, { runId, from, to })), `${from} → ${to}`).rejects.toBeInstanceOf(IllegalTransition);
+        await expect(
+          db.prisma.$transaction((tx) => transitionRun(tx, system, { runId, from, to })),
+          `${from} → ${to}`,
+        ).rejects.toBeInstanceOf(IllegalTransition);
         refused++;
       }
     }

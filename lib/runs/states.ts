@@ -57,7 +57,15 @@ export function canTransition(from: RunStatus, to: RunStatus): boolean {
 export const CANCELLABLE_BEFORE_START = ["pending_review", "auto_approved", "approved", "queued"] as const satisfies readonly RunStatus[];
 
 /** States in which an agent waiting on get_run keeps waiting. */
-export const IN_PROGRESS_STATUSES = ["submitted", "analyzed", "pending_review", "auto_approved", "approved", "queued", "running"] as const satisfies readonly RunStatus[];
+export const IN_PROGRESS_STATUSES = [
+  "submitted",
+  "analyzed",
+  "pending_review",
+  "auto_approved",
+  "approved",
+  "queued",
+  "running",
+] as const satisfies readonly RunStatus[];
 
 export class IllegalTransition extends Error {
   constructor(from: readonly RunStatus[], to: RunStatus) {

@@ -73,7 +73,14 @@ beforeAll(async () => {
   const config = demoConfig(join(dir, "ledger.json"));
   configFile = join(dir, "airlock.config.json");
   const ledger = config.servers.ledger!;
-  await writeFile(configFile, JSON.stringify({ servers: { ledger: { ...ledger, tools: { sendReminderEmail: { dataClass: "pii" } } } }, sandbox: { isolation: "strict", poolSize: 1 }, pins: { file: join(dir, "pins.json") } }));
+  await writeFile(
+    configFile,
+    JSON.stringify({
+      servers: { ledger: { ...ledger, tools: { sendReminderEmail: { dataClass: "pii" } } } },
+      sandbox: { isolation: "strict", poolSize: 1 },
+      pins: { file: join(dir, "pins.json") },
+    }),
+  );
   // This process only submits and enqueues; the workers execute.
   runtime = await createRuntime(db.prisma, config, { databaseUrl: db.url, execute: false });
 }, 120_000);

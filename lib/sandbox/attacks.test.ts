@@ -147,10 +147,25 @@ describe("processes, native code and code generation", () => {
 describe("network", () => {
   const net = `const net = process.getBuiltinModule("net");`;
   it.each([
-    ["TCP to a host port", () => `${net} await new Promise((res, rej) => { const s = net.connect(${tcpPort}, "127.0.0.1"); s.on("connect", res); s.on("error", rej); }); return 1;`],
-    ["Unix socket on the host", () => `${net} await new Promise((res, rej) => { const s = net.connect(${JSON.stringify(unixPath)}); s.on("connect", res); s.on("error", rej); }); return 1;`],
-    ["PostgreSQL socket dir", () => `${net} await new Promise((res, rej) => { const s = net.connect("/var/run/postgresql/.s.PGSQL.5432"); s.on("connect", res); s.on("error", rej); }); return 1;`],
-    ["UDP", () => `const s = process.getBuiltinModule("dgram").createSocket("udp4"); await new Promise((res, rej) => s.send("x", ${udpPort}, "127.0.0.1", (e) => (e ? rej(e) : res()))); return 1;`],
+    [
+      "TCP to a host port",
+      () => `${net} await new Promise((res, rej) => { const s = net.connect(${tcpPort}, "127.0.0.1"); s.on("connect", res); s.on("error", rej); }); return 1;`,
+    ],
+    [
+      "Unix socket on the host",
+      () =>
+        `${net} await new Promise((res, rej) => { const s = net.connect(${JSON.stringify(unixPath)}); s.on("connect", res); s.on("error", rej); }); return 1;`,
+    ],
+    [
+      "PostgreSQL socket dir",
+      () =>
+        `${net} await new Promise((res, rej) => { const s = net.connect("/var/run/postgresql/.s.PGSQL.5432"); s.on("connect", res); s.on("error", rej); }); return 1;`,
+    ],
+    [
+      "UDP",
+      () =>
+        `const s = process.getBuiltinModule("dgram").createSocket("udp4"); await new Promise((res, rej) => s.send("x", ${udpPort}, "127.0.0.1", (e) => (e ? rej(e) : res()))); return 1;`,
+    ],
     ["DNS", () => `return await process.getBuiltinModule("dns").promises.lookup("example.com");`],
     ["listening server", () => `${net} await new Promise((res, rej) => { const s = net.createServer(); s.on("error", rej); s.listen(0, res); }); return 1;`],
   ])("%s is refused", async (_name, code) => {
@@ -278,10 +293,18 @@ describe("the RPC channel", () => {
   it.each([
     ["a non-JSON line", write("garbage\n"), "RPC_VIOLATION"],
     ["an unknown frame type", write('{"t":"result","id":1,"ok":true,"value":1}\n'), "RPC_VIOLATION"],
-    ["a call with a reused id", `await tools.demo.echo({}); ${write('{"t":"call","id":1,"server":"demo","tool":"echo","args":{}}\n')} await new Promise(() => setInterval(() => {}, 1000));`, "RPC_VIOLATION"],
+    [
+      "a call with a reused id",
+      `await tools.demo.echo({}); ${write('{"t":"call","id":1,"server":"demo","tool":"echo","args":{}}\n')} await new Promise(() => setInterval(() => {}, 1000));`,
+      "RPC_VIOLATION",
+    ],
     ["a call with a non-numeric id", write('{"t":"call","id":"1","server":"demo","tool":"echo","args":{}}\n'), "RPC_VIOLATION"],
     ["a forged call outside the capability set", write('{"t":"call","id":99,"server":"ledger","tool":"issueRefund","args":{}}\n'), "CAPABILITY_DENIED"],
-    ["an over-long frame", `${write('{"t":"log","level":"log","text":"')} process.getBuiltinModule("fs").writeSync(1, "x".repeat(30 * 1024 * 1024)); await new Promise(() => setInterval(() => {}, 1000));`, "OUTPUT_LIMIT"],
+    [
+      "an over-long frame",
+      `${write('{"t":"log","level":"log","text":"')} process.getBuiltinModule("fs").writeSync(1, "x".repeat(30 * 1024 * 1024)); await new Promise(() => setInterval(() => {}, 1000));`,
+      "OUTPUT_LIMIT",
+    ],
     ["a malformed log frame", write('{"t":"log","level":"shout","text":1}\n'), "RPC_VIOLATION"],
     ["deeply nested call arguments", `let a = {}; for (let i = 0; i < 200; i++) a = { a }; await tools.demo.echo(a);`, "RPC_VIOLATION"],
   ])("%s fails the run", async (_name, code, expected) => {
@@ -302,9 +325,12 @@ describe("the RPC channel", () => {
     const big = "y".repeat(1024 * 1024);
     // The interval keeps the child alive (a bare pending promise would let it exit early, which
     // fails the run too, but not the way this test is about): only the host's guard can end it.
-    const env = await attack(`process.stdin.pause(); process.stdin.removeAllListeners("data");
+    const env = await attack(
+      `process.stdin.pause(); process.stdin.removeAllListeners("data");
       for (let i = 0; i < 100; i++) tools.demo.echo({}).catch(() => {});
-      await new Promise(() => setInterval(() => {}, 1000));`, { callTool: async () => big, limits: { timeoutMs: 10_000 } });
+      await new Promise(() => setInterval(() => {}, 1000));`,
+      { callTool: async () => big, limits: { timeoutMs: 10_000 } },
+    );
     expect(env.error?.code).toBe("RPC_VIOLATION");
   });
 
@@ -320,10 +346,13 @@ describe("the RPC channel", () => {
   });
 
   it("__proto__ in tool results cannot pollute the child or the host", async () => {
-    const env = await attack(`const r = await tools.demo.echo({});
-      return { childPolluted: ({}).polluted ?? null, own: Object.keys(r), payload: JSON.parse('{"__proto__": {"hostPolluted": 1}}') };`, {
-      callTool: async () => JSON.parse('{"__proto__": {"polluted": true}, "a": 1}'),
-    });
+    const env = await attack(
+      `const r = await tools.demo.echo({});
+      return { childPolluted: ({}).polluted ?? null, own: Object.keys(r), payload: JSON.parse('{"__proto__": {"hostPolluted": 1}}') };`,
+      {
+        callTool: async () => JSON.parse('{"__proto__": {"polluted": true}, "a": 1}'),
+      },
+    );
     expect(env.status).toBe("succeeded");
     const result = env.result as Record<string, unknown>;
     expect(result.childPolluted).toBeNull();
@@ -334,7 +363,8 @@ describe("the RPC channel", () => {
 
   it("tampering with the stubs, JSON and Promise inside the child does not change what the host receives", async () => {
     const received: unknown[] = [];
-    const env = await attack(`
+    const env = await attack(
+      `
       let overwrite = "refused";
       try { tools.demo.echo = async () => "fake"; overwrite = "allowed"; } catch {}
       JSON.stringify = () => '{"t":"call","id":5,"server":"ledger","tool":"issueRefund","args":{}}';
@@ -342,12 +372,14 @@ describe("the RPC channel", () => {
       Object.prototype.t = "done";
       globalThis.Promise = class { constructor() { throw new Error("patched"); } };
       const r = await tools.demo.echo({ n: 7 });
-      return [overwrite, r];`, {
-      callTool: async (_s, _t, args) => {
-        received.push(args);
-        return "real";
+      return [overwrite, r];`,
+      {
+        callTool: async (_s, _t, args) => {
+          received.push(args);
+          return "real";
+        },
       },
-    });
+    );
     expect(received).toEqual([{ n: 7 }]);
     expect(env.result).toEqual(["refused", "real"]);
   });

@@ -154,9 +154,7 @@ export async function checkAvailable(opts: MemberOptions): Promise<HostFacts> {
   return facts;
 }
 
-type Outcome =
-  | { kind: "done"; frame: DoneFrame }
-  | { kind: "fail"; code: RunErrorCode; message: string; untrusted: boolean; status?: Envelope["status"] };
+type Outcome = { kind: "done"; frame: DoneFrame } | { kind: "fail"; code: RunErrorCode; message: string; untrusted: boolean; status?: Envelope["status"] };
 
 type DoneFrame = Record<string, unknown>;
 
@@ -348,7 +346,11 @@ export class SandboxMember {
       names = stageInputs(this.dirs.inputs, job.inputs, job.limits.maxInputBytes);
     } catch (error) {
       await this.destroy();
-      return session.envelope({ kind: "fail", code: "SANDBOX_UNAVAILABLE", message: `staging failed: ${(error as Error).message}`, untrusted: false }, started, null);
+      return session.envelope(
+        { kind: "fail", code: "SANDBOX_UNAVAILABLE", message: `staging failed: ${(error as Error).message}`, untrusted: false },
+        started,
+        null,
+      );
     }
     const outcome = await new Promise<Outcome>((resolve) => {
       let settled = false;
@@ -364,7 +366,14 @@ export class SandboxMember {
         settle(o);
       };
       const timer = setTimeout(
-        () => session.settle({ kind: "fail", code: "TIMEOUT", message: `the run exceeded its ${job.limits.timeoutMs} ms wall-clock limit`, untrusted: false, status: "timed_out" }),
+        () =>
+          session.settle({
+            kind: "fail",
+            code: "TIMEOUT",
+            message: `the run exceeded its ${job.limits.timeoutMs} ms wall-clock limit`,
+            untrusted: false,
+            status: "timed_out",
+          }),
         job.limits.timeoutMs,
       );
       const onAbort = () => session.settle({ kind: "fail", code: "CANCELLED", message: "the run was cancelled", untrusted: false, status: "cancelled" });
@@ -505,7 +514,12 @@ class RpcSession {
     this.lastId = id;
     const name = `${server}.${tool}`;
     if (!this.job.allowedTools.has(name)) {
-      return this.settle({ kind: "fail", code: "CAPABILITY_DENIED", message: `tool ${sanitizeText(name, 200)} is outside the approved capability set`, untrusted: true });
+      return this.settle({
+        kind: "fail",
+        code: "CAPABILITY_DENIED",
+        message: `tool ${sanitizeText(name, 200)} is outside the approved capability set`,
+        untrusted: true,
+      });
     }
     if (++this.calls > this.job.limits.maxToolCalls) {
       return this.settle({ kind: "fail", code: "BUDGET_EXCEEDED", message: `more than ${this.job.limits.maxToolCalls} tool calls`, untrusted: false });
@@ -568,7 +582,12 @@ class RpcSession {
   }
 
   private doneOutcome(frame: DoneFrame): { result: JsonValue | null; artifacts: Artifact[]; returned: boolean; error?: Outcome } {
-    const fail = (code: RunErrorCode, message: string, untrusted = false) => ({ result: null, artifacts: [], returned: false, error: { kind: "fail" as const, code, message, untrusted } });
+    const fail = (code: RunErrorCode, message: string, untrusted = false) => ({
+      result: null,
+      artifacts: [],
+      returned: false,
+      error: { kind: "fail" as const, code, message, untrusted },
+    });
     if (frame.ok === false) {
       const e = (frame.error ?? {}) as Record<string, unknown>;
       const name = sanitizeText(String(e.name ?? "Error"), 200);
@@ -588,7 +607,8 @@ class RpcSession {
     const returned = frame.result !== undefined;
     if (returned) {
       if (typeof frame.result !== "string") return fail("RPC_VIOLATION", "malformed result");
-      if (Buffer.byteLength(frame.result) > this.job.limits.maxResultBytes) return fail("OUTPUT_LIMIT", `the result exceeds ${this.job.limits.maxResultBytes} bytes`);
+      if (Buffer.byteLength(frame.result) > this.job.limits.maxResultBytes)
+        return fail("OUTPUT_LIMIT", `the result exceeds ${this.job.limits.maxResultBytes} bytes`);
       try {
         result = sanitizeJson(parseSafeJson(frame.result, { maxDepth: 64, maxNodes: 1_000_000 }));
       } catch (error) {

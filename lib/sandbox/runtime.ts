@@ -139,9 +139,7 @@ export function detectHost(nodePath?: string): Promise<HostFacts> {
 }
 
 async function detect(explicit?: string): Promise<HostFacts> {
-  const candidates = explicit
-    ? [explicit]
-    : [process.execPath, join(REPO_ROOT, "node_modules", "node", "bin", "node")];
+  const candidates = explicit ? [explicit] : [process.execPath, join(REPO_ROOT, "node_modules", "node", "bin", "node")];
   let found: { path: string; version: string } | undefined;
   const seen: string[] = [];
   for (const candidate of candidates) {

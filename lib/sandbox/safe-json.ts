@@ -50,7 +50,12 @@ export function toSafeJson(value: unknown, limits: SafeJsonLimits = DEFAULT_SAFE
         const desc = Object.getOwnPropertyDescriptor(v, key);
         if (!desc || !("value" in desc)) throw new SafeJsonError(`${path}.${key.slice(0, 64)} is an accessor`);
         if (desc.value === undefined) continue;
-        Object.defineProperty(out, key, { value: copy(desc.value, depth + 1, `${path}.${key.slice(0, 64)}`), enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(out, key, {
+          value: copy(desc.value, depth + 1, `${path}.${key.slice(0, 64)}`),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       return out;
     } finally {

@@ -158,7 +158,13 @@ return {
     expect(env.error!.message).toContain("symlinks are refused");
     const name = await runInSandbox({ code: `return 1;`, inputs: [{ name: "../x", path: join(dir, "notes.txt") }], allowedTools: [], callTool: echo });
     expect(name.error!.message).toContain("plain file name");
-    const big = await runInSandbox({ code: `return 1;`, inputs: [{ name: "rows.csv", path: join(dir, "rows.csv") }], allowedTools: [], callTool: echo, limits: { maxInputBytes: 10 } });
+    const big = await runInSandbox({
+      code: `return 1;`,
+      inputs: [{ name: "rows.csv", path: join(dir, "rows.csv") }],
+      allowedTools: [],
+      callTool: echo,
+      limits: { maxInputBytes: 10 },
+    });
     expect(big.error!.message).toContain("inputs exceed 10 bytes");
   });
 
@@ -195,7 +201,9 @@ describe("warm pool", () => {
     const first = await pool.run({ code: `return process.pid;`, allowedTools: [], callTool: echo });
     expect(first.status).toBe("succeeded");
     const results = await Promise.all(
-      Array.from({ length: 4 }, (_, i) => pool.run({ code: `globalThis.seen ??= 0; globalThis.seen++; return [globalThis.seen, ${i}];`, allowedTools: [], callTool: echo })),
+      Array.from({ length: 4 }, (_, i) =>
+        pool.run({ code: `globalThis.seen ??= 0; globalThis.seen++; return [globalThis.seen, ${i}];`, allowedTools: [], callTool: echo }),
+      ),
     );
     for (const [i, env] of results.entries()) expect(env.result).toEqual([1, i]);
     await new Promise((r) => setTimeout(r, 500));

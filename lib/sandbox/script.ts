@@ -31,8 +31,7 @@ export const ALLOWED_BUILTINS = [
 ] as const;
 
 const LEADING = /^(?:\s+|\/\/[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)/;
-const IMPORT =
-  /^import\s+(type\s+)?(?:[\w$*{}\s,]+?\s+from\s*)?(["'])([^"'\n]+)\2\s*(?:with\s*\{[^}]*\}\s*)?;?/;
+const IMPORT = /^import\s+(type\s+)?(?:[\w$*{}\s,]+?\s+from\s*)?(["'])([^"'\n]+)\2\s*(?:with\s*\{[^}]*\}\s*)?;?/;
 
 export type PreparedScript = { module: string; imports: string[] };
 

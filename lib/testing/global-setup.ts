@@ -47,10 +47,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   const dropOurs = () =>
     withAdminClient(adminUrl, async (client) => {
-      const { rows } = await client.query<{ datname: string }>(
-        "SELECT datname FROM pg_database WHERE datname = $1 OR starts_with(datname, $2)",
-        [templateDatabase, databasePrefix],
-      );
+      const { rows } = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname = $1 OR starts_with(datname, $2)", [
+        templateDatabase,
+        databasePrefix,
+      ]);
       for (const { datname } of rows) {
         await client.query(`DROP DATABASE IF EXISTS "${assertSafeName(datname)}" WITH (FORCE)`);
       }

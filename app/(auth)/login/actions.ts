@@ -21,10 +21,7 @@ export async function loginAction(_prev: LoginState, form: FormData): Promise<Lo
   } catch (error) {
     if (error instanceof CredentialsSignin) {
       return {
-        error:
-          error.code === "rate_limited"
-            ? "Too many failed attempts for this account. Wait a few minutes and try again."
-            : "Wrong email or password.",
+        error: error.code === "rate_limited" ? "Too many failed attempts for this account. Wait a few minutes and try again." : "Wrong email or password.",
       };
     }
     if (error instanceof AuthError) {

@@ -19,7 +19,9 @@ export default async function AgentsPage() {
         <CreateAgentForm action={createAgentAction} defaultOwner={user.email} />
       </Card>
       {agents.length === 0 ? (
-        <EmptyState title="No agents yet">Create one above or with <code>npx airlock agent add --name N --owner EMAIL</code>.</EmptyState>
+        <EmptyState title="No agents yet">
+          Create one above or with <code>npx airlock agent add --name N --owner EMAIL</code>.
+        </EmptyState>
       ) : (
         <Table caption="Agents" headers={["Name", "Owner", "Token", "Scopes", "Last used", "State", ""]}>
           {agents.map((agent) => {

@@ -38,7 +38,9 @@ export default async function AuditPage({ searchParams }: { searchParams: Promis
     redirect(`/audit${canonical.size ? `?${canonical}` : ""}`);
   }
   const values = Object.fromEntries(
-    Object.entries(params).map(([key, value]) => [key, first(value)]).filter(([, value]) => value !== undefined),
+    Object.entries(params)
+      .map(([key, value]) => [key, first(value)])
+      .filter(([, value]) => value !== undefined),
   ) as SearchFormValues;
 
   const [page, last] = await Promise.all([

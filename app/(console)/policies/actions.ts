@@ -12,12 +12,10 @@ import { replayDraft, type ReplayRow } from "@/lib/policy/replay";
 import { publishPolicyText, saveDraft } from "@/lib/policy/store";
 import { userAction, type ActionResult } from "@/lib/auth/user-action";
 
-export type DraftState =
-  | ActionResult<
-      | { kind: "checked"; errors: PolicyProblem[]; warnings: PolicyProblem[]; replay: { rows: ReplayRow[]; changed: number } | null }
-      | { kind: "saved" | "published"; version: number }
-    >
-  | null;
+export type DraftState = ActionResult<
+  | { kind: "checked"; errors: PolicyProblem[]; warnings: PolicyProblem[]; replay: { rows: ReplayRow[]; changed: number } | null }
+  | { kind: "saved" | "published"; version: number }
+> | null;
 
 const draftSchema = z.object({ text: z.string().min(1, "the draft is empty").max(200_000), intent: z.enum(["check", "save", "publish"]) }).strict();
 

@@ -18,7 +18,10 @@ export default async function PoliciesPage() {
   const published = await db.policyVersion.findFirst({ where: { status: "published" }, orderBy: { version: "desc" }, select: { text: true, version: true } });
   return (
     <>
-      <PageHeader title="Policies" description="Cedar policies decide whether a run is allowed, escalated to reviewers, or denied — always with the deciding policies' reasons." />
+      <PageHeader
+        title="Policies"
+        description="Cedar policies decide whether a run is allowed, escalated to reviewers, or denied — always with the deciding policies' reasons."
+      />
       {versions.length === 0 ? (
         <EmptyState title="No policy versions yet">Until a policy is published, every run is denied.</EmptyState>
       ) : (

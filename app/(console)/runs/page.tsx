@@ -24,7 +24,9 @@ export default async function RunsPage() {
               <Td>
                 <Time iso={run.createdAt} />
               </Td>
-              <Td><Inert text={run.agent} /></Td>
+              <Td>
+                <Inert text={run.agent} />
+              </Td>
               <Td>
                 <Link href={`/runs/${run.id}`} className="font-medium text-teal-800 underline-offset-2 hover:underline">
                   <Inert text={run.purpose} />

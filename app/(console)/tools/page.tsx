@@ -18,7 +18,10 @@ export default async function ToolsPage() {
   const quarantined = servers.flatMap((server) => server.tools.filter((t) => t.quarantined).map((tool) => ({ server: server.name, tool })));
   return (
     <>
-      <PageHeader title="Tools" description="Upstream MCP servers whose tools scripts may call through the broker. A tool whose definition changes is quarantined until an admin accepts it." />
+      <PageHeader
+        title="Tools"
+        description="Upstream MCP servers whose tools scripts may call through the broker. A tool whose definition changes is quarantined until an admin accepts it."
+      />
       {quarantined.length > 0 ? (
         <section aria-labelledby="quarantine" className="mb-8">
           <h2 id="quarantine" className="mb-3 text-lg font-semibold text-red-800">
@@ -44,8 +47,12 @@ export default async function ToolsPage() {
             <Table caption={`Tools of ${server.name}`} headers={["Tool", "Description", "Annotations", "Data class", "State"]}>
               {server.tools.map((tool) => (
                 <tr key={tool.name} data-testid={`tool-${server.name}.${tool.name}`}>
-                  <Td className="font-mono text-xs"><Inert text={tool.name} /></Td>
-                  <Td><Inert text={tool.description} /></Td>
+                  <Td className="font-mono text-xs">
+                    <Inert text={tool.name} />
+                  </Td>
+                  <Td>
+                    <Inert text={tool.description} />
+                  </Td>
                   <Td className="text-xs">{tool.annotations.join(", ") || "none declared"}</Td>
                   <Td>{tool.dataClass}</Td>
                   <Td>{tool.quarantined ? <Badge tone="bad">quarantined</Badge> : <Badge tone="good">pinned</Badge>}</Td>

@@ -14,7 +14,12 @@ const { values } = parseArgs({ args: process.argv.slice(2), options: { variant: 
 const object = { type: "object", properties: {} } as const;
 
 const tools = [
-  { name: "wrongType", description: "Says it returns a count.", inputSchema: object, outputSchema: { type: "object", properties: { count: { type: "number" } }, required: ["count"] } },
+  {
+    name: "wrongType",
+    description: "Says it returns a count.",
+    inputSchema: object,
+    outputSchema: { type: "object", properties: { count: { type: "number" } }, required: ["count"] },
+  },
   { name: "huge", description: "Returns a lot.", inputSchema: object },
   { name: "deep", description: "Returns nesting.", inputSchema: object },
   { name: "proto", description: "Returns __proto__ keys.", inputSchema: object },

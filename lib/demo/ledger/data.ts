@@ -33,9 +33,60 @@ export type Refund = {
 };
 export type LedgerData = { customers: Customer[]; invoices: Invoice[]; refunds: Refund[] };
 
-const FIRST = ["Ada", "Bruno", "Chiara", "Dmitri", "Elif", "Farah", "Goran", "Hana", "Ines", "Jonas", "Kenji", "Lena", "Mateo", "Nora", "Omar", "Priya", "Quentin", "Rosa", "Sven", "Tomoko"];
-const LAST = ["Adeyemi", "Becker", "Costa", "Dubois", "Eriksen", "Fischer", "García", "Hoffmann", "Ivanova", "Jensen", "Kowalski", "Lindqvist", "Moreau", "Nakamura", "O'Brien", "Petrov", "Rossi", "Schmidt", "Tanaka", "Weber"];
-const COUNTRIES: [string, Currency][] = [["DE", "EUR"], ["FR", "EUR"], ["US", "USD"], ["GB", "GBP"], ["CH", "CHF"], ["JP", "JPY"], ["IT", "EUR"], ["CA", "USD"]];
+const FIRST = [
+  "Ada",
+  "Bruno",
+  "Chiara",
+  "Dmitri",
+  "Elif",
+  "Farah",
+  "Goran",
+  "Hana",
+  "Ines",
+  "Jonas",
+  "Kenji",
+  "Lena",
+  "Mateo",
+  "Nora",
+  "Omar",
+  "Priya",
+  "Quentin",
+  "Rosa",
+  "Sven",
+  "Tomoko",
+];
+const LAST = [
+  "Adeyemi",
+  "Becker",
+  "Costa",
+  "Dubois",
+  "Eriksen",
+  "Fischer",
+  "García",
+  "Hoffmann",
+  "Ivanova",
+  "Jensen",
+  "Kowalski",
+  "Lindqvist",
+  "Moreau",
+  "Nakamura",
+  "O'Brien",
+  "Petrov",
+  "Rossi",
+  "Schmidt",
+  "Tanaka",
+  "Weber",
+];
+const COUNTRIES: [string, Currency][] = [
+  ["DE", "EUR"],
+  ["FR", "EUR"],
+  ["US", "USD"],
+  ["GB", "GBP"],
+  ["CH", "CHF"],
+  ["JP", "JPY"],
+  ["IT", "EUR"],
+  ["CA", "USD"],
+];
 const REASONS = ["duplicate charge", "service outage credit", "goodwill", "cancelled order", "pricing error"];
 
 function prng(seed: number): () => number {
@@ -72,8 +123,18 @@ export function generateLedgerData(seed = 42): LedgerData {
     const first = pick(FIRST);
     const last = pick(LAST);
     const [country, currency] = pick(COUNTRIES);
-    const local = `${first}.${last}`.toLowerCase().normalize("NFD").replace(/[^a-z.]/g, "");
-    customers.push({ id: `cus_${pad(i, 3)}`, name: `${first} ${last}`, email: `${local}${i}@example.com`, country, currency, createdAt: day(start, -Math.floor(rand() * 700)) });
+    const local = `${first}.${last}`
+      .toLowerCase()
+      .normalize("NFD")
+      .replace(/[^a-z.]/g, "");
+    customers.push({
+      id: `cus_${pad(i, 3)}`,
+      name: `${first} ${last}`,
+      email: `${local}${i}@example.com`,
+      country,
+      currency,
+      createdAt: day(start, -Math.floor(rand() * 700)),
+    });
   }
   const invoices: Invoice[] = [];
   for (let i = 1; i <= 240; i++) {
@@ -83,7 +144,16 @@ export function generateLedgerData(seed = 42): LedgerData {
     const issued = Math.floor(rand() * 300);
     const roll = rand();
     const status = roll < 0.55 ? "paid" : roll < 0.75 ? "open" : roll < 0.9 ? "overdue" : roll < 0.96 ? "void" : "draft";
-    invoices.push({ id: `inv_${pad(i, 4)}`, customerId: customer.id, currency, amountMinor, amount: formatMinor(amountMinor, currency), status, issuedAt: day(start, issued), dueAt: day(start, issued + 30) });
+    invoices.push({
+      id: `inv_${pad(i, 4)}`,
+      customerId: customer.id,
+      currency,
+      amountMinor,
+      amount: formatMinor(amountMinor, currency),
+      status,
+      issuedAt: day(start, issued),
+      dueAt: day(start, issued + 30),
+    });
   }
   const refunds: Refund[] = [];
   const paid = invoices.filter((inv) => inv.status === "paid");

@@ -16,7 +16,10 @@ import { z } from "zod";
 import { CURRENCIES, INVOICE_STATUSES, REFUND_STATUSES, formatMinor, generateLedgerData, type LedgerData, type Refund } from "./data";
 
 const currency = z.enum(Object.keys(CURRENCIES) as [keyof typeof CURRENCIES, ...(keyof typeof CURRENCIES)[]]);
-const date = z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe("ISO date, YYYY-MM-DD");
+const date = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/)
+  .describe("ISO date, YYYY-MM-DD");
 const customer = z.object({ id: z.string(), name: z.string(), email: z.string(), country: z.string(), currency, createdAt: date });
 const invoice = z.object({
   id: z.string(),
@@ -38,7 +41,10 @@ const refund = z.object({
   status: z.enum(REFUND_STATUSES),
   createdAt: date,
 });
-const page = { limit: z.number().int().min(1).max(500).default(100).describe("Page size (max 500)"), cursor: z.string().optional().describe("nextCursor of the previous page") };
+const page = {
+  limit: z.number().int().min(1).max(500).default(100).describe("Page size (max 500)"),
+  cursor: z.string().optional().describe("nextCursor of the previous page"),
+};
 
 type State = LedgerData & { idempotency: Record<string, string>; outbox: { id: string; to: string; invoiceId: string; message: string; at: string }[] };
 
@@ -76,7 +82,11 @@ export function createLedgerServer(options: { seed?: number; statePath?: string 
       annotations: { title: "List customers", ...read },
     },
     async ({ country, limit, cursor }) => {
-      const { items, nextCursor } = paginate(state.customers.filter((c) => !country || c.country === country), limit, cursor);
+      const { items, nextCursor } = paginate(
+        state.customers.filter((c) => !country || c.country === country),
+        limit,
+        cursor,
+      );
       return result({ customers: items, nextCursor });
     },
   );
@@ -192,7 +202,13 @@ export function createLedgerServer(options: { seed?: number; statePath?: string 
       const inv = state.invoices.find((i) => i.id === invoiceId);
       const to = inv && state.customers.find((c) => c.id === inv.customerId);
       if (!inv || !to) return failure(`no invoice ${invoiceId}`);
-      const reminder = { id: `rem_${state.outbox.length + 1}`, to: to.email, invoiceId, message: message ?? `Invoice ${invoiceId} is ${inv.status}.`, at: new Date().toISOString() };
+      const reminder = {
+        id: `rem_${state.outbox.length + 1}`,
+        to: to.email,
+        invoiceId,
+        message: message ?? `Invoice ${invoiceId} is ${inv.status}.`,
+        at: new Date().toISOString(),
+      };
       state.outbox.push(reminder);
       save();
       return result({ reminderId: reminder.id, to: reminder.to });

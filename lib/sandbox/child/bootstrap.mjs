@@ -60,7 +60,11 @@ for (const scope of ["child", "worker", "addon", "wasi", "inspector", "net"]) {
   }
   if (granted) fail("PERMISSION_TOO_WIDE", `permission scope ${scope} is granted`);
 }
-for (const [scope, path] of [["fs.read", "/"], ["fs.write", "/"], ["fs.read", "/etc/passwd"]]) {
+for (const [scope, path] of [
+  ["fs.read", "/"],
+  ["fs.write", "/"],
+  ["fs.read", "/etc/passwd"],
+]) {
   if (permission.has(scope, path)) fail("PERMISSION_TOO_WIDE", `${scope} is granted on ${path}`);
 }
 
@@ -141,9 +145,7 @@ function parseCsv(text) {
   if (row.length > 0) rows.push(row);
   const [header, ...body] = rows;
   if (!header) return [];
-  return body
-    .filter((r) => !(r.length === 1 && r[0] === ""))
-    .map((r) => Object.fromEntries(header.map((h, i) => [h, r[i] ?? ""])));
+  return body.filter((r) => !(r.length === 1 && r[0] === "")).map((r) => Object.fromEntries(header.map((h, i) => [h, r[i] ?? ""])));
 }
 
 function makeInputs(dir, names) {

@@ -15,7 +15,9 @@ export type DecisionState = ActionResult<DecisionResult> | null;
 export type CancelState = ActionResult<{ runId: string; status: string }> | null;
 
 const decide = userAction("runs:review", decisionFormSchema, (actor, input) => decideRun(prisma(), actor, input));
-const cancel = userAction("runs:review", z.object({ runId: z.uuid("runId must be a run id") }).strict(), (actor, input) => cancelRun({ db: prisma() }, actor, input.runId));
+const cancel = userAction("runs:review", z.object({ runId: z.uuid("runId must be a run id") }).strict(), (actor, input) =>
+  cancelRun({ db: prisma() }, actor, input.runId),
+);
 
 export async function decideAction(_previous: DecisionState, form: FormData): Promise<DecisionState> {
   const result = await decide(formFields(form));

@@ -5,7 +5,19 @@ import { AutoRefresh } from "@/components/run/auto-refresh";
 import { CancelButton } from "@/components/run/cancel-button";
 import { CodeView, DiffView } from "@/components/run/code-view";
 import { DecisionForm } from "@/components/run/decision-form";
-import { Capabilities, Inputs, Limits, Outcome, PolicyDecision, Provenance, Reviews, SameCode, Section, Timeline, ToolCalls } from "@/components/run/run-sections";
+import {
+  Capabilities,
+  Inputs,
+  Limits,
+  Outcome,
+  PolicyDecision,
+  Provenance,
+  Reviews,
+  SameCode,
+  Section,
+  Timeline,
+  ToolCalls,
+} from "@/components/run/run-sections";
 import { Badge } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import { isPageRefresh, recordRunViewed } from "@/lib/audit/access";
@@ -60,7 +72,11 @@ export default async function RunPage({ params }: { params: Promise<{ id: string
             <Badge key={c}>{c}</Badge>
           ))}
           <span>
-            agent <strong><Inert text={run.agent.name} /></strong> (owner {run.agent.owner})
+            agent{" "}
+            <strong>
+              <Inert text={run.agent.name} />
+            </strong>{" "}
+            (owner {run.agent.owner})
           </span>
           <span>
             submitted <Time iso={run.createdAt} />
@@ -147,7 +163,9 @@ export default async function RunPage({ params }: { params: Promise<{ id: string
             <DiffView diff={run.previousAttempt.diff} />
           </>
         ) : (
-          <p className="text-sm text-slate-600">This is the agent&apos;s first attempt in this conversation{run.provenance.conversationId ? "" : " (no conversation id was given)"}.</p>
+          <p className="text-sm text-slate-600">
+            This is the agent&apos;s first attempt in this conversation{run.provenance.conversationId ? "" : " (no conversation id was given)"}.
+          </p>
         )}
       </Section>
 
