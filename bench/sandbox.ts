@@ -1,5 +1,5 @@
 /**
- * Sandbox benchmark (issue 3). Prints one JSON object:
+ * Sandbox benchmark. Prints one JSON object:
  *  - coldStart: `runInSandbox` (strict, `return 1`) vs a bare `node hello.js` on the same Node
  *    binary, interleaved in the same run; p50s and their ratio (target <= 1.15);
  *  - warmStart: `pool.run` of `return 1` with a ready member, p50/p95 (target p50 <= 10 ms);
@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSandboxPool, runInSandbox, type CallTool } from "@/lib/sandbox";
-import { EMPTY_ENV, detectHost } from "@/lib/sandbox/runtime";
+import { EMPTY_ENV, detectHost } from "@/lib/sandbox/host";
 
 const noop: CallTool = async () => null;
 const pct = (xs: number[], p: number) => {

@@ -1,5 +1,5 @@
 /**
- * Attack tests (issue 3): each test tries one attack in a real `strict` sandbox and asserts that
+ * Attack tests: each test tries one attack in a real `strict` sandbox and asserts that
  * it failed, and with which envelope code; after each one a benign run on a warm pool must still
  * succeed. docs/sandbox.md lists what each group proves.
  */

@@ -7,17 +7,18 @@
  * silent downgrade); each sandbox process runs exactly one script and is destroyed; scripts with
  * imports outside the allowlist are refused before a sandbox is spent (CAPABILITY_DENIED).
  */
-import { SandboxMember, SandboxUnavailable, SPAWN_LIMIT_KEYS, isolationReport, type MemberJob, type MemberOptions } from "./member";
+import { SandboxMember, type MemberJob } from "./member";
+import { SandboxUnavailable, SPAWN_LIMIT_KEYS, isolationReport, type MemberOptions } from "./member-command";
 import { ScriptRejected, prepareScript } from "./script";
 import { DEFAULT_LIMITS, type Envelope, type IsolationLevel, type RunRequest, type SandboxLimits } from "./types";
+import { DEFAULT_PACKAGES } from "@/lib/contracts/packages";
 
 export * from "./types";
 export { ALLOWED_BUILTINS } from "./script";
-export { sanitizeText, looksLikeInstructions } from "./sanitize";
-export { toSafeJson, parseSafeJson, SafeJsonError, type JsonValue } from "./safe-json";
+export { sanitizeText, looksLikeInstructions } from "@/lib/untrusted/sanitize";
+export { toSafeJson, parseSafeJson, SafeJsonError, type JsonValue } from "@/lib/untrusted/safe-json";
 
 /** The package allowlist shipped by default: a CSV parser and decimal arithmetic. */
-export const DEFAULT_PACKAGES = ["csv-parse", "decimal.js"] as const;
 
 export type SandboxConfig = {
   isolation?: IsolationLevel;
@@ -116,7 +117,7 @@ export function createSandboxPool(config: SandboxConfig & { size?: number } = {}
         const index = slots.indexOf(slot);
         // Died while waiting: replace it (a member taken for a run is no longer in `slots`).
         if (index !== -1 && !closed) {
-          slots.splice(index, 1);
+          void slots.splice(index, 1);
           spawnSlot();
         }
       });

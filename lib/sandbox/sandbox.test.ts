@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool, runInSandbox, type CallTool, type ToolCallRecord } from "./index";
-import { BOOTSTRAP_PATH, EMPTY_ENV, detectHost, versionAtLeast } from "./runtime";
+import { BOOTSTRAP_PATH, EMPTY_ENV, detectHost, versionAtLeast } from "./host";
 import { prepareScript } from "./script";
 
 const echo: CallTool = async (server, tool, args) => ({ server, tool, args });
@@ -116,6 +116,7 @@ return {
     let peak = 0;
     const slow: CallTool = async () => {
       peak = Math.max(peak, ++inFlight);
+      // Part of the scenario: a slow upstream, so that calls overlap and the cap is what limits them.
       await new Promise((r) => setTimeout(r, 5));
       inFlight--;
       return 1;
@@ -132,6 +133,7 @@ return {
 
   it("cancellation kills the run and reports CANCELLED", async () => {
     const controller = new AbortController();
+    // Part of the scenario: the cancel arrives while the script is busy looping.
     setTimeout(() => controller.abort(), 300);
     const env = await runInSandbox({ code: `for (;;) {}`, allowedTools: [], callTool: echo, signal: controller.signal });
     expect(env).toMatchObject({ status: "cancelled", error: { code: "CANCELLED", untrusted: false } });
@@ -206,11 +208,22 @@ describe("warm pool", () => {
       ),
     );
     for (const [i, env] of results.entries()) expect(env.result).toEqual([1, i]);
-    await new Promise((r) => setTimeout(r, 500));
+    // Replacements are spawned after the runs: wait until they are there.
+    await expect.poll(() => sandboxPids().length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
     const before = sandboxPids();
     expect(before.length).toBeGreaterThanOrEqual(2);
-    process.kill(before[0]!, "SIGKILL");
-    await new Promise((r) => setTimeout(r, 1000));
+    const killed = before[0]!;
+    process.kill(killed, "SIGKILL");
+    // The killed member is gone and a new one has been spawned in its place.
+    await expect
+      .poll(
+        () => {
+          const now = sandboxPids();
+          return { killedGone: !now.includes(killed), replaced: now.some((pid) => !before.includes(pid)) };
+        },
+        { timeout: 10_000 },
+      )
+      .toEqual({ killedGone: true, replaced: true });
     expect(pool.idle).toBe(2);
     const after = await pool.run({ code: `return "still serving";`, allowedTools: [], callTool: echo });
     expect(after.result).toBe("still serving");

@@ -11,6 +11,7 @@
  */
 import { stripTypeScriptTypes } from "node:module";
 import type { ScriptLanguage } from "./types";
+import { bareSpecifier, packageName } from "@/lib/contracts/packages";
 
 /** Builtins a script may import: pure computation plus fs for ./out/ (bounded by the permission model). */
 export const ALLOWED_BUILTINS = [
@@ -42,11 +43,6 @@ export class ScriptRejected extends Error {
   }
 }
 
-export function packageNameOf(specifier: string): string {
-  const parts = specifier.split("/");
-  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!;
-}
-
 export function prepareScript(code: string, language: ScriptLanguage, allowedPackages: readonly string[]): PreparedScript {
   let rest = code;
   let consumed = "";
@@ -67,8 +63,8 @@ export function prepareScript(code: string, language: ScriptLanguage, allowedPac
     rest = rest.slice(imp[0].length);
   }
   for (const specifier of imports) {
-    const bare = specifier.startsWith("node:") ? specifier.slice(5) : specifier;
-    const ok = (ALLOWED_BUILTINS as readonly string[]).includes(bare) || allowedPackages.includes(packageNameOf(bare));
+    const bare = bareSpecifier(specifier);
+    const ok = bare !== undefined && ((ALLOWED_BUILTINS as readonly string[]).includes(bare) || allowedPackages.includes(packageName(bare)));
     if (!ok) throw new ScriptRejected(`import of '${specifier.slice(0, 200)}' is not on the package allowlist`);
   }
   const body = consumed.replace(/[^\n]/g, " ") + rest;

@@ -26,7 +26,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { REPO_ROOT, SANDBOX_GID, SANDBOX_UID } from "./runtime";
+import { REPO_ROOT, SANDBOX_GID, SANDBOX_UID } from "./host";
 import type { StagedInput } from "./types";
 
 export class StagingError extends Error {

@@ -1,9 +1,9 @@
 /**
  * The sandbox's public vocabulary: isolation levels, limits, the run request and the one result
- * envelope every outcome is reported in (DESIGN.md step 9). Pure types and defaults, no I/O.
+ * envelope every outcome is reported in . Pure types and defaults, no I/O.
  */
 import type { RunErrorCode } from "@/lib/errors";
-import type { JsonValue } from "./safe-json";
+import type { JsonValue } from "@/lib/untrusted/safe-json";
 
 export const ISOLATION_LEVELS = ["strict", "permission-only"] as const;
 export type IsolationLevel = (typeof ISOLATION_LEVELS)[number];
@@ -99,7 +99,7 @@ export type LogLine = { level: "log" | "warn" | "error" | "debug"; text: string 
 
 export type Artifact = { name: string; sizeBytes: number; sha256: string; base64: string };
 
-export type RunStatus = "succeeded" | "failed" | "timed_out" | "cancelled";
+export type EnvelopeStatus = "succeeded" | "failed" | "timed_out" | "cancelled";
 
 export type IsolationReport = {
   level: IsolationLevel;
@@ -114,7 +114,7 @@ export type IsolationReport = {
 };
 
 export type Envelope = {
-  status: RunStatus;
+  status: EnvelopeStatus;
   result: JsonValue | null;
   logs: LogLine[];
   error: { code: RunErrorCode; message: string; untrusted: boolean } | null;

@@ -17,7 +17,7 @@ const run = promisify(execFile);
 
 export const MIN_NODE: readonly [number, number, number] = [26, 10, 0];
 
-/** Repository root (this file is lib/sandbox/runtime.ts). */
+/** Repository root (this file is lib/sandbox/host.ts). */
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const BOOTSTRAP_PATH = join(REPO_ROOT, "lib", "sandbox", "child", "bootstrap.mjs");
 

@@ -1,0 +1,256 @@
+/**
+ * The host side of one run's channel (class RpcSession). Every frame from the child is hostile:
+ * it is validated here, and policy lives here, not in the child.
+ *
+ * Guarantees: only tools in the approved capability set reach callTool (anything else fails the
+ * run with CAPABILITY_DENIED); the tool-call quota, the per-tool caps and the RPC byte cap are
+ * checked before a call is dispatched; at most maxConcurrentToolCalls calls run at once (the rest
+ * wait in a queue); call ids must increase; call arguments are copied with depth and node caps;
+ * the result is size-capped, parsed with depth and node caps and sanitized; artifacts are capped
+ * in total and hashed; log text is sanitized and capped (the envelope is then marked truncated);
+ * after the first outcome every later frame is ignored and queued calls are dropped; every
+ * outcome becomes one Envelope, flagged for a missing result, swallowed or tool errors and
+ * instruction-like text.
+ * Refuses: unknown frame types, malformed log/call/done frames, artifact names outside
+ * A-Z a-z 0-9 . _ - / (or with . or .. segments), and results or artifacts above their caps.
+ */
+import { createHash } from "node:crypto";
+import type { RunErrorCode } from "@/lib/errors";
+import type { ProcessUsage } from "./process-stats";
+import { parseSafeJson, toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
+import { looksLikeInstructions, sanitizeJson, sanitizeText } from "@/lib/untrusted/sanitize";
+import type { Artifact, CallTool, Envelope, IsolationReport, LogLine, SandboxLimits, ToolCallRecord } from "./types";
+
+/** The parts of a job the session enforces. */
+export type SessionPolicy = {
+  allowedTools: ReadonlySet<string>;
+  /** Per-tool call caps ("server.tool" → n); tools without an entry have only maxToolCalls. */
+  toolCallCaps: ReadonlyMap<string, number>;
+  callTool: CallTool;
+  onToolCall?: (record: ToolCallRecord) => void;
+  limits: SandboxLimits;
+};
+
+/** What the session needs from its member: a way to answer the child, and the isolation to report. */
+export type SessionChannel = { sendLine(line: string): void; readonly isolation: IsolationReport };
+
+export type Outcome =
+  { kind: "done"; frame: DoneFrame } | { kind: "fail"; code: RunErrorCode; message: string; untrusted: boolean; status?: Envelope["status"] };
+
+type DoneFrame = Record<string, unknown>;
+
+const LOG_LEVELS = new Set(["log", "warn", "error", "debug"]);
+const ARTIFACT_NAME = /^(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9._/-]{1,512}$/;
+
+/** Host side of one run's channel: every frame is validated here; policy lives here, not in the child. */
+export class RpcSession {
+  settle: (o: Outcome) => void = () => undefined;
+  /** Set at the first outcome: later frames (even in the same chunk) are ignored, queued calls dropped. */
+  closed = false;
+  private readonly logs: LogLine[] = [];
+  private logBytes = 0;
+  private truncated = false;
+  private lastId = 0;
+  private calls = 0;
+  private readonly callsPerTool = new Map<string, number>();
+  private failedCalls = 0;
+  private inFlight = 0;
+  private readonly queue: (() => void)[] = [];
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly job: SessionPolicy,
+    private readonly member: SessionChannel,
+  ) {}
+
+  onFrame(frame: Record<string, unknown>, bytes: number): void {
+    if (this.closed) return;
+    switch (frame.t) {
+      case "log":
+        return this.onLog(frame);
+      case "call":
+        return this.onCall(frame, bytes);
+      case "deny":
+        return this.settle({
+          kind: "fail",
+          code: "CAPABILITY_DENIED",
+          message: `the script tried a refused ${sanitizeText(String(frame.what), 40)}: ${sanitizeText(String(frame.detail), 200)}`,
+          untrusted: true,
+        });
+      case "done":
+        return this.settle({ kind: "done", frame });
+      default:
+        return this.settle({ kind: "fail", code: "RPC_VIOLATION", message: "the child sent a frame of an unknown type", untrusted: false });
+    }
+  }
+
+  private onLog(frame: Record<string, unknown>): void {
+    if (typeof frame.level !== "string" || !LOG_LEVELS.has(frame.level) || typeof frame.text !== "string") {
+      return this.settle({ kind: "fail", code: "RPC_VIOLATION", message: "malformed log frame", untrusted: false });
+    }
+    if (this.truncated) return;
+    const text = sanitizeText(frame.text, 64 * 1024);
+    if (this.logBytes + text.length > this.job.limits.maxLogBytes) {
+      this.truncated = true;
+      return;
+    }
+    this.logBytes += text.length;
+    this.logs.push({ level: frame.level as LogLine["level"], text });
+  }
+
+  private onCall(frame: Record<string, unknown>, bytes: number): void {
+    const { id, server, tool } = frame;
+    if (typeof id !== "number" || !Number.isSafeInteger(id) || id <= this.lastId || typeof server !== "string" || typeof tool !== "string") {
+      return this.settle({ kind: "fail", code: "RPC_VIOLATION", message: "malformed call frame (shape or call id)", untrusted: false });
+    }
+    this.lastId = id;
+    const name = `${server}.${tool}`;
+    if (!this.job.allowedTools.has(name)) {
+      return this.settle({
+        kind: "fail",
+        code: "CAPABILITY_DENIED",
+        message: `tool ${sanitizeText(name, 200)} is outside the approved capability set`,
+        untrusted: true,
+      });
+    }
+    if (++this.calls > this.job.limits.maxToolCalls) {
+      return this.settle({ kind: "fail", code: "BUDGET_EXCEEDED", message: `more than ${this.job.limits.maxToolCalls} tool calls`, untrusted: false });
+    }
+    const cap = this.job.toolCallCaps.get(name);
+    const callsOfTool = (this.callsPerTool.get(name) ?? 0) + 1;
+    this.callsPerTool.set(name, callsOfTool);
+    if (cap !== undefined && callsOfTool > cap) {
+      return this.settle({
+        kind: "fail",
+        code: "BUDGET_EXCEEDED",
+        message: `tool ${sanitizeText(name, 200)} was called more than the ${cap} time(s) that were approved`,
+        untrusted: false,
+      });
+    }
+    if (bytes > this.job.limits.maxRpcBytes) {
+      return this.settle({ kind: "fail", code: "RPC_VIOLATION", message: `a call frame exceeded ${this.job.limits.maxRpcBytes} bytes`, untrusted: false });
+    }
+    let args: JsonValue;
+    try {
+      args = toSafeJson(frame.args, { maxDepth: 32, maxNodes: 100_000 });
+    } catch (error) {
+      return this.settle({ kind: "fail", code: "RPC_VIOLATION", message: `call arguments refused: ${(error as Error).message}`, untrusted: false });
+    }
+    const dispatch = () => void this.dispatch(id, server, tool, args);
+    if (this.inFlight < this.job.limits.maxConcurrentToolCalls) dispatch();
+    else this.queue.push(dispatch);
+  }
+
+  private async dispatch(id: number, server: string, tool: string, args: JsonValue): Promise<void> {
+    this.inFlight++;
+    const t0 = performance.now();
+    let reply: string;
+    let error: string | undefined;
+    try {
+      const value = await this.job.callTool(server, tool, args, this.abort.signal);
+      reply = JSON.stringify({ t: "result", id, ok: true, value: value === undefined ? null : value });
+      if (reply.length > this.job.limits.maxRpcBytes) {
+        error = `the tool result exceeds ${this.job.limits.maxRpcBytes} bytes`;
+      }
+    } catch (e) {
+      error = sanitizeText(e instanceof Error ? e.message : String(e), 4000);
+    }
+    if (error !== undefined) {
+      this.failedCalls++;
+      reply = JSON.stringify({ t: "result", id, ok: false, error });
+    }
+    this.inFlight--;
+    const durationMs = performance.now() - t0;
+    this.job.onToolCall?.({ id, server, tool, durationMs, outcome: error === undefined ? "ok" : "error", ...(error !== undefined ? { error } : {}) });
+    if (!this.closed) {
+      this.member.sendLine(reply!);
+      this.queue.shift()?.();
+    }
+  }
+
+  abortCalls(): void {
+    this.abort.abort();
+    this.queue.length = 0;
+  }
+
+  private doneOutcome(frame: DoneFrame): { result: JsonValue | null; artifacts: Artifact[]; returned: boolean; error?: Outcome } {
+    const fail = (code: RunErrorCode, message: string, untrusted = false) => ({
+      result: null,
+      artifacts: [],
+      returned: false,
+      error: { kind: "fail" as const, code, message, untrusted },
+    });
+    if (frame.ok === false) {
+      const e = (frame.error ?? {}) as Record<string, unknown>;
+      const name = sanitizeText(String(e.name ?? "Error"), 200);
+      const code = typeof e.code === "string" ? sanitizeText(e.code, 100) : "";
+      const message = sanitizeText(String(e.message ?? ""), 8000);
+      const text = `${name}${code ? ` [${code}]` : ""}: ${message}`;
+      if (code === "NO_PERMISSION_MODEL" || code === "PERMISSION_TOO_WIDE") return fail("SANDBOX_UNAVAILABLE", `the sandbox refused to start: ${text}`, true);
+      if (code === "ENOSPC" || code === "EFBIG") return fail("OUTPUT_LIMIT", text, true);
+      if (code === "ERR_MEMORY_ALLOCATION_FAILED" || /allocation failed|Failed to allocate memory|out of memory|Array buffer allocation/i.test(message)) {
+        return fail("MEMORY_LIMIT", text, true);
+      }
+      if (name === "ToolError" && this.failedCalls > 0) return fail("TOOL_ERROR", text, true);
+      return fail("SCRIPT_ERROR", text, true);
+    }
+    if (frame.ok !== true) return fail("RPC_VIOLATION", "malformed done frame");
+    let result: JsonValue | null = null;
+    const returned = frame.result !== undefined;
+    if (returned) {
+      if (typeof frame.result !== "string") return fail("RPC_VIOLATION", "malformed result");
+      if (Buffer.byteLength(frame.result) > this.job.limits.maxResultBytes)
+        return fail("OUTPUT_LIMIT", `the result exceeds ${this.job.limits.maxResultBytes} bytes`);
+      try {
+        result = sanitizeJson(parseSafeJson(frame.result, { maxDepth: 64, maxNodes: 1_000_000 }));
+      } catch (error) {
+        return fail("OUTPUT_LIMIT", `the result was refused: ${(error as Error).message}`);
+      }
+    }
+    if (frame.artifactsOverLimit === true) return fail("OUTPUT_LIMIT", `files under ./out/ exceed ${this.job.limits.maxArtifactBytes} bytes`);
+    if (!Array.isArray(frame.artifacts)) return fail("RPC_VIOLATION", "malformed artifacts");
+    const artifacts: Artifact[] = [];
+    let total = 0;
+    for (const a of frame.artifacts as unknown[]) {
+      const { name, b64 } = (a ?? {}) as Record<string, unknown>;
+      if (typeof name !== "string" || typeof b64 !== "string" || !ARTIFACT_NAME.test(name)) {
+        return fail("RPC_VIOLATION", "an artifact under ./out/ has a name outside A-Z a-z 0-9 . _ - / (or a malformed entry)");
+      }
+      const data = Buffer.from(b64, "base64");
+      total += data.length;
+      if (total > this.job.limits.maxArtifactBytes) return fail("OUTPUT_LIMIT", `files under ./out/ exceed ${this.job.limits.maxArtifactBytes} bytes`);
+      artifacts.push({ name, sizeBytes: data.length, sha256: createHash("sha256").update(data).digest("hex"), base64: data.toString("base64") });
+    }
+    return { result, artifacts, returned };
+  }
+
+  envelope(outcome: Outcome, started: number, usage: ProcessUsage | null): Envelope {
+    const stats = { wallMs: Math.round(performance.now() - started), cpuMs: usage?.cpuMs ?? 0, peakRssMb: usage?.peakRssMb ?? 0, toolCalls: this.calls };
+    const flags: string[] = [];
+    let status: Envelope["status"] = "failed";
+    let error: Envelope["error"] = null;
+    let result: JsonValue | null = null;
+    let artifacts: Artifact[] = [];
+    if (outcome.kind === "done") {
+      const done = this.doneOutcome(outcome.frame);
+      if (done.error && done.error.kind === "fail") {
+        error = { code: done.error.code, message: done.error.message, untrusted: done.error.untrusted };
+      } else {
+        status = "succeeded";
+        result = done.result;
+        artifacts = done.artifacts;
+        if (!done.returned) {
+          flags.push("no_result");
+          if (this.failedCalls > 0 || this.logs.some((l) => l.level === "error")) flags.push("swallowed_errors");
+        }
+      }
+    } else {
+      status = outcome.status ?? "failed";
+      error = { code: outcome.code, message: outcome.message, untrusted: outcome.untrusted };
+    }
+    if (this.failedCalls > 0 && status === "succeeded") flags.push("tool_errors");
+    const texts = [...this.logs.map((l) => l.text), error?.untrusted ? error.message : "", result === null ? "" : JSON.stringify(result)];
+    if (texts.some((t) => looksLikeInstructions(t))) flags.push("instruction_like_text");
+    return { status, result, logs: this.logs, error, stats, flags, truncated: this.truncated, isolation: this.member.isolation, artifacts };
+  }
+}
