@@ -7,9 +7,9 @@ import { QueueBadge } from "@/components/queue/queue-badge";
 import { Button } from "@/components/ui/primitives";
 import { signOut } from "@/lib/auth/next-auth";
 import { currentUser } from "@/lib/auth/session";
-import { hasScope } from "@/lib/auth/scopes";
+import { hasScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
-import { waitingForYouCount } from "@/lib/review/presenter";
+import { waitingForYouCount } from "@/lib/review/queue-presenter";
 
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
   const user = await currentUser();

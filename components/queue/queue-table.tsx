@@ -22,7 +22,14 @@ function age(fromIso: string, nowIso: string): string {
 }
 
 const RISK_TONE = { high: "bad", medium: "warn", low: "neutral" } as const;
-const BLOCKED = { own_agent: "your agent", already_voted: "you voted", role: "other role" } as const;
+const BLOCKED = {
+  not_reviewer: "not a reviewer",
+  own_agent: "your agent",
+  reviewer_role: "other role",
+  not_pending: "decided",
+  expired: "expired",
+  already_voted: "you voted",
+} as const satisfies Record<NonNullable<QueueItem["blockedBecause"]>, string>;
 
 function queueUrl(filters: QueueView["filters"]): string {
   const params = new URLSearchParams();

@@ -1,20 +1,26 @@
 /**
  * The review console's DTO types, for components. Type-only re-exports: nothing of the
- * server-only presenter reaches a client bundle through this file.
+ * server-only presenters reaches a client bundle through this file.
  */
+export type { DecisionBlocker, DecisionBlockerCode } from "./decision-rules";
+export type { DiffLine, LineDiff } from "@/lib/untrusted/diff";
+export type { HighlightedLine, Token, TokenKind } from "./highlight";
+export type { QueueFilters, QueueItem, QueueView, RunRow } from "./queue-presenter";
+export type { Effect, Risk, RiskLevel, RunFacts } from "./risk";
 export type {
   CapabilityItem,
-  Effect,
+  CodeView,
+  DecisionBinding,
   FindingItem,
   InputItem,
-  QueueFilters,
-  QueueItem,
-  QueueView,
+  OutcomeView,
+  PreviousAttempt,
+  ProvenanceView,
+  ReasonItem,
   ReviewItem,
   RunDetail,
-  RunRow,
+  SameCodeItem,
   TimelineItem,
   ToolCallItem,
-} from "./presenter";
-export type { DiffLine, LineDiff } from "./diff";
-export type { HighlightedLine, Token, TokenKind } from "./highlight";
+  ViewerView,
+} from "./run-dto";

@@ -5,7 +5,7 @@
  * Guarantees: the output is plain data — lines of `{kind, text}` tokens whose texts are exactly
  * the script's characters, none dropped or altered (ESC and every other hidden character stay, for
  * the page to render as marker elements through components/ui/inert.tsx; nothing here produces
- * HTML). Lines are JavaScript's lines (lib/review/invisible.ts splitJsLines): line N here is line N
+ * HTML). Lines are JavaScript's lines (lib/untrusted/invisible.ts splitJsLines): line N here is line N
  * of analysis findings, and a line ended by U+2028, U+2029 or a lone "\r" ends with that
  * character, so its marker shows where the hidden line break is. The TypeScript scanner skips
  * U+2028/U+2029 without a token; the text between tokens is filled in from the script, so the
@@ -13,7 +13,7 @@
  * Runs on the server only (it loads `typescript`).
  */
 import ts from "typescript";
-import { JS_LINE_TERMINATOR } from "./invisible";
+import { JS_LINE_TERMINATOR } from "@/lib/untrusted/invisible";
 
 export type TokenKind = "keyword" | "string" | "number" | "comment" | "regex" | "identifier" | "punctuation" | "text";
 export type Token = { kind: TokenKind; text: string };

@@ -1,5 +1,5 @@
 /**
- * Optional review notifications (issue 5): when AIRLOCK_REVIEW_WEBHOOK_URL is set, a
+ * Optional review notifications: when AIRLOCK_REVIEW_WEBHOOK_URL is set, a
  * Slack-compatible incoming-webhook message `{text, blocks}` is posted when a run is escalated
  * to review and when a reviewer decides.
  *
@@ -12,7 +12,7 @@
 import type { Db } from "@/lib/db";
 import { prisma } from "@/lib/db";
 import { env } from "@/lib/env";
-import { sanitizeText } from "@/lib/sandbox/sanitize";
+import { sanitizeText } from "@/lib/untrusted/sanitize";
 
 export type SlackMessage = { text: string; blocks?: { type: "section"; text: { type: "mrkdwn"; text: string } }[] };
 

@@ -8,10 +8,10 @@ import { describe, expect, it } from "vitest";
 import { CodeView, DiffView } from "@/components/run/code-view";
 import { Inert } from "@/components/ui/inert";
 import { analyzeScript } from "@/lib/intake/analyze";
-import { diffLines } from "./diff";
+import { diffLines } from "@/lib/untrusted/diff";
 import { highlight } from "./highlight";
-import { hasHiddenCharacters, inertCode, inertJson, inertText } from "./inert";
-import { segments, segmentText, splitJsLines } from "./invisible";
+import { hasHiddenCharacters, inertCode, inertJson, inertText } from "@/lib/untrusted/inert";
+import { segments, segmentText, splitJsLines } from "@/lib/untrusted/invisible";
 
 /** The Trojan-source refund: the page must not show the assignment inside the comment. */
 const TROJAN = "let amountMinor = 1; // one cent, goodwill\u2028amountMinor = 250000;";

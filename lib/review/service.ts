@@ -1,9 +1,12 @@
 /**
- * Human review of escalated runs (DESIGN.md steps 4–5, issue 5 "Decisions").
+ * Human review of escalated runs: a person decides what policy escalated, bound to what they saw.
  *
  * decideRun guarantees:
  * - only a person holding `runs:review` decides, and only where the policy's reviewer role (if
- *   any) is theirs; nobody decides a run of an agent they own (separation of duties);
+ *   any) is theirs; nobody decides a run of an agent they own (separation of duties); one vote per
+ *   person; only while the run waits for review and its deadline has not passed. These rules are
+ *   ./decision-rules.ts decisionBlocker, evaluated on the locked row, so the refusal's words and
+ *   `details` are the ones the run page shows;
  * - the input is parsed with a closed schema; a comment is required to reject or request changes;
  * - the decision is bound to what the reviewer saw: code sha256, capability set, inputs digest and
  *   policy version are sent back with it and compared with the run row on the server; any
@@ -15,27 +18,27 @@
  *   final approvals exactly one queues the run; the other is told it was already decided;
  * - quorum: the run is `approved` and `queued` only when the distinct approvals reach
  *   `approvalsRequired`; reject → `rejected`, request changes → `changes_requested` (terminal);
- * - after the commit, the one transaction that queued the run hands it to the executor, once.
+ * - after the commit, the one transaction that queued the run hands it to the executor, once,
+ *   through the `startExecution` its caller passes in (this module does not reach the runtime).
  *
- * expireReviews moves pending runs past `reviewExpiresAt` to `expired`, each with a conditional
- * update and its audit event (the agent sees REVIEW_EXPIRED through get_run).
- *
- * Notifications (lib/review/notify.ts) are sent after commit and never change the outcome.
+ * Expiring pending reviews is lib/runs/expiry.ts. Notifications (lib/review/notify.ts) are sent
+ * after commit and never change the outcome.
  */
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
-import { requireScope, type Actor } from "@/lib/auth/scopes";
+import { requireScope, type Actor } from "@/lib/contracts/scopes";
 import type { Db, Tx } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import type { RunDeps } from "@/lib/runs/service";
 import { transitionRun } from "@/lib/runs/states";
+import { decisionBlocker, decisionRefusal } from "./decision-rules";
 import { notifyDecision } from "./notify";
 
 export const VERDICTS = ["approve", "reject", "request_changes"] as const;
 export type Verdict = (typeof VERDICTS)[number];
 
-/** The facts an approval is bound to (DESIGN.md step 5), as the reviewer's page showed them. */
+/** The facts an approval is bound to, as the reviewer's page showed them. */
 export const seenSchema = z
   .object({
     codeSha256: z.string().regex(/^[0-9a-f]{64}$/, "codeSha256 must be a sha256 hex digest"),
@@ -79,8 +82,8 @@ export type DecisionResult = {
 
 export type ReviewDeps = {
   db: Db;
-  /** Hands a queued run to the executor (the runtime's startExecution); called at most once per decision. */
-  startExecution?: RunDeps["startExecution"];
+  /** Hands a queued run to the executor (the runtime's startExecution); called at most once per decision, after commit. */
+  startExecution: RunDeps["startExecution"];
 };
 
 function parseDecision(raw: unknown) {
@@ -111,9 +114,13 @@ export function bindingChanges(run: Pick<Run, "codeSha256" | "capabilitySet" | "
   return changed;
 }
 
-async function lockRun(tx: Tx, runId: string) {
+/** The run, locked for this transaction, with its agent and this reviewer's vote (if any). */
+async function lockRun(tx: Tx, runId: string, reviewerId: string) {
   await tx.$queryRaw`SELECT id FROM "Run" WHERE id = ${runId}::uuid FOR UPDATE`;
-  return tx.run.findUnique({ where: { id: runId }, include: { agent: { select: { ownerId: true, name: true } } } });
+  return tx.run.findUnique({
+    where: { id: runId },
+    include: { agent: { select: { ownerId: true, name: true } }, reviews: { where: { reviewerId }, select: { reviewerId: true, verdict: true } } },
+  });
 }
 
 /** Moves a run between two states only if it is still in the first; a miss means someone else decided. */
@@ -131,47 +138,23 @@ async function transition(
   }
 }
 
-export async function decideRun(deps: ReviewDeps | Db, actor: Actor, raw: unknown): Promise<DecisionResult> {
+export async function decideRun({ db, startExecution }: ReviewDeps, actor: Actor, raw: unknown): Promise<DecisionResult> {
+  // The actor's part of decisionBlocker, before anything is read: requireScope's words, and a person.
   requireScope(actor, "runs:review");
   if (actor.type !== "user") throw new AppError("forbidden", "Only a person can review a run.");
-  const { db, startExecution } = "$transaction" in deps ? { db: deps, startExecution: undefined } : deps;
   const input = parseDecision(raw);
   const { runId, verdict, comment, seen } = input;
 
   const result = await db.$transaction(
     async (tx) => {
-      const run = await lockRun(tx, runId);
+      const run = await lockRun(tx, runId, actor.id);
       if (!run) throw new AppError("not_found", `No run ${runId}.`);
-      if (run.agent.ownerId === actor.id) {
-        throw new AppError("forbidden", `You own the agent ${run.agent.name}, so you cannot decide its runs; another reviewer must.`, {
-          details: { reason: "own_agent" },
-        });
-      }
-      if (run.reviewerRole && run.reviewerRole !== actor.role) {
-        throw new AppError("forbidden", `Policy asks a ${run.reviewerRole} to review this run; your role is ${actor.role}.`, {
-          details: { reason: "reviewer_role" },
-        });
-      }
-      if (run.status !== "pending_review") {
-        throw new AppError("conflict", `Run ${runId} is already ${run.status.replaceAll("_", " ")}; it is no longer waiting for review.`, {
-          details: { status: run.status },
-        });
-      }
-      if (run.reviewExpiresAt && run.reviewExpiresAt.getTime() <= Date.now()) {
-        throw new AppError("conflict", `The review of run ${runId} expired at ${run.reviewExpiresAt.toISOString()}; the agent must submit it again.`, {
-          details: { status: "expired" },
-        });
-      }
+      const blocker = decisionBlocker(run, actor);
+      if (blocker) throw decisionRefusal(blocker, run);
       const changed = bindingChanges(run, seen);
       if (changed.length > 0) {
         throw new AppError("conflict", `The run changed since you opened it (${changed.join(", ")}); reload the page and review it again.`, {
           details: { changed },
-        });
-      }
-      const mine = await tx.review.findUnique({ where: { runId_reviewerId: { runId, reviewerId: actor.id } }, select: { verdict: true } });
-      if (mine) {
-        throw new AppError("conflict", `You already voted on this run (${mine.verdict.replaceAll("_", " ")}); quorum needs a different person.`, {
-          details: { reason: "already_voted" },
         });
       }
       await tx.review.create({ data: { runId, reviewerId: actor.id, verdict, comment: comment ?? null } });
@@ -205,45 +188,8 @@ export async function decideRun(deps: ReviewDeps | Db, actor: Actor, raw: unknow
 
   if (result.status === "queued") {
     // Exactly one transaction moved this run to `queued`; only it starts the execution.
-    const start = startExecution ?? (await defaultStartExecution(db));
-    start(runId);
+    startExecution(runId);
   }
   void notifyDecision(db, result);
   return result;
-}
-
-async function defaultStartExecution(db: Db): Promise<RunDeps["startExecution"]> {
-  const { appRuntime } = await import("@/lib/runs/runtime");
-  const runtime = await appRuntime(db);
-  return (runId) => runtime.startExecution(runId);
-}
-
-/**
- * Expires pending reviews whose deadline passed: each run separately, conditionally on still
- * being `pending_review` and past its deadline, with its audit event. Safe to run from any number
- * of schedulers at once. Returns the ids it expired.
- */
-export async function expireReviews(db: Db, now: Date = new Date()): Promise<string[]> {
-  const due = await db.run.findMany({
-    where: { status: "pending_review", reviewExpiresAt: { lt: now } },
-    select: { id: true, reviewExpiresAt: true },
-    orderBy: { reviewExpiresAt: "asc" },
-    take: 500,
-  });
-  const expired: string[] = [];
-  const actor: Actor = { type: "system", name: "review-expiry" };
-  for (const run of due) {
-    const done = await db.$transaction((tx) =>
-      transitionRun(tx, actor, {
-        runId: run.id,
-        from: "pending_review",
-        to: "expired",
-        where: { reviewExpiresAt: { lt: now } },
-        data: { finishedAt: now },
-        audit: { reviewExpiresAt: run.reviewExpiresAt?.toISOString() ?? null },
-      }),
-    );
-    if (done) expired.push(run.id);
-  }
-  return expired;
 }

@@ -3,7 +3,7 @@ import { QueueTable } from "@/components/queue/queue-table";
 import { PageHeader } from "@/components/ui/primitives";
 import { requireUserPage } from "@/lib/auth/session";
 import { prisma } from "@/lib/db";
-import { parseQueueFilters, queueView } from "@/lib/review/presenter";
+import { parseQueueFilters, queueView } from "@/lib/review/queue-presenter";
 
 export const metadata: Metadata = { title: "Queue" };
 export const dynamic = "force-dynamic";

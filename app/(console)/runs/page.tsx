@@ -4,7 +4,7 @@ import { Badge, EmptyState, PageHeader, Table, Td } from "@/components/ui/primit
 import { Time } from "@/components/ui/time";
 import { requireUserPage } from "@/lib/auth/session";
 import { prisma } from "@/lib/db";
-import { recentRuns } from "@/lib/review/presenter";
+import { recentRuns } from "@/lib/review/queue-presenter";
 import { Inert } from "@/components/ui/inert";
 
 export const metadata: Metadata = { title: "Runs" };

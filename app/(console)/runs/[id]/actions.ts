@@ -10,11 +10,14 @@ import { decisionFormSchema, formFields } from "@/lib/review/forms";
 import { decideRun, type DecisionResult } from "@/lib/review/service";
 import { userAction, type ActionResult } from "@/lib/auth/user-action";
 import { cancelRun } from "@/lib/runs/cancel";
+import { appRuntime } from "@/lib/runs/runtime";
 
 export type DecisionState = ActionResult<DecisionResult> | null;
 export type CancelState = ActionResult<{ runId: string; status: string }> | null;
 
-const decide = userAction("runs:review", decisionFormSchema, (actor, input) => decideRun(prisma(), actor, input));
+const decide = userAction("runs:review", decisionFormSchema, async (actor, input) =>
+  decideRun({ db: prisma(), startExecution: (await appRuntime(prisma())).startExecution }, actor, input),
+);
 const cancel = userAction("runs:review", z.object({ runId: z.uuid("runId must be a run id") }).strict(), (actor, input) =>
   cancelRun({ db: prisma() }, actor, input.runId),
 );

@@ -23,7 +23,7 @@ import { Time } from "@/components/ui/time";
 import { isPageRefresh, recordRunViewed } from "@/lib/audit/access";
 import { requireUserPage } from "@/lib/auth/session";
 import { prisma } from "@/lib/db";
-import { runDetail } from "@/lib/review/presenter";
+import { runDetail } from "@/lib/review/run-presenter";
 import { cancelAction, decideAction } from "./actions";
 import { Inert } from "@/components/ui/inert";
 

@@ -1,0 +1,141 @@
+/**
+ * Read models of the lists: the review queue (`queueView`, `waitingForYouCount`) and the runs
+ * list (`recentRuns`).
+ *
+ * Returns plain, serializable DTOs, never Prisma objects: every string that came from an agent
+ * (agent names, purposes) passes through lib/review/inert.ts; hidden characters are kept, for
+ * components to render through components/ui/inert.tsx as marker elements. Whether the viewer may
+ * decide a queued run is ./decision-rules.ts decisionBlocker, the rule decideRun enforces; the
+ * queue only *offers* with it.
+ */
+import "server-only";
+import type { UserActor } from "@/lib/auth/session";
+import type { Finding } from "@/lib/contracts/analysis";
+import { hasScope } from "@/lib/contracts/scopes";
+import type { Db } from "@/lib/db";
+import { decisionBlocker, type DecisionBlockerCode } from "./decision-rules";
+import { inertText } from "@/lib/untrusted/inert";
+import { isEffect, riskOf, runFacts, type Effect, type Risk } from "./risk";
+
+export type QueueFilters = { agent?: string; effect?: Effect };
+
+export function parseQueueFilters(params: Record<string, string | string[] | undefined> | URLSearchParams): QueueFilters {
+  const get = (key: string) => {
+    const value = params instanceof URLSearchParams ? params.get(key) : params[key];
+    return typeof value === "string" && value.length > 0 && value.length <= 200 ? value : undefined;
+  };
+  const effect = get("effect");
+  return { agent: get("agent"), effect: isEffect(effect) ? effect : undefined };
+}
+
+export type QueueItem = {
+  id: string;
+  agent: string;
+  purpose: string;
+  createdAt: string;
+  reviewExpiresAt: string | null;
+  effect: Effect;
+  openWorld: boolean;
+  dataClasses: string[];
+  findings: { critical: number; warning: number };
+  risk: Risk;
+  approvalsRequired: number;
+  approvals: string[];
+  /** Why this viewer cannot decide it (decisionBlocker's code; null: they can). */
+  blockedBecause: DecisionBlockerCode | null;
+};
+
+export type QueueView = {
+  items: QueueItem[];
+  total: number;
+  waitingForYou: number;
+  agents: string[];
+  filters: QueueFilters;
+  generatedAt: string;
+};
+
+export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters = {}): Promise<QueueView> {
+  const now = new Date();
+  const rows = await db.run.findMany({
+    where: { status: "pending_review" },
+    orderBy: { createdAt: "asc" },
+    take: 500,
+    select: {
+      id: true,
+      status: true,
+      purpose: true,
+      createdAt: true,
+      reviewExpiresAt: true,
+      facts: true,
+      findings: true,
+      approvalsRequired: true,
+      reviewerRole: true,
+      agent: { select: { name: true, ownerId: true } },
+      reviews: { select: { reviewerId: true, verdict: true, reviewer: { select: { email: true } } } },
+    },
+  });
+  const all = rows.map((run): QueueItem => {
+    const facts = runFacts(run.facts);
+    const findings = (run.findings ?? []) as Finding[];
+    return {
+      id: run.id,
+      agent: inertText(run.agent.name, 200),
+      purpose: inertText(run.purpose, 500),
+      createdAt: run.createdAt.toISOString(),
+      reviewExpiresAt: run.reviewExpiresAt?.toISOString() ?? null,
+      effect: facts.effect,
+      openWorld: facts.openWorld,
+      dataClasses: facts.dataClasses,
+      findings: {
+        critical: findings.filter((f) => f.severity === "critical" || f.severity === "error").length,
+        warning: findings.filter((f) => f.severity === "warning").length,
+      },
+      risk: riskOf(facts, findings),
+      approvalsRequired: Math.max(1, run.approvalsRequired),
+      approvals: run.reviews.filter((r) => r.verdict === "approve").map((r) => r.reviewer.email),
+      blockedBecause: decisionBlocker(run, viewer, now)?.code ?? null,
+    };
+  });
+  const items = all
+    .filter((item) => (!filters.agent || item.agent === filters.agent) && (!filters.effect || item.effect === filters.effect))
+    .sort((a, b) => b.risk.score - a.risk.score || a.createdAt.localeCompare(b.createdAt));
+  return {
+    items,
+    total: all.length,
+    waitingForYou: all.filter((item) => item.blockedBecause === null).length,
+    agents: [...new Set(all.map((item) => item.agent))].sort(),
+    filters,
+    generatedAt: now.toISOString(),
+  };
+}
+
+/**
+ * Runs this viewer could decide now: decisionBlocker's rules as one count query (pending, not past
+ * the deadline, not of an agent they own, their reviewer role, not voted on yet).
+ */
+export async function waitingForYouCount(db: Db, viewer: UserActor): Promise<number> {
+  if (!hasScope(viewer, "runs:review")) return 0;
+  return db.run.count({
+    where: {
+      status: "pending_review",
+      agent: { ownerId: { not: viewer.id } },
+      reviews: { none: { reviewerId: viewer.id } },
+      AND: [{ OR: [{ reviewerRole: null }, { reviewerRole: viewer.role }] }, { OR: [{ reviewExpiresAt: null }, { reviewExpiresAt: { gt: new Date() } }] }],
+    },
+  });
+}
+
+export type RunRow = { id: string; agent: string; status: string; purpose: string; decision: string | null; createdAt: string };
+
+/** The runs list: newest first. */
+export async function recentRuns(db: Db, take = 100): Promise<RunRow[]> {
+  const rows = await db.run.findMany({ orderBy: { createdAt: "desc" }, take, include: { agent: { select: { name: true } } } });
+  return rows.map((run) => ({
+    id: run.id,
+    agent: inertText(run.agent.name, 200),
+    status: run.status,
+    purpose: inertText(run.purpose, 300),
+    decision: run.decision,
+    createdAt: run.createdAt.toISOString(),
+  }));
+}

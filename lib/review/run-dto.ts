@@ -1,0 +1,115 @@
+/**
+ * The shape of the run page's read model (./run-presenter.ts runDetail): types only, no code.
+ *
+ * Guarantees of every value of these types, as runDetail builds them: plain and serializable
+ * (strings, numbers, booleans, arrays, records; dates as ISO strings), never a Prisma object;
+ * every string that came from an agent, a script, a tool or a dataset is inert text
+ * (./inert.ts), to be rendered through components/ui/inert.tsx. Code keeps every character, to be
+ * marked, never dropped.
+ */
+import type { DecidedRunLimits } from "@/lib/runs/limits";
+import type { DecisionBlockerCode } from "./decision-rules";
+import type { LineDiff } from "@/lib/untrusted/diff";
+import type { HighlightedLine } from "./highlight";
+import type { Risk, RunFacts } from "./risk";
+
+export type CapabilityItem = {
+  name: string;
+  server: string;
+  tool: string;
+  known: boolean;
+  description: string | null;
+  dataClass: string | null;
+  quarantined: boolean;
+  annotations: { title: string | null; readOnly: boolean | null; destructive: boolean | null; idempotent: boolean | null; openWorld: boolean | null };
+};
+
+export type InputItem = {
+  name: string;
+  dataClass: string;
+  sizeBytes: number | null;
+  mediaType: string | null;
+  sha256: string;
+  /** The dataset content no longer matches the digest approved at intake. */
+  changed: boolean;
+  preview: string | null;
+  previewTruncated: boolean;
+};
+
+export type FindingItem = { code: string; severity: string; message: string; line: number; column: number };
+
+export type ReviewItem = { reviewer: string; email: string; verdict: string; comment: string | null; at: string };
+
+export type TimelineItem = { id: string; at: string; action: string; actor: string; data: string };
+
+export type ToolCallItem = { seq: number; name: string; durationMs: number; outcome: string; error: string | null; args: string; result: string; at: string };
+
+export type CodeView = { lines: HighlightedLine[]; findingsByLine: Record<number, FindingItem[]>; hiddenCharacters: boolean };
+
+export type ReasonItem = { policyId: string; text: string; source: string };
+
+export type ProvenanceView = { model: string | null; conversationId: string | null; prompt: string | null; promptLength: number };
+
+export type PreviousAttempt = { id: string; createdAt: string; status: string; diff: LineDiff };
+
+export type SameCodeItem = { id: string; createdAt: string; agent: string; status: string; decision: string | null; reviewers: string[] };
+
+export type OutcomeView = {
+  result: string | null;
+  logs: { level: string; text: string }[];
+  stats: { wallMs: number | null; cpuMs: number | null; peakRssMb: number | null; toolCalls: number | null };
+  flags: string[];
+  truncated: boolean;
+  artifacts: { name: string; sizeBytes: number; sha256: string }[];
+  error: { code: string; message: string; untrusted: boolean } | null;
+  isolation: string | null;
+};
+
+/** The facts an approval is bound to, sent back with the decision as hidden fields. */
+export type DecisionBinding = { codeSha256: string; capabilitySet: string[]; inputsDigest: string; policyVersionId: string | null };
+
+export type ViewerView = {
+  /** Holds runs:review (sees the decision panel; the form itself only when canDecide). */
+  reviewer: boolean;
+  canDecide: boolean;
+  /** decisionBlocker's code when the viewer may not decide (null: they may). */
+  cannotDecideCode: DecisionBlockerCode | null;
+  /** Why the decision form is not offered, in decisionBlocker's words (the ones decideRun refuses with). */
+  cannotDecideBecause: string | null;
+  canCancel: boolean;
+  myVerdict: string | null;
+};
+
+export type RunDetail = {
+  id: string;
+  status: string;
+  decision: string | null;
+  purpose: string;
+  language: string;
+  agent: { name: string; owner: string };
+  createdAt: string;
+  reviewExpiresAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  code: CodeView;
+  findings: FindingItem[];
+  facts: RunFacts;
+  risk: Risk;
+  capabilities: CapabilityItem[];
+  /** The limits the run is decided on and runs with; null for runs stored before they existed. */
+  limits: DecidedRunLimits | null;
+  inputs: InputItem[];
+  reasons: ReasonItem[];
+  policyVersion: number | null;
+  approvalsRequired: number;
+  reviewerRole: string | null;
+  reviews: ReviewItem[];
+  provenance: ProvenanceView;
+  previousAttempt: PreviousAttempt | null;
+  sameCode: SameCodeItem[];
+  timeline: TimelineItem[];
+  outcome: OutcomeView | null;
+  toolCalls: ToolCallItem[];
+  binding: DecisionBinding;
+  viewer: ViewerView;
+};

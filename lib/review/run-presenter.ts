@@ -1,0 +1,164 @@
+/**
+ * The run page's read model: `runDetail(db, id, viewer)` returns a RunDetail (./run-dto.ts) or
+ * null when there is no such run.
+ *
+ * Guarantees: a plain, serializable DTO, never a Prisma object (rows are loaded here and copied
+ * section by section in ./run-sections.ts); every string that came from an agent, a script, a tool
+ * or a dataset is inert text (./inert.ts), hidden characters kept for components/ui/inert.tsx to
+ * mark; the code shown is the code that runs. `viewer` decides only what is *offered* (the
+ * decision form, the cancel button), with ./decision-rules.ts decisionBlocker — the same rule
+ * decideRun enforces again on the server, so the page's reason is the refusal's words.
+ */
+import { runColumn } from "@/lib/contracts/run-columns";
+import "server-only";
+import type { UserActor } from "@/lib/auth/session";
+import type { Db } from "@/lib/db";
+import { parseRunLimits } from "@/lib/runs/limits";
+import { inertText } from "@/lib/untrusted/inert";
+import { riskOf, runFacts } from "./risk";
+import type { RunDetail } from "./run-dto";
+import {
+  capabilityItems,
+  codeView,
+  findingItems,
+  inputItems,
+  outcomeView,
+  previousAttemptView,
+  provenanceView,
+  reasonItems,
+  reviewItems,
+  sameCodeItems,
+  splitCapability,
+  timelineItems,
+  toolCallItems,
+  viewerView,
+  type ActorNames,
+} from "./run-sections";
+
+const UUID = /^[0-9a-f-]{36}$/i;
+
+/** The run with what the page shows of it directly: agent and owner, policy version, votes, tool calls. */
+function loadRun(db: Db, id: string) {
+  return db.run.findUnique({
+    where: { id },
+    include: {
+      agent: { select: { name: true, ownerId: true, owner: { select: { email: true } } } },
+      policyVersion: { select: { version: true } },
+      reviews: { orderBy: { createdAt: "asc" }, include: { reviewer: { select: { email: true, name: true } } } },
+      toolCalls: { orderBy: { seq: "asc" } },
+    },
+  });
+}
+
+type LoadedRun = NonNullable<Awaited<ReturnType<typeof loadRun>>>;
+
+/** The registry rows of the capability set's tools. */
+function loadTools(db: Db, capabilitySet: string[]) {
+  if (capabilitySet.length === 0) return Promise.resolve([]);
+  return db.upstreamTool.findMany({
+    where: { OR: capabilitySet.map(splitCapability).map(({ server, tool }) => ({ server: { name: server }, name: tool })) },
+    include: { server: { select: { name: true, dataClass: true } } },
+  });
+}
+
+/** The agent's previous attempt in the same conversation, if it named one. */
+function loadPreviousAttempt(db: Db, run: LoadedRun, conversationId: string | undefined) {
+  if (!conversationId) return Promise.resolve(null);
+  return db.run.findFirst({
+    where: {
+      agentId: run.agentId,
+      id: { not: run.id },
+      createdAt: { lt: run.createdAt },
+      provenance: { path: ["conversationId"], equals: conversationId },
+    },
+    orderBy: { createdAt: "desc" },
+    select: { id: true, createdAt: true, status: true, code: true },
+  });
+}
+
+/** Up to ten other runs of the same code (by sha256), newest first, with their votes. */
+function loadSameCode(db: Db, run: LoadedRun) {
+  return db.run.findMany({
+    where: { codeSha256: run.codeSha256, id: { not: run.id } },
+    orderBy: { createdAt: "desc" },
+    take: 10,
+    select: {
+      id: true,
+      createdAt: true,
+      status: true,
+      decision: true,
+      agent: { select: { name: true } },
+      reviews: { select: { verdict: true, reviewer: { select: { email: true } } } },
+    },
+  });
+}
+
+/** The run's audit events (up to 500, oldest first). */
+function loadEvents(db: Db, runId: string) {
+  return db.auditEvent.findMany({ where: { subjectType: "run", subjectId: runId }, orderBy: { id: "asc" }, take: 500 });
+}
+
+/** Emails of the people and names of the agents that appear in the timeline. */
+async function loadActorNames(db: Db, events: { actorType: string; actorId: string | null }[]): Promise<ActorNames> {
+  const idsOf = (type: string) => [...new Set(events.filter((e) => e.actorType === type && e.actorId).map((e) => e.actorId!))];
+  const userIds = idsOf("user");
+  const agentIds = idsOf("agent");
+  const [users, agents] = await Promise.all([
+    userIds.length ? db.user.findMany({ where: { id: { in: userIds } }, select: { id: true, email: true } }) : [],
+    agentIds.length ? db.agent.findMany({ where: { id: { in: agentIds } }, select: { id: true, name: true } }) : [],
+  ]);
+  return { emails: new Map(users.map((u) => [u.id, u.email])), agents: new Map(agents.map((a) => [a.id, a.name])) };
+}
+
+export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<RunDetail | null> {
+  if (!UUID.test(id)) return null;
+  const run = await loadRun(db, id);
+  if (!run) return null;
+
+  const capabilitySet = runColumn(run, "capabilitySet") ?? [];
+  const provenance = runColumn(run, "provenance") ?? {};
+  const inputs = runColumn(run, "inputs") ?? [];
+  const [tools, datasets, previous, sameCode, events] = await Promise.all([
+    loadTools(db, capabilitySet),
+    db.dataset.findMany({ where: { id: { in: inputs.map((i) => i.datasetId) } } }),
+    loadPreviousAttempt(db, run, provenance.conversationId),
+    loadSameCode(db, run),
+    loadEvents(db, run.id),
+  ]);
+  const names = await loadActorNames(db, events);
+
+  const findings = findingItems(runColumn(run, "findings") ?? []);
+  const facts = runFacts(run.facts);
+  return {
+    id: run.id,
+    status: run.status,
+    decision: run.decision,
+    purpose: inertText(run.purpose, 2_000),
+    language: run.language,
+    agent: { name: inertText(run.agent.name, 200), owner: run.agent.owner.email },
+    createdAt: run.createdAt.toISOString(),
+    reviewExpiresAt: run.reviewExpiresAt?.toISOString() ?? null,
+    startedAt: run.startedAt?.toISOString() ?? null,
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+    code: codeView(run.code, findings),
+    findings,
+    facts,
+    risk: riskOf(facts, findings),
+    capabilities: capabilityItems(capabilitySet, tools),
+    limits: parseRunLimits(run),
+    inputs: inputItems(inputs, datasets),
+    reasons: reasonItems(runColumn(run, "decisionReasons") ?? []),
+    policyVersion: run.policyVersion?.version ?? null,
+    approvalsRequired: run.approvalsRequired,
+    reviewerRole: run.reviewerRole,
+    reviews: reviewItems(run.reviews),
+    provenance: provenanceView(provenance),
+    previousAttempt: previousAttemptView(previous, run.code),
+    sameCode: sameCodeItems(sameCode),
+    timeline: timelineItems(events, names),
+    outcome: outcomeView(run),
+    toolCalls: toolCallItems(run.toolCalls),
+    binding: { codeSha256: run.codeSha256, capabilitySet, inputsDigest: run.inputsDigest, policyVersionId: run.policyVersionId },
+    viewer: viewerView(run, viewer),
+  };
+}
