@@ -1,8 +1,10 @@
 /**
- * `npm run bench:mcp` — the agent door's costs (issue 4), printed as one JSON object:
+ * `npm run bench:mcp` — the agent door's costs, printed as one JSON object:
  *
- * - tokens of the whole `tools/list` answer and of a `search_tools` detail=full answer for one
- *   tool, counted with a real tokenizer (gpt-tokenizer, o200k_base), with the 1,500-token budget;
+ * - tokens of the whole `tools/list` answer (five tools, input and output schemas generated from
+ *   zod) and of a `search_tools` detail=full answer for one tool, counted with a real tokenizer
+ *   (gpt-tokenizer, o200k_base), with the 1,100-token budget for tools/list (`withinBudget`); the
+ *   search answer whole (text and structuredContent) and its text alone;
  * - submit → decision latency through the MCP endpoint (SDK client → HTTP → auth → intake →
  *   analysis → Cedar → PostgreSQL), p50/p95, for a script that policy escalates (no execution);
  *   the baseline in the same run is a `tools/list` round trip over the same connection, so the
@@ -27,6 +29,7 @@ import { seedDemo } from "@/lib/demo/seed";
 import { setEnvForChildren } from "@/lib/env";
 
 const SUBMITS = 200;
+const TOOLS_LIST_BUDGET = 1100;
 
 function summarize(samples: number[]) {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -74,6 +77,8 @@ async function main() {
   const toolsListTokens = encode(JSON.stringify(list)).length;
   const full = await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } });
   const fullTokens = encode(JSON.stringify(full)).length;
+  // The text alone: a client that hands the model either structuredContent or the text pays this.
+  const fullTextTokens = encode((full.content as { type: string; text: string }[])[0]!.text).length;
 
   const baseline: number[] = [];
   const submits: number[] = [];
@@ -95,7 +100,15 @@ async function main() {
       {
         benchmark: "mcp",
         node: process.version,
-        tokens: { tokenizer: "o200k_base", toolsList: toolsListTokens, budget: 1500, searchToolsFullOneTool: fullTokens },
+        tokens: {
+          tokenizer: "o200k_base",
+          toolsList: toolsListTokens,
+          budget: TOOLS_LIST_BUDGET,
+          withinBudget: toolsListTokens <= TOOLS_LIST_BUDGET,
+          withOutputSchemas: list.tools.every((tool) => tool.outputSchema !== undefined),
+          searchToolsFullOneTool: fullTokens,
+          searchToolsFullOneToolText: fullTextTokens,
+        },
         submitToDecisionMs: summarize(submits),
         baselineToolsListRoundTripMs: summarize(baseline),
       },

@@ -7,7 +7,7 @@
  * - `run.result_read {via, dataClasses, status}` whenever a run's result is handed to the agent
  *   (get_run, submit_run when it answers with the result, tasks/result) and the run touches
  *   regulated data — its inputs' classes or its tools' (facts.dataClasses), see
- *   REGULATED_DATA_CLASSES in lib/intake/analyze.ts.
+ *   REGULATED_DATA_CLASSES in lib/contracts/data-classes.ts.
  * Refusals (auth.forbidden) go through lib/audit/access.ts; rejected tokens through
  * lib/auth/token-rejections.ts.
  */
@@ -15,7 +15,7 @@ import { recordAudit, type AuditEventInput } from "@/lib/audit/record";
 import type { Db } from "@/lib/db";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { AppError } from "@/lib/errors";
-import { touchesRegulatedData } from "@/lib/intake/analyze";
+import { touchesRegulatedData } from "@/lib/contracts/data-classes";
 import type { AgentActor } from "@/lib/runs/service";
 
 export async function recordAgentRead(db: Db, agent: AgentActor, event: Omit<AuditEventInput, "actor">): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * The agent door: `/api/mcp` over Streamable HTTP (DESIGN.md "Who uses it").
+ * The agent door: `/api/mcp` over Streamable HTTP.
  *
  * Each request is handled by a fresh MCP server and a stateless transport: nothing about one
  * request (its agent, its scopes) can leak into another, and any number of web processes can

@@ -2,7 +2,9 @@
  * What the MCP door audits, through the real server factory (the one /api/mcp builds per request)
  * and the SDK's Client over an in-memory transport pair, on real PostgreSQL and the demo ledger
  * upstream: searches, input listings, reads of regulated results (get_run and tasks/result) and
- * refusals for a missing scope.
+ * refusals for a missing scope. Also the tools' contract: tools/list generated from the zod
+ * schemas (constraints, output schemas, its token budget), structured results, and one error
+ * classification for the tool and the task path.
  */
 import { createHash } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
@@ -10,10 +12,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { CallToolResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CreateTaskResultSchema } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
+import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { encode } from "gpt-tokenizer";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
-import { isScope, type Actor } from "@/lib/auth/scopes";
+import { isScope, type Actor } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
 import { prisma } from "@/lib/db";
 import { setEnvForChildren } from "@/lib/env";
@@ -21,12 +25,16 @@ import { createDataset } from "@/lib/runs/datasets";
 import { appRuntime } from "@/lib/runs/runtime";
 import type { AgentActor } from "@/lib/runs/service";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { AppError } from "@/lib/errors";
+import { BudgetExceeded } from "@/lib/intake/submit";
+import { classifyMcpError, taskRefusal, toolFailure } from "./errors";
 import { createMcpServer } from "./server";
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
 let agent: AgentActor;
 let limited: AgentActor;
+let readOnly: AgentActor;
 const clients: Client[] = [];
 
 async function makeAgent(name: string, scopes?: ("runs:submit" | "runs:read" | "tools:read" | "inputs:read")[]): Promise<AgentActor> {
@@ -70,7 +78,13 @@ async function finishedRun(
       requestDigest: digest,
       decision: status === "succeeded" ? "allow" : "escalate",
       facts: { effect: "read_only", openWorld: false, dataClasses: options.dataClasses ?? [], toolCount: 1 },
-      ...(status === "succeeded" ? { result: { customers: 3 }, stats: { logs: [], flags: [] }, finishedAt: new Date() } : {}),
+      ...(status === "succeeded"
+        ? {
+            result: { customers: 3 },
+            execution: { wallMs: 1, cpuMs: 1, peakRssMb: 1, toolCalls: 1, logs: [], flags: [], truncated: false, artifacts: [] },
+            finishedAt: new Date(),
+          }
+        : {}),
     },
   });
 }
@@ -91,6 +105,7 @@ beforeAll(async () => {
   });
   agent = await makeAgent("analyst");
   limited = await makeAgent("reader-only", ["runs:submit"]);
+  readOnly = await makeAgent("no-submit", ["runs:read", "tools:read"]);
 }, 120_000);
 
 afterAll(async () => {
@@ -182,5 +197,181 @@ describe("MCP audit coverage", () => {
     // Nothing was searched, listed or read.
     expect(await eventsOf("tools.searched", limited.id)).toHaveLength(0);
     expect(await eventsOf("inputs.listed", limited.id)).toHaveLength(0);
+  });
+});
+
+/** What a call failed with: a protocol error's code and message, or an isError result's typed code. */
+async function outcome(call: Promise<unknown>): Promise<{ protocol?: number; code?: string; message: string }> {
+  try {
+    const result = (await call) as CallToolResult;
+    const error = (payload(result) as { error?: { code: string; message: string } }).error;
+    if (!result.isError || !error) throw new Error(`expected a failure, got ${JSON.stringify(result)}`);
+    return { code: error.code, message: error.message };
+  } catch (error) {
+    if (!(error instanceof McpError)) throw error;
+    return { protocol: error.code, message: error.message };
+  }
+}
+
+const ESCALATED = `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "hello" });`;
+
+function asTask(client: Client, args: Record<string, unknown>) {
+  return client.request({ method: "tools/call", params: { name: "submit_run", arguments: args, task: {} } }, CreateTaskResultSchema);
+}
+
+describe("MCP tool contract", () => {
+  it("tools/list: the five tools, each with a closed input schema and an output schema generated from zod, within 1,100 tokens", async () => {
+    const client = await connect(agent);
+    const list = await client.listTools();
+    const byName = Object.fromEntries(list.tools.map((tool) => [tool.name, tool]));
+    expect(Object.keys(byName).sort()).toEqual(["cancel_run", "get_run", "list_inputs", "search_tools", "submit_run"]);
+    for (const tool of list.tools) {
+      expect(tool.inputSchema).toMatchObject({ type: "object", additionalProperties: false });
+      expect(tool.outputSchema).toMatchObject({ type: "object", properties: expect.any(Object) });
+      expect(tool.description!.length).toBeGreaterThan(10);
+    }
+    expect(JSON.stringify(list)).not.toContain("$schema");
+    expect(encode(JSON.stringify(list)).length).toBeLessThanOrEqual(1100);
+
+    // The constraints the zod schemas enforce are published.
+    const submit = byName.submit_run!.inputSchema.properties as Record<string, Record<string, unknown>>;
+    expect(byName.submit_run!.inputSchema.required).toEqual(["code", "purpose"]);
+    expect(submit.code).toMatchObject({ type: "string", minLength: 1, description: "The script" });
+    expect(submit.purpose).toMatchObject({ maxLength: 2000 });
+    expect(submit.language).toMatchObject({ enum: ["typescript", "javascript"], default: "typescript" });
+    expect(submit.inputs).toMatchObject({ maxItems: 20, items: { type: "string", maxLength: 128 } });
+    expect(submit.idempotencyKey).toMatchObject({ minLength: 1, maxLength: 200 });
+    expect(submit.provenance).toMatchObject({ additionalProperties: false, properties: { prompt: { maxLength: 20000 }, model: { maxLength: 200 } } });
+    expect(byName.get_run!.inputSchema.properties).toMatchObject({
+      runId: { type: "string", format: "uuid", description: "From submit_run" },
+      waitSeconds: { type: "number", minimum: 0, maximum: 60 },
+    });
+    expect(byName.search_tools!.inputSchema.properties).toMatchObject({
+      query: { maxLength: 200 },
+      server: { maxLength: 64 },
+      detail: { enum: ["name", "summary", "full"], default: "summary" },
+    });
+    expect(byName.cancel_run!.inputSchema).toMatchObject({ required: ["runId"], properties: { runId: { format: "uuid" } } });
+    expect(byName.submit_run!.execution).toEqual({ taskSupport: "optional" });
+    expect(byName.get_run!.outputSchema).toEqual(byName.submit_run!.outputSchema);
+
+    // …and enforced as published.
+    const waitTooLong = await outcome(client.callTool({ name: "get_run", arguments: { runId: "00000000-0000-4000-8000-000000000000", waitSeconds: 61 } }));
+    expect(waitTooLong).toMatchObject({ protocol: ErrorCode.InvalidParams, message: expect.stringContaining("waitSeconds") });
+    const longQuery = await outcome(client.callTool({ name: "search_tools", arguments: { query: "x".repeat(201) } }));
+    expect(longQuery).toMatchObject({ protocol: ErrorCode.InvalidParams, message: expect.stringContaining("query") });
+    const extra = await outcome(client.callTool({ name: "list_inputs", arguments: { unexpected: true } }));
+    expect(extra.protocol).toBe(ErrorCode.InvalidParams);
+  });
+
+  it("every result carries structuredContent equal to its JSON text, valid against the output schema", async () => {
+    const client = await connect(agent);
+    await client.listTools(); // the SDK client then validates structuredContent against each outputSchema
+    const run = await finishedRun(agent, { dataClasses: ["internal"] });
+    const waiting = await finishedRun(agent, { status: "pending_review" });
+    const submitted = await client.callTool({ name: "submit_run", arguments: { code: "return 1;", purpose: "structured", language: "javascript" } });
+    const results = [
+      await client.callTool({ name: "search_tools", arguments: { query: "invoices" } }),
+      await client.callTool({ name: "list_inputs", arguments: {} }),
+      await client.callTool({ name: "get_run", arguments: { runId: run.id } }),
+      submitted,
+      await client.callTool({ name: "cancel_run", arguments: { runId: waiting.id } }),
+    ];
+    for (const result of results) {
+      const text = (result.content as { type: string; text: string }[])[0]!.text;
+      expect(result.structuredContent, text).toBeDefined();
+      expect(result.structuredContent).toStrictEqual(JSON.parse(text));
+      expect(text).toBe(JSON.stringify(result.structuredContent));
+    }
+    expect(results[2]!.structuredContent).toMatchObject({ runId: run.id, status: "succeeded", result: { customers: 3 } });
+    expect(submitted.structuredContent).toMatchObject({ runId: expect.any(String), decision: expect.any(String) });
+    expect(results[4]!.structuredContent).toEqual({ runId: waiting.id, status: "cancelled" });
+
+    // A run that did not succeed is an isError result that still carries the run.
+    const denied = await client.callTool({ name: "submit_run", arguments: { code: `return eval("1")`, purpose: "denied", language: "javascript" } });
+    expect(denied.isError).toBe(true);
+    expect(denied.structuredContent).toMatchObject({ status: "denied", error: { code: "POLICY_DENIED" } });
+    expect(denied.structuredContent).toStrictEqual(JSON.parse((denied.content as { text: string }[])[0]!.text));
+
+    // So does tasks/result.
+    const viaTask = await client.experimental.tasks.getTaskResult(run.id, CallToolResultSchema);
+    expect(viaTask.structuredContent).toStrictEqual(JSON.parse((viaTask.content[0] as { text: string }).text));
+  });
+
+  it("classifies failures the same way on the tool path and the task path", async () => {
+    const client = await connect(agent);
+    // Malformed: InvalidParams on both.
+    for (const args of [{ purpose: "no code" }, { code: "return 1;", purpose: "x", extra: 1 }]) {
+      const tool = await outcome(client.callTool({ name: "submit_run", arguments: args }));
+      const task = await outcome(asTask(client, args));
+      expect(tool).toMatchObject({ protocol: ErrorCode.InvalidParams });
+      expect(task).toEqual(tool);
+    }
+    // An outcome to act on: a typed isError result on the tool path, InvalidRequest with the same code on the task path.
+    await client.callTool({ name: "submit_run", arguments: { code: ESCALATED, purpose: "first", idempotencyKey: "same-key" } });
+    const changed = { code: ESCALATED, purpose: "changed body", idempotencyKey: "same-key" };
+    const toolConflict = await outcome(client.callTool({ name: "submit_run", arguments: changed }));
+    const taskConflict = await outcome(asTask(client, changed));
+    expect(toolConflict).toMatchObject({ code: "CONFLICT" });
+    expect(taskConflict).toEqual({ protocol: ErrorCode.InvalidRequest, message: expect.stringContaining(`CONFLICT: ${toolConflict.message}`) });
+
+    // A missing scope: the same, and audited on both paths with the tool as the door.
+    const refused = await connect(readOnly);
+    const toolForbidden = await outcome(refused.callTool({ name: "submit_run", arguments: { code: ESCALATED, purpose: "x" } }));
+    const taskForbidden = await outcome(asTask(refused, { code: ESCALATED, purpose: "x" }));
+    expect(toolForbidden).toMatchObject({ code: "FORBIDDEN", message: expect.stringContaining("runs:submit") });
+    expect(taskForbidden).toEqual({ protocol: ErrorCode.InvalidRequest, message: expect.stringContaining(`FORBIDDEN: ${toolForbidden.message}`) });
+    expect((await eventsOf("auth.forbidden", readOnly.id)).map((e) => e.data)).toEqual([
+      { scope: "runs:submit", door: "mcp:submit_run" },
+      { scope: "runs:submit", door: "mcp:submit_run" },
+    ]);
+
+    // Unknown tools, and tasks of tools that do not run as tasks, are InvalidParams.
+    expect(await outcome(client.callTool({ name: "no_such_tool", arguments: {} }))).toMatchObject({
+      protocol: ErrorCode.InvalidParams,
+      message: expect.stringContaining("Unknown tool"),
+    });
+    const getAsTask = client.request({ method: "tools/call", params: { name: "get_run", arguments: {}, task: {} } }, CreateTaskResultSchema);
+    expect(await outcome(getAsTask)).toMatchObject({ protocol: ErrorCode.InvalidParams });
+  });
+
+  it("the mapper: the same class for every kind of failure on both paths; the unexpected is logged and never shown", () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const cases: [unknown, string, number | "result"][] = [
+      [new McpError(ErrorCode.InvalidParams, "bad"), "protocol", ErrorCode.InvalidParams],
+      [new AppError("bad_request", "purpose: required"), "malformed", ErrorCode.InvalidParams],
+      [new AppError("payload_too_large", "code is too big"), "malformed", ErrorCode.InvalidParams],
+      [new AppError("not_found", "No run"), "outcome", "result"],
+      [new AppError("conflict", "Key reused"), "outcome", "result"],
+      [new BudgetExceeded("Too many runs"), "outcome", "result"],
+      [new Error("secret connection string"), "unexpected", ErrorCode.InternalError],
+    ];
+    for (const [error, kind, onToolPath] of cases) {
+      expect(classifyMcpError(error).kind).toBe(kind);
+      const task = taskRefusal(error);
+      if (onToolPath === "result") {
+        const result = toolFailure(error);
+        const body = JSON.parse((result.content[0] as { text: string }).text) as { error: { code: string; message: string } };
+        expect(result.isError).toBe(true);
+        expect(result.structuredContent).toBeUndefined();
+        expect(task.code).toBe(ErrorCode.InvalidRequest);
+        expect(task.message).toContain(`${body.error.code}: ${body.error.message}`);
+      } else {
+        let thrown: unknown;
+        try {
+          toolFailure(error);
+        } catch (caught) {
+          thrown = caught;
+        }
+        expect(thrown).toBeInstanceOf(McpError);
+        expect((thrown as McpError).code).toBe(onToolPath);
+        expect(task.code).toBe(onToolPath);
+        expect(task.message).toBe((thrown as McpError).message);
+      }
+      expect(task.message).not.toContain("secret");
+    }
+    expect(classifyMcpError(new BudgetExceeded("x"))).toMatchObject({ code: "BUDGET_EXCEEDED" });
+    expect(logged).toHaveBeenCalledTimes(2);
+    logged.mockRestore();
   });
 });

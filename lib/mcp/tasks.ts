@@ -16,7 +16,7 @@
 import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import { ErrorCode, McpError, type Result, type Task } from "@modelcontextprotocol/sdk/types.js";
 import { recordForbidden } from "@/lib/audit/access";
-import { requireScope, type Scope } from "@/lib/auth/scopes";
+import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import type { Run } from "@/lib/generated/prisma/client";
 import { cancelRun } from "@/lib/runs/cancel";

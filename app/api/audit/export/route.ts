@@ -4,60 +4,48 @@
  * ("audit.exported") before the first byte is sent. The manifest is the first JSONL line, and
  * for both formats also the X-Airlock-Manifest header (JSON, non-ASCII escaped).
  */
-import { NextResponse, type NextRequest } from "next/server";
+import { NextResponse } from "next/server";
 import { EXPORT_FORMATS, type ExportFormat } from "@/lib/audit/export";
 import { filtersFromSearchParams } from "@/lib/audit/filters";
 import { exportAudited } from "@/lib/audit/service";
-import { recordForbidden } from "@/lib/audit/access";
-import { currentUser } from "@/lib/auth/session";
-import { requireScope } from "@/lib/auth/scopes";
+import { userRoute } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
-import { AppError, toPublicError } from "@/lib/errors";
+import { AppError } from "@/lib/errors";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
 const CONTENT_TYPE: Record<ExportFormat, string> = { jsonl: "application/x-ndjson; charset=utf-8", csv: "text/csv; charset=utf-8" };
 
-export async function GET(request: NextRequest) {
-  let user: Awaited<ReturnType<typeof currentUser>> = null;
-  try {
-    user = await currentUser();
-    requireScope(user, "audit:export");
-    const format = request.nextUrl.searchParams.get("format") ?? "";
-    if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new AppError("bad_request", "format must be jsonl or csv");
-    const parsed = filtersFromSearchParams(request.nextUrl.searchParams, ["format"]);
-    if (!parsed.ok) throw new AppError("bad_request", parsed.error);
-    const { manifest, rows } = await exportAudited(prisma(), user, parsed.filters, format as ExportFormat);
-    const encoder = new TextEncoder();
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        try {
-          const next = await rows.next();
-          if (next.done) controller.close();
-          else controller.enqueue(encoder.encode(next.value));
-        } catch (error) {
-          console.error("audit export failed while streaming", error);
-          controller.error(error);
-        }
-      },
-      async cancel() {
-        await rows.return(undefined);
-      },
-    });
-    const stamp = manifest.exportedAt.replace(/[-:]/g, "").slice(0, 15);
-    return new NextResponse(body, {
-      headers: {
-        "content-type": CONTENT_TYPE[format as ExportFormat],
-        "content-disposition": `attachment; filename="airlock-audit-${stamp}.${format}"`,
-        "cache-control": "no-store",
-        "x-airlock-manifest": JSON.stringify(manifest).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
-      },
-    });
-  } catch (error) {
-    await recordForbidden(prisma(), user, error, "api:/api/audit/export");
-    const failure = toPublicError(error);
-    if (failure.code === "internal") console.error("GET /api/audit/export failed", error);
-    return NextResponse.json({ error: failure }, { status: failure.status });
-  }
-}
+export const GET = userRoute("audit:export", async (user, request) => {
+  const format = request.nextUrl.searchParams.get("format") ?? "";
+  if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new AppError("bad_request", "format must be jsonl or csv");
+  const parsed = filtersFromSearchParams(request.nextUrl.searchParams, ["format"]);
+  if (!parsed.ok) throw new AppError("bad_request", parsed.error);
+  const { manifest, rows } = await exportAudited(prisma(), user, parsed.filters, format as ExportFormat);
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const next = await rows.next();
+        if (next.done) controller.close();
+        else controller.enqueue(encoder.encode(next.value));
+      } catch (error) {
+        console.error("audit export failed while streaming", error);
+        controller.error(error);
+      }
+    },
+    async cancel() {
+      await rows.return(undefined);
+    },
+  });
+  const stamp = manifest.exportedAt.replace(/[-:]/g, "").slice(0, 15);
+  return new NextResponse(body, {
+    headers: {
+      "content-type": CONTENT_TYPE[format as ExportFormat],
+      "content-disposition": `attachment; filename="airlock-audit-${stamp}.${format}"`,
+      "cache-control": "no-store",
+      "x-airlock-manifest": JSON.stringify(manifest).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
+    },
+  });
+});

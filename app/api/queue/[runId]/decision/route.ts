@@ -1,22 +1,36 @@
 /**
  * POST /api/queue/:runId/decision — the JSON door to decideRun for scripts and tests, with the
  * console session cookie. Body: {verdict, comment?, seen: {codeSha256, capabilitySet,
- * inputsDigest, policyVersionId}}. Same wrapper and service as the run page's server action;
+ * inputsDigest, policyVersionId}}. Same service as the run page's server action, behind userRoute;
  * refusals carry their HTTP status (403 without runs:review, 409 when the run changed or was
  * already decided). Cross-site posts are refused: the Origin, when sent, must be this host.
  */
 import { NextResponse, type NextRequest } from "next/server";
-import { z } from "zod";
 import { prisma } from "@/lib/db";
+import { AppError } from "@/lib/errors";
 import { decideRun } from "@/lib/review/service";
-import { userAction } from "@/lib/auth/user-action";
+import { userRoute } from "@/lib/auth/user-route";
+import { appRuntime } from "@/lib/runs/runtime";
 
 export const dynamic = "force-dynamic";
 
-const decide = userAction(
+type Context = { params: Promise<{ runId: string }> };
+
+const decide = userRoute<Context>(
   "runs:review",
-  z.object({ runId: z.string(), body: z.unknown() }).strict(),
-  (actor, input) => decideRun(prisma(), actor, { ...(input.body && typeof input.body === "object" ? input.body : {}), runId: input.runId }),
+  async (actor, request, context) => {
+    const { runId } = await context.params;
+    let body: unknown;
+    try {
+      body = await request.json();
+    } catch {
+      throw new AppError("bad_request", "The body must be JSON.");
+    }
+    return decideRun({ db: prisma(), startExecution: (await appRuntime(prisma())).startExecution }, actor, {
+      ...(body && typeof body === "object" ? body : {}),
+      runId,
+    });
+  },
   { door: "api:/api/queue/decision" },
 );
 
@@ -30,17 +44,9 @@ function sameOrigin(request: NextRequest): boolean {
   }
 }
 
-export async function POST(request: NextRequest, context: { params: Promise<{ runId: string }> }) {
+export async function POST(request: NextRequest, context: Context) {
   if (!sameOrigin(request)) {
     return NextResponse.json({ error: { code: "forbidden", message: "Cross-site requests are refused." } }, { status: 403 });
   }
-  const { runId } = await context.params;
-  let body: unknown;
-  try {
-    body = await request.json();
-  } catch {
-    return NextResponse.json({ error: { code: "bad_request", message: "The body must be JSON." } }, { status: 400 });
-  }
-  const result = await decide({ runId, body });
-  return result.ok ? NextResponse.json(result.data) : NextResponse.json({ error: result.error }, { status: result.error.status });
+  return decide(request, context);
 }

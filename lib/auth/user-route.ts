@@ -1,0 +1,87 @@
+/**
+ * The console user's edges besides server actions (lib/auth/user-action.ts): JSON route handlers
+ * (`userRoute`) and pages (`userPage`). Both authenticate the signed-in person (read from the
+ * database on every call, lib/auth/session.ts), check the scope, and turn an AppError into what
+ * that edge can say — never a 500 for an AppError that is not a server fault.
+ *
+ * userRoute(scope, handler): the handler returns a Response, or a value sent as JSON (no-store).
+ * A failure is `{error: {code, message, status, details?}}` (toPublicError) with its HTTP status;
+ * anything that is not an AppError is logged and reported as `internal` without its message.
+ *
+ * userPage(scope, render): Next can give a page only the statuses of its interrupts, so
+ * - anonymous → /login; `unauthorized` → /login;
+ * - `forbidden` (the scope, or a service's rule) → forbidden(): 403, app/forbidden.tsx;
+ * - `not_found` → notFound(): 404, app/not-found.tsx;
+ * - other 4xx AppErrors (bad_request, conflict, payload_too_large, rate_limited) → the page
+ *   renders the error's code and message (in production too: the message is rendered on the
+ *   server, not thrown to the client, where Next would hide it);
+ * - 5xx AppErrors and anything else are rethrown: app/error.tsx shows a reference (the digest).
+ *
+ * A refusal (AppError "forbidden") is audited as `auth.forbidden` with the door: `api:<path>`
+ * unless the route names it, `page` for pages (lib/audit/access.ts).
+ */
+import "server-only";
+import { createElement, type ReactNode } from "react";
+import { forbidden, notFound, redirect } from "next/navigation";
+import { NextResponse, type NextRequest } from "next/server";
+import { recordForbidden } from "@/lib/audit/access";
+import { currentUser, type UserActor } from "@/lib/auth/session";
+import { requireScope, type Scope } from "@/lib/contracts/scopes";
+import { prisma } from "@/lib/db";
+import { isAppError, toPublicError, type AppError } from "@/lib/errors";
+
+type Signed = UserActor & { name: string };
+
+export function userRoute<Context = unknown>(
+  scope: Scope,
+  handler: (user: Signed, request: NextRequest, context: Context) => Promise<Response | object>,
+  options: { door?: string } = {},
+) {
+  return async (request: NextRequest, context: Context): Promise<Response> => {
+    let user: Signed | null = null;
+    try {
+      user = await currentUser();
+      requireScope(user, scope);
+      const answer = await handler(user, request, context);
+      return answer instanceof Response ? answer : NextResponse.json(answer, { headers: { "cache-control": "no-store" } });
+    } catch (error) {
+      const door = options.door ?? `api:${request.nextUrl.pathname}`;
+      await recordForbidden(prisma(), user, error, door);
+      const failure = toPublicError(error);
+      if (!isAppError(error) || failure.status >= 500) console.error(`${request.method} ${request.nextUrl.pathname} failed`, error);
+      return NextResponse.json({ error: failure }, { status: failure.status, headers: { "cache-control": "no-store" } });
+    }
+  };
+}
+
+/** What a page shows for a 4xx AppError. */
+export function AppErrorNotice({ error }: { error: Pick<AppError, "code" | "message"> }): ReactNode {
+  return createElement(
+    "section",
+    { role: "alert", "data-testid": "app-error", "data-code": error.code, className: "mx-auto max-w-lg px-6 py-24 text-center" },
+    createElement("p", { className: "text-sm font-semibold text-red-700" }, error.code.replaceAll("_", " ")),
+    createElement("p", { className: "mt-2 text-slate-700" }, error.message),
+  );
+}
+
+export function userPage<Props>(scope: Scope, render: (user: Signed, props: Props) => Promise<ReactNode>) {
+  return async function UserPage(props: Props): Promise<ReactNode> {
+    const user = await currentUser();
+    if (!user) redirect("/login");
+    try {
+      requireScope(user, scope);
+      return await render(user, props);
+    } catch (error) {
+      // Next's own interrupts (notFound, redirect, …) and non-AppErrors pass through untouched.
+      if (!isAppError(error)) throw error;
+      if (error.code === "unauthorized") redirect("/login");
+      if (error.code === "forbidden") {
+        await recordForbidden(prisma(), user, error, "page");
+        forbidden();
+      }
+      if (error.code === "not_found") notFound();
+      if (error.status >= 500) throw error;
+      return createElement(AppErrorNotice, { error });
+    }
+  };
+}

@@ -1,0 +1,129 @@
+/**
+ * One MCP tool = one definition: name, description, closed zod input schema, zod output schema,
+ * annotations, the scope it needs and its handler. tools/list's `inputSchema` and `outputSchema`
+ * are generated from the zod schemas, so what an agent is told is exactly what is enforced.
+ *
+ * Generated schemas are kept compact, because tools/list sits in every agent's context
+ * (bench/mcp.ts measures it): no `$schema`, no regex `pattern` next to a `format` that says the
+ * same, no `additionalProperties: false` on outputs (an agent never sends them), and argument
+ * descriptions only where the name does not say it.
+ *
+ * Results carry `structuredContent` (which conforms to the output schema) and the same value as
+ * JSON text: `text === JSON.stringify(structuredContent)`.
+ */
+import type { CallToolResult, Tool, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { requireScope, type Scope } from "@/lib/contracts/scopes";
+import type { Db } from "@/lib/db";
+import { AppError } from "@/lib/errors";
+import type { AgentActor } from "@/lib/runs/service";
+
+export type McpContext = { agent: AgentActor; baseUrl: string };
+
+/** What a handler gets besides its arguments. */
+export type ToolCall = { ctx: McpContext; db: Db; signal: AbortSignal };
+
+/** A handler's answer: a value of the output schema, and whether it is an outcome the agent must act on. */
+export type ToolAnswer<T> = { value: T; isError?: boolean };
+
+type Common<I extends z.ZodObject, O extends z.ZodObject> = {
+  name: string;
+  description: string;
+  /** Closed (strict) object schema of the arguments. */
+  input: I;
+  output: O;
+  /** Checked before the arguments are parsed; the service functions check it again. */
+  scope: Scope;
+  annotations?: ToolAnnotations;
+  execution?: Tool["execution"];
+  /** Descriptions of arguments whose schema is reused from a service (and so carries none). */
+  argDescriptions?: Partial<Record<keyof z.input<I> & string, string>>;
+};
+
+export type ToolDefinition<I extends z.ZodObject, O extends z.ZodObject> = Common<I, O> &
+  (
+    | { handler: (args: z.output<I>, call: ToolCall) => Promise<ToolAnswer<z.output<O>>> }
+    | {
+        /** For a service that validates the raw arguments with `input` itself (and audits refusals). */
+        rawHandler: (args: unknown, call: ToolCall) => Promise<ToolAnswer<z.output<O>>>;
+      }
+  );
+
+export type McpTool = {
+  name: string;
+  scope: Scope;
+  /** The tools/list entry. */
+  listing: Tool;
+  invoke(raw: unknown, call: ToolCall): Promise<CallToolResult>;
+};
+
+type JsonNode = { [key: string]: unknown };
+
+function compact(node: unknown, io: "input" | "output"): unknown {
+  if (Array.isArray(node)) return node.map((item) => compact(item, io));
+  if (!node || typeof node !== "object") return node;
+  const out: JsonNode = {};
+  for (const [key, value] of Object.entries(node as JsonNode)) {
+    if (key === "$schema") continue;
+    if (key === "pattern" && "format" in node) continue;
+    if (key === "propertyNames" && JSON.stringify(value) === '{"type":"string"}') continue;
+    if (key === "additionalProperties" && value === false && io === "output") continue;
+    if (key === "items" && JSON.stringify(value) === "{}") continue;
+    out[key] = compact(value, io);
+  }
+  return out;
+}
+
+/** JSON Schema of a zod object schema as tools/list publishes it. */
+export function toolJsonSchema(schema: z.ZodObject, io: "input" | "output", descriptions: Record<string, string | undefined> = {}): Tool["inputSchema"] {
+  const json = compact(z.toJSONSchema(schema, { io, unrepresentable: "any" }), io) as Tool["inputSchema"];
+  for (const [name, description] of Object.entries(descriptions)) {
+    const property = json.properties?.[name] as JsonNode | undefined;
+    if (!property) throw new Error(`No argument ${name} to describe`);
+    if (description) json.properties![name] = { description, ...property };
+  }
+  return json;
+}
+
+/** Parses arguments with a closed schema; a failure is `bad_request` naming the argument. */
+export function parseArgs<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
+  const parsed = schema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new AppError("bad_request", `${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}`);
+  }
+  return parsed.data;
+}
+
+/** A tool result whose text is exactly `JSON.stringify(structuredContent)`. */
+export function structuredResult(value: object, isError = false): CallToolResult {
+  const text = JSON.stringify(value);
+  return {
+    content: [{ type: "text", text }],
+    // Through JSON, so the structured value is exactly what the text says (no undefined, no Dates).
+    structuredContent: JSON.parse(text) as Record<string, unknown>,
+    ...(isError ? { isError: true } : {}),
+  };
+}
+
+export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(definition: ToolDefinition<I, O>): McpTool {
+  const listing: Tool = {
+    name: definition.name,
+    description: definition.description,
+    inputSchema: toolJsonSchema(definition.input, "input", definition.argDescriptions),
+    outputSchema: toolJsonSchema(definition.output, "output"),
+    ...(definition.annotations ? { annotations: definition.annotations } : {}),
+    ...(definition.execution ? { execution: definition.execution } : {}),
+  };
+  return {
+    name: definition.name,
+    scope: definition.scope,
+    listing,
+    async invoke(raw, call) {
+      requireScope(call.ctx.agent, definition.scope);
+      const answer =
+        "rawHandler" in definition ? await definition.rawHandler(raw ?? {}, call) : await definition.handler(parseArgs(definition.input, raw), call);
+      return structuredResult(answer.value, answer.isError);
+    },
+  };
+}

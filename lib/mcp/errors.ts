@@ -1,0 +1,61 @@
+/**
+ * The one error mapper of the MCP door, shared by tools/call and submit_run as a task, so both
+ * classify a failure the same way (lib/mcp/server.ts header has the contract):
+ *
+ * | failure                                             | class        | tool path                    | task path               |
+ * |-----------------------------------------------------|--------------|------------------------------|-------------------------|
+ * | McpError already (unknown tool, task not supported) | protocol     | rethrown                     | rethrown                |
+ * | AppError bad_request / payload_too_large            | malformed    | InvalidParams                | InvalidParams           |
+ * | any other AppError (forbidden, not_found, conflict, | outcome      | isError result               | InvalidRequest          |
+ * | BUDGET_EXCEEDED, …)                                 |              | `{error: {code, message}}`   | `CODE: message`         |
+ * | anything else                                       | unexpected   | logged, InternalError        | logged, InternalError   |
+ *
+ * On the task path a task is created or refused, so an outcome is a protocol error there.
+ * An outcome's result has no structuredContent: it is not a value of the tool's output schema
+ * (clients validate structuredContent against it even for isError results).
+ */
+import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { isAppError } from "@/lib/errors";
+import { BudgetExceeded } from "@/lib/intake/submit";
+
+export type McpFailure =
+  | { kind: "protocol"; error: McpError }
+  | { kind: "malformed"; message: string }
+  | { kind: "outcome"; code: string; message: string }
+  | { kind: "unexpected"; error: unknown };
+
+export function classifyMcpError(error: unknown): McpFailure {
+  if (error instanceof McpError) return { kind: "protocol", error };
+  if (error instanceof BudgetExceeded) return { kind: "outcome", code: error.runCode, message: error.message };
+  if (isAppError(error)) {
+    if (error.code === "bad_request" || error.code === "payload_too_large") return { kind: "malformed", message: error.message };
+    return { kind: "outcome", code: error.code.toUpperCase(), message: error.message };
+  }
+  return { kind: "unexpected", error };
+}
+
+function protocolError(failure: Exclude<McpFailure, { kind: "outcome" }>, path: string): McpError {
+  switch (failure.kind) {
+    case "protocol":
+      return failure.error;
+    case "malformed":
+      return new McpError(ErrorCode.InvalidParams, failure.message);
+    case "unexpected":
+      console.error(`mcp ${path} failed`, failure.error);
+      return new McpError(ErrorCode.InternalError, "Internal error");
+  }
+}
+
+/** tools/call: an outcome becomes an isError result; everything else is thrown as a protocol error. */
+export function toolFailure(error: unknown): CallToolResult {
+  const failure = classifyMcpError(error);
+  if (failure.kind !== "outcome") throw protocolError(failure, "tool");
+  return { content: [{ type: "text", text: JSON.stringify({ error: { code: failure.code, message: failure.message } }) }], isError: true };
+}
+
+/** submit_run as a task: every failure refuses the task with a protocol error (the one to throw). */
+export function taskRefusal(error: unknown): McpError {
+  const failure = classifyMcpError(error);
+  if (failure.kind === "outcome") return new McpError(ErrorCode.InvalidRequest, `${failure.code}: ${failure.message}`);
+  return protocolError(failure, "task");
+}

@@ -1,0 +1,145 @@
+/**
+ * The five agent tools (lib/mcp/define.ts for what a definition is). Names, argument names and
+ * descriptions are a public contract: agents, e2e/mcp.spec.ts and the conformance suite use them.
+ */
+import { z } from "zod";
+import { appRuntime } from "@/lib/runs/runtime";
+import { listDatasets } from "@/lib/runs/datasets";
+import { cancelRun } from "@/lib/runs/cancel";
+import { submitRun, submitRunSchema } from "@/lib/intake/submit";
+import { getRun, getRunSchema, type RunView } from "@/lib/runs/service";
+import { recordAgentRead, recordResultRead, type ResultDoor } from "./audit";
+import { defineTool, type McpTool, type ToolAnswer, type ToolCall } from "./define";
+
+/** Waits this long for an auto-approved run to finish before submit_run answers. */
+const SUBMIT_WAIT_SECONDS = 10;
+
+const runId = z.uuid("runId must be a run id from submit_run").describe("From submit_run");
+
+/**
+ * The agent's view of a run (RunView in lib/runs/service.ts) as its output schema: the fields an
+ * agent branches on; the rest of RunView (approvals, capabilitySet, stats, flags, …) is there
+ * too but left out of the schema, which is open. Vocabularies (status, error codes) are plain
+ * strings here — docs/codes.md lists them — to keep tools/list small.
+ */
+export const runViewSchema = z.object({
+  runId: z.string(),
+  status: z.string(),
+  decision: z.string().nullable(),
+  reasons: z.array(z.unknown()),
+  findings: z.array(z.unknown()),
+  comments: z.array(z.unknown()),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  result: z.unknown().optional(),
+  logs: z.array(z.unknown()).optional(),
+});
+
+// Compile-time: every RunView is a value of runViewSchema, and the schema names only RunView's fields.
+type SchemaView = z.output<typeof runViewSchema>;
+const viewFitsSchema = (view: RunView): SchemaView => view;
+const schemaNamesViewFields: Record<keyof SchemaView, true> = {} as Record<keyof RunView, true>;
+void viewFitsSchema;
+void schemaNamesViewFields;
+
+/** A run's view as an answer, after recording a regulated result read (lib/mcp/audit.ts). A failed run is an isError result. */
+async function runAnswer(call: ToolCall, view: RunView, via: ResultDoor): Promise<ToolAnswer<RunView>> {
+  await recordResultRead(call.db, call.ctx.agent, view.runId, { via, hasResult: view.result !== undefined || view.logs !== undefined });
+  return { value: view, isError: Boolean(view.error) };
+}
+
+export const searchTools = defineTool({
+  name: "search_tools",
+  description:
+    "Find the tools a script can call as `await tools.<server>.<tool>(args)`. detail: name | summary (default) | full (TypeScript declarations to write the script against).",
+  scope: "tools:read",
+  input: z.strictObject({
+    query: z.string().max(200).optional().describe("Words to match in tool names and descriptions; omit to list all"),
+    server: z.string().max(64).optional().describe("Only this upstream server"),
+    detail: z.enum(["name", "summary", "full"]).default("summary"),
+  }),
+  output: z.object({
+    tools: z.array(
+      z.object({
+        server: z.string(),
+        name: z.string(),
+      }),
+    ),
+  }),
+  annotations: { readOnlyHint: true },
+  async handler(input, { ctx, db }) {
+    const { broker } = await appRuntime(db);
+    const hits = broker.search(input.query ?? "", input.detail, 50).filter((hit) => !input.server || hit.server === input.server);
+    await recordAgentRead(db, ctx.agent, {
+      action: "tools.searched",
+      subject: { type: "tool_registry" },
+      data: { query: input.query ?? null, server: input.server ?? null, detail: input.detail, results: hits.length },
+    });
+    return { value: { tools: hits } };
+  },
+});
+
+export const submitRunTool = defineTool({
+  name: "submit_run",
+  description:
+    "Submit a script (the body of an async function; may `await tools.<server>.<tool>(args)`, read `inputs`, and `return` JSON). Policy allows, escalates to human review, or denies it with reasons. Returns the run, and its result when it finished quickly; otherwise poll get_run.",
+  scope: "runs:submit",
+  input: submitRunSchema,
+  output: runViewSchema,
+  argDescriptions: {
+    code: "The script",
+    purpose: "What the script is for, for reviewers and the audit log",
+    inputs: "Dataset names from list_inputs",
+    idempotencyKey: "Resubmitting the same body with the same key returns the same run",
+  },
+  execution: { taskSupport: "optional" },
+  // submitRun validates with submitRunSchema itself: it checks the code size first and audits refusals.
+  async rawHandler(args, call) {
+    const runtime = await appRuntime(call.db);
+    const view = await submitRun(runtime, call.ctx.agent, args);
+    if (view.status !== "queued") return runAnswer(call, view, "submit_run");
+    const settled = await getRun(runtime, call.ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, call.signal);
+    return runAnswer(call, settled, "submit_run");
+  },
+});
+
+export const getRunTool = defineTool({
+  name: "get_run",
+  description: "Status, decision, reviewer comments and, when finished, the result of a run. waitSeconds (max 60) waits for a change.",
+  scope: "runs:read",
+  input: getRunSchema,
+  output: runViewSchema,
+  annotations: { readOnlyHint: true },
+  async handler(input, call) {
+    return runAnswer(call, await getRun({ db: call.db }, call.ctx.agent, input, call.signal), "get_run");
+  },
+});
+
+export const cancelRunTool = defineTool({
+  name: "cancel_run",
+  description: "Cancel a run that has not finished.",
+  scope: "runs:submit",
+  input: z.strictObject({ runId }),
+  output: z.object({ runId: z.string(), status: z.string() }),
+  annotations: { destructiveHint: false, idempotentHint: true },
+  async handler(input, { ctx, db }) {
+    return { value: await cancelRun({ db }, ctx.agent, input.runId) };
+  },
+});
+
+export const listInputs = defineTool({
+  name: "list_inputs",
+  description: "Datasets you may pass to submit_run as inputs, with their data classes and sizes.",
+  scope: "inputs:read",
+  input: z.strictObject({}),
+  output: z.object({
+    inputs: z.array(z.object({ name: z.string(), dataClass: z.string(), sizeBytes: z.number(), sha256: z.string(), mediaType: z.string() })),
+  }),
+  annotations: { readOnlyHint: true },
+  async handler(_input, { ctx, db }) {
+    const inputs = await listDatasets(db);
+    await recordAgentRead(db, ctx.agent, { action: "inputs.listed", subject: { type: "dataset_list" }, data: { count: inputs.length } });
+    return { value: { inputs } };
+  },
+});
+
+export const MCP_TOOLS: readonly McpTool[] = [searchTools, submitRunTool, getRunTool, cancelRunTool, listInputs];
