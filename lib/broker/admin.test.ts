@@ -7,7 +7,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Actor } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { demoConfig } from "@/lib/runs/runtime";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { acceptTool } from "./admin";

@@ -6,7 +6,7 @@
  * database pin before refusing a call to a quarantined tool (lib/broker/broker.ts).
  */
 import { recordAudit } from "@/lib/audit/record";
-import { requireScope, type Actor } from "@/lib/auth/scopes";
+import { requireScope, type Actor } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import type { Prisma } from "@/lib/generated/prisma/client";

@@ -12,9 +12,10 @@ import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateLedgerData } from "@/lib/demo/ledger/data";
 import { createLedgerServer } from "@/lib/demo/ledger/server";
-import { REPO_ROOT } from "@/lib/sandbox/runtime";
+import { REPO_ROOT } from "@/lib/sandbox/host";
 import { runInSandbox } from "@/lib/sandbox";
-import { ConfigError, JsonFilePinStore, ToolBroker, loadConfig, parseConfig, type BrokerCallRecord, type ToolCallError } from "./index";
+import { ConfigError, ToolBroker, loadConfig, parseConfig, type BrokerCallRecord, type ToolCallError } from "./index";
+import { JsonFilePinStore } from "./testing/file-pin-store";
 
 const tmp = mkdtempSync(join(tmpdir(), "airlock-broker-test-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -70,8 +71,8 @@ describe("ledger upstream", () => {
   let broker: ToolBroker;
   const records: BrokerCallRecord[] = [];
   beforeAll(async () => {
-    const config = parseConfig({ servers: { ledger: ledgerServer }, pins: { file: join(tmp, "pins-ledger.json") } }, join(tmp, "a.json"));
-    broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(config.pins.file), onToolCall: (r) => records.push(r) });
+    const config = parseConfig({ servers: { ledger: ledgerServer } }, join(tmp, "a.json"));
+    broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(join(tmp, "pins-ledger.json")), onToolCall: (r) => records.push(r) });
   });
   afterAll(() => broker?.close());
 
@@ -161,7 +162,7 @@ describe("ledger upstream", () => {
     const statePath = join(tmp, "ledger-state.json");
     const stateful = { ...ledgerServer, args: [...ledgerServer.args, "--state", statePath] };
     const withState = () =>
-      ToolBroker.connect(parseConfig({ servers: { ledger: stateful }, pins: { file: join(tmp, "pins-state.json") } }, join(tmp, "e.json")), {
+      ToolBroker.connect(parseConfig({ servers: { ledger: stateful } }, join(tmp, "e.json")), {
         pins: new JsonFilePinStore(join(tmp, "pins-state.json")),
       });
     const paidInvoice = generateLedgerData().invoices.find((i) => i.status === "paid")!;
@@ -254,11 +255,10 @@ describe("third-party upstreams from npm", () => {
             dataClass: "confidential",
           },
         },
-        pins: { file: join(tmp, "pins-npm.json") },
       },
       join(tmp, "b.json"),
     );
-    broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(config.pins.file) });
+    broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(join(tmp, "pins-npm.json")) });
   });
   afterAll(() => broker?.close());
 
@@ -315,11 +315,10 @@ describe("Streamable HTTP upstream", () => {
         servers: {
           ledger: { transport: "http", url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: "Bearer upstream-secret" }, dataClass: "financial" },
         },
-        pins: { file: join(tmp, "pins-http.json") },
       },
       join(tmp, "c.json"),
     );
-    const broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(config.pins.file) });
+    const broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(join(tmp, "pins-http.json")) });
     try {
       const env = await runInSandbox({
         code: `return (await tools.ledger.getCustomer({ customerId: "cus_002" })).customer.id;`,
@@ -339,7 +338,7 @@ describe("hostile upstream", () => {
   let broker: ToolBroker;
   const pinsFile = join(tmp, "pins-hostile.json");
   const connect = (variant: number) =>
-    ToolBroker.connect(parseConfig({ servers: { hostile: hostileServer(variant) }, pins: { file: pinsFile } }, join(tmp, "d.json")), {
+    ToolBroker.connect(parseConfig({ servers: { hostile: hostileServer(variant) } }, join(tmp, "d.json")), {
       pins: new JsonFilePinStore(pinsFile),
     });
   beforeAll(async () => {

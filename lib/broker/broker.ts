@@ -1,5 +1,5 @@
 /**
- * The tool broker: Airlock's MCP client to the configured upstream servers (DESIGN.md step 8).
+ * The tool broker: Airlock's MCP client to the configured upstream servers.
  *
  * Guarantees:
  *  - each upstream's tools are listed once at connect; each tool is pinned by
@@ -23,12 +23,13 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { JsonSchemaType, JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
-import { toSafeJson, type JsonValue } from "@/lib/sandbox/safe-json";
-import { sanitizeText } from "@/lib/sandbox/sanitize";
+import { toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
+import { sanitizeText } from "@/lib/untrusted/sanitize";
 import type { AirlockConfig, ServerConfig } from "./config";
 import { generateDeclarations } from "./declarations";
 import type { PinStore } from "./pins";
-import type { BrokerCallRecord, ToolAnnotations, ToolInfo } from "./types";
+import type { ToolAnnotations } from "@/lib/contracts/tools";
+import type { BrokerCallRecord, ToolInfo } from "./types";
 import { canonicalJson } from "@/lib/canonical-json";
 
 export class ToolCallError extends Error {

@@ -1,29 +1,43 @@
-/** `airlock exec` and `airlock tools` (lib/cli/exec.ts, lib/cli/tools.ts) end to end, with the real ledger. */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+/**
+ * `airlock exec` and `airlock tools` (lib/cli/exec.ts, lib/cli/tools.ts) end to end, with the real
+ * ledger and the tool pins in PostgreSQL (the database the CLI commands use, via DATABASE_URL).
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execCommand } from "@/lib/cli/exec";
+import type { CliIo } from "@/lib/cli/io";
 import { toolsCommand } from "@/lib/cli/tools";
-import { REPO_ROOT } from "@/lib/sandbox/runtime";
+import type { Actor } from "@/lib/contracts/scopes";
+import { setEnvForChildren } from "@/lib/env";
+import { REPO_ROOT } from "@/lib/sandbox/host";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { acceptTool } from "./admin";
 
 const dir = mkdtempSync(join(tmpdir(), "airlock-cli-test-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const ledger = {
+  transport: "stdio",
+  command: join(REPO_ROOT, "node_modules/.bin/tsx"),
+  args: [join(REPO_ROOT, "lib/demo/ledger/server.ts")],
+  dataClass: "financial",
+};
 const config = join(dir, "airlock.config.json");
-writeFileSync(
-  config,
-  JSON.stringify({
-    servers: {
-      ledger: {
-        transport: "stdio",
-        command: join(REPO_ROOT, "node_modules/.bin/tsx"),
-        args: [join(REPO_ROOT, "lib/demo/ledger/server.ts")],
-        dataClass: "financial",
-      },
-    },
-    pins: { file: join(dir, "pins.json") },
-  }),
-);
+writeFileSync(config, JSON.stringify({ servers: { ledger } }));
+/** A config file from before pins moved to the database. */
+const legacyConfig = join(dir, "legacy.config.json");
+const pinFile = join(dir, "pins.json");
+writeFileSync(legacyConfig, JSON.stringify({ servers: { ledger }, pins: { file: pinFile } }));
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  setEnvForChildren({ DATABASE_URL: db.url });
+});
+afterAll(async () => {
+  await db?.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
 writeFileSync(
   join(dir, "ok.ts"),
   `const { invoices }: { invoices: { id: string }[] } = await tools.ledger.listInvoices({ status: "void" });\nconsole.log(inputs.text("note"));\nreturn invoices.length;`,
@@ -37,7 +51,8 @@ writeFileSync(join(dir, "typo.ts"), `const page = await tools.ledger.listInvoice
 
 function capture() {
   const out = { stdout: "", stderr: "" };
-  return { out, io: { stdout: (s: string) => void (out.stdout += s), stderr: (s: string) => void (out.stderr += s) } };
+  const io: CliIo = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), readStdin: async () => "" };
+  return { out, io };
 }
 
 describe("airlock exec", () => {
@@ -53,6 +68,15 @@ describe("airlock exec", () => {
     const { out, io } = capture();
     expect(await execCommand(argv, io)).toBe(2);
     expect(out.stderr).toContain("Usage: airlock exec");
+  });
+
+  it("names itself and sets the usage off by a blank line", async () => {
+    const { out, io } = capture();
+    expect(await execCommand([], io)).toBe(2);
+    expect(out.stderr).toMatch(/^airlock exec: exactly one FILE is required\n\nUsage: airlock exec FILE /);
+    const unknown = capture();
+    expect(await execCommand([join(dir, "ok.ts"), "--allow", "ledger.nope", "--config", config], unknown.io)).toBe(2);
+    expect(unknown.out.stderr).toMatch(/^airlock exec: --allow names tools no upstream offers: ledger\.nope\n\nUsage: airlock exec /);
   });
 
   it("runs a TypeScript file with inputs and allowed tools, prints the envelope as JSON, exits 0", async () => {
@@ -98,5 +122,63 @@ describe("airlock tools", () => {
     expect(JSON.parse(search.out.stdout)).toEqual(expect.arrayContaining([{ server: "ledger", name: "issueRefund" }]));
     const bad = capture();
     expect(await toolsCommand(["--detail", "everything"], bad.io)).toBe(2);
+    expect(bad.out.stderr).toMatch(/^airlock tools: --detail must be one of name, summary, full\n\nUsage: airlock tools /);
+    const noServer = capture();
+    expect(await toolsCommand(["--server", "crm", "--config", config], noServer.io)).toBe(2);
+    expect(noServer.out.stderr).toMatch(/^airlock tools: no server 'crm' in the config\n\nUsage: airlock tools /);
+    const invalid = join(dir, "invalid.config.json");
+    writeFileSync(invalid, JSON.stringify({ servers: {}, pins: { file: pinFile }, extra: true }));
+    const broken = capture();
+    expect(await toolsCommand(["--config", invalid], broken.io)).toBe(1);
+    expect(broken.out.stderr).toMatch(
+      /^airlock: warning: pins in .* is ignored.*\nairlock tools: .*invalid\.config\.json is invalid:\n {2}- \(root\): Unrecognized key: "extra"\n$/,
+    );
+  });
+});
+
+describe("tool pins", () => {
+  const admin: Actor = { type: "system", name: "test-admin" };
+  const listsInvoices = join(dir, "list.js");
+  writeFileSync(listsInvoices, `return (await tools.ledger.listInvoices({ limit: 1 })).invoices.length;`);
+
+  async function listed(configFile = config) {
+    const { out, io } = capture();
+    expect(await toolsCommand(["--json", "--config", configFile], io)).toBe(0);
+    return { tools: JSON.parse(out.stdout) as { name: string; quarantined: boolean; quarantineReason: string | null; hash: string }[], stderr: out.stderr };
+  }
+
+  it("a config with pins loads, warns once on stderr, and no pin file is written", async () => {
+    const { tools, stderr } = await listed(legacyConfig);
+    expect(tools.map((t) => t.name)).toContain("listInvoices");
+    expect(stderr).toBe(
+      `airlock: warning: pins in ${legacyConfig} is ignored: tool pins live in the database (changed tools are accepted on the Tools page); remove the key\n`,
+    );
+    const run = capture();
+    expect(await execCommand([listsInvoices, "--allow-all", "--config", legacyConfig], run.io)).toBe(0);
+    expect(run.out.stderr.match(/is ignored/g)).toHaveLength(1);
+    expect(existsSync(pinFile)).toBe(false);
+  });
+
+  it("are the database's: a changed tool is quarantined for the CLI and the console until an admin accepts it", async () => {
+    // Every tool the CLI saw is pinned in the database (first sight, by the tests above).
+    const rows = await db.prisma.upstreamTool.findMany({ where: { server: { name: "ledger" } } });
+    expect(rows.map((r) => r.name)).toContain("listInvoices");
+    // The pinned definition of listInvoices is not the one the upstream serves now.
+    await db.prisma.upstreamTool.updateMany({ where: { name: "listInvoices" }, data: { pinnedHash: "0".repeat(64) } });
+
+    const before = (await listed()).tools.find((t) => t.name === "listInvoices")!;
+    expect(before).toMatchObject({ quarantined: true, quarantineReason: "hash_changed" });
+    const row = await db.prisma.upstreamTool.findFirstOrThrow({ where: { name: "listInvoices" } });
+    expect(row).toMatchObject({ quarantined: true, schemaHash: before.hash, pinnedHash: "0".repeat(64) });
+    const refused = capture();
+    expect(await execCommand([listsInvoices, "--allow-all", "--config", config], refused.io)).toBe(1);
+    expect(refused.out.stdout).toContain("status: failed (CAPABILITY_DENIED)");
+
+    await acceptTool(db.prisma, admin, { server: "ledger", tool: "listInvoices", schemaHash: row.schemaHash });
+    const after = (await listed()).tools.find((t) => t.name === "listInvoices")!;
+    expect(after).toMatchObject({ quarantined: false, quarantineReason: null });
+    const run = capture();
+    expect(await execCommand([listsInvoices, "--allow-all", "--json", "--config", config], run.io)).toBe(0);
+    expect(JSON.parse(run.out.stdout)).toMatchObject({ status: "succeeded", result: 1 });
   });
 });

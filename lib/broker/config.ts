@@ -4,15 +4,18 @@
  * (`servers.ledger.url: ...`). Credentials (env, headers) stay in the host process: they are
  * passed to the upstream transport and never to a sandbox. Relative commands and working
  * directories resolve against the config file's directory.
+ *
+ * Tool pins live in the database (lib/broker/db-registry.ts DbPinStore), for the server and the CLI
+ * alike. A `pins` key left in a config file by an older version is accepted and ignored: loadConfig
+ * warns once (one line on stderr) and drops it.
  */
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
+import { DATA_CLASSES } from "@/lib/contracts/data-classes";
+import { DEFAULT_PACKAGES } from "@/lib/contracts/packages";
 import { env } from "@/lib/env";
 import { ISOLATION_LEVELS } from "@/lib/sandbox/types";
-
-export const DATA_CLASSES = ["public", "internal", "confidential", "pii", "financial", "phi"] as const;
-export type DataClass = (typeof DATA_CLASSES)[number];
 
 const identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "must be an identifier (letters, digits, _)");
 const dataClass = z.enum(DATA_CLASSES);
@@ -44,9 +47,7 @@ const configSchema = z
   .object({
     $schema: z.string().optional(),
     servers: z.record(identifier, z.discriminatedUnion("transport", [stdioServer, httpServer])),
-    packages: z
-      .array(z.string().regex(/^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/, "must be an npm package name"))
-      .default(["csv-parse", "decimal.js"]),
+    packages: z.array(z.string().regex(/^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/, "must be an npm package name")).default([...DEFAULT_PACKAGES]),
     sandbox: z
       .object({
         isolation: z.enum(ISOLATION_LEVELS).default("strict"),
@@ -54,10 +55,6 @@ const configSchema = z
       })
       .strict()
       .default({ isolation: "strict", poolSize: 2 }),
-    pins: z
-      .object({ file: z.string().min(1) })
-      .strict()
-      .default({ file: ".airlock/tool-pins.json" }),
     callTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
   })
   .strict();
@@ -90,12 +87,19 @@ export function parseConfig(raw: unknown, file: string): AirlockConfig {
     server.cwd = resolve(baseDir, server.cwd ?? ".");
     if (server.command.includes("/") && !isAbsolute(server.command)) server.command = resolve(server.cwd, server.command);
   }
-  config.pins.file = resolve(baseDir, config.pins.file);
   return config;
 }
 
-/** Reads the config from `path`, else AIRLOCK_CONFIG, else ./airlock.config.json. */
-export function loadConfig(path?: string): AirlockConfig {
+/** The warning for a config file that still has a `pins` key (one line, with its newline). */
+function ignoredPinsWarning(file: string): string {
+  return `airlock: warning: pins in ${file} is ignored: tool pins live in the database (changed tools are accepted on the Tools page); remove the key\n`;
+}
+
+/**
+ * Reads the config from `path`, else AIRLOCK_CONFIG, else ./airlock.config.json. A `pins` key is
+ * dropped with one line to `warn` (default: stderr).
+ */
+export function loadConfig(path?: string, options: { warn?: (line: string) => void } = {}): AirlockConfig {
   // turbopackIgnore: a runtime path from configuration; without it Next traces the whole project.
   const file = resolve(/*turbopackIgnore: true*/ path ?? env().AIRLOCK_CONFIG ?? "airlock.config.json");
   let text: string;
@@ -109,6 +113,11 @@ export function loadConfig(path?: string): AirlockConfig {
     raw = JSON.parse(text);
   } catch (cause) {
     throw new ConfigError(file, [`is not valid JSON: ${(cause as Error).message}`]);
+  }
+  if (raw !== null && typeof raw === "object" && !Array.isArray(raw) && Object.hasOwn(raw, "pins")) {
+    (options.warn ?? ((line) => process.stderr.write(line)))(ignoredPinsWarning(file));
+    const { pins: _ignored, ...rest } = raw as Record<string, unknown>;
+    raw = rest;
   }
   return parseConfig(raw, file);
 }

@@ -7,7 +7,7 @@
  * names) is sanitized and escaped so it cannot close a comment or a string literal; recursion and
  * $ref chains are depth-limited. Only local `#/$defs/...` / `#/definitions/...` refs are followed.
  */
-import { sanitizeText } from "@/lib/sandbox/sanitize";
+import { sanitizeText } from "@/lib/untrusted/sanitize";
 import type { ToolInfo } from "./types";
 
 type Schema = Record<string, unknown>;
@@ -103,15 +103,6 @@ export function generateDeclarations(tools: readonly ToolInfo[]): string {
   return [
     "/** Tools available to Airlock scripts. Generated from the upstream MCP servers' schemas. */",
     `declare const tools: {\n${servers.join("\n")}\n};`,
-    "",
-    "/** Files staged for this run. */",
-    "declare const inputs: {",
-    "  list(): Array<{ name: string; size: number }>;",
-    "  text(name: string): string;",
-    "  bytes(name: string): Uint8Array;",
-    "  json(name: string): unknown;",
-    "  csv(name: string): Array<Record<string, string>>;",
-    "};",
     "",
   ].join("\n");
 }

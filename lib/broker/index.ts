@@ -3,7 +3,7 @@
  * validation), declaration generation and search. See broker.ts for the guarantees.
  */
 export { ToolBroker, ToolCallError, BrokerError, DEFAULT_BROKER_LIMITS, toolHash, type SearchDetail, type SearchHit } from "./broker";
-export { loadConfig, parseConfig, ConfigError, DATA_CLASSES, type AirlockConfig, type ServerConfig, type DataClass } from "./config";
-export { JsonFilePinStore, type PinStore } from "./pins";
+export { loadConfig, parseConfig, ConfigError, type AirlockConfig, type ServerConfig } from "./config";
+export type { PinStore } from "./pins";
 export { generateDeclarations, schemaToType } from "./declarations";
-export type { ToolInfo, ToolAnnotations, BrokerCallRecord } from "./types";
+export type { ToolInfo, BrokerCallRecord } from "./types";

@@ -4,8 +4,8 @@
  */
 import "server-only";
 import type { Db } from "@/lib/db";
-import { diffLines, type LineDiff } from "@/lib/review/diff";
-import { inertJson } from "@/lib/review/inert";
+import { diffLines, type LineDiff } from "@/lib/untrusted/diff";
+import { inertJson } from "@/lib/untrusted/inert";
 
 export type ToolItem = {
   name: string;

@@ -1,13 +1,6 @@
 /** Tool facts the broker publishes (consumed by policy/intake, the console and the CLI). */
-import type { DataClass } from "./config";
-
-export type ToolAnnotations = {
-  title?: string;
-  readOnlyHint?: boolean;
-  destructiveHint?: boolean;
-  idempotentHint?: boolean;
-  openWorldHint?: boolean;
-};
+import type { DataClass } from "@/lib/contracts/data-classes";
+import type { ToolAnnotations } from "@/lib/contracts/tools";
 
 export type ToolInfo = {
   server: string;

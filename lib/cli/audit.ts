@@ -8,23 +8,19 @@
  *                                                --bootstrap signs a first one over an old log (new key or directory)
  *   airlock audit export --format jsonl|csv [filters] [--manifest FILE] > file
  *
- * Arguments are parsed strictly (node:util parseArgs); anything unknown or malformed prints usage
- * and exits 2. The CLI acts as `system:cli`; every verification and export it runs is itself an
- * audit event (lib/audit/service.ts). A whole-chain verify that finds no problem also signs a
- * checkpoint; one that reports a problem never does.
+ * Arguments are parsed strictly (parseCliArgs); anything unknown or malformed prints usage and
+ * exits 2. The CLI acts as CLI_ACTOR (`system:cli`); every verification and export it runs is
+ * itself an audit event (lib/audit/service.ts). A whole-chain verify that finds no problem also
+ * signs a checkpoint; one that reports a problem never does.
  */
 import { writeFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
-import type { Actor } from "@/lib/auth/scopes";
 import { checkpointConfigFromEnv, type CheckpointConfig } from "@/lib/audit/checkpoints";
 import { EXPORT_FORMATS, type ExportFormat } from "@/lib/audit/export";
 import { auditFiltersSchema } from "@/lib/audit/filters";
 import { checkpointAudited, exportAudited, runVerification, type VerificationOutcome } from "@/lib/audit/service";
 import type { Db } from "@/lib/db";
 import { withCliDatabase } from "./database";
-import { UsageError, type CliIo } from "./io";
-
-const CLI_ACTOR: Actor = { type: "system", name: "cli" };
+import { CLI_ACTOR, exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
 
 export const AUDIT_USAGE = `Usage:
   airlock audit verify [--from ID] [--json]
@@ -51,16 +47,6 @@ const defaultDeps: AuditCommandDeps = {
   checkpoints: checkpointConfigFromEnv,
 };
 
-type Options = NonNullable<Parameters<typeof parseArgs>[0]>["options"];
-
-function parse<const T extends Options>(args: string[], options: T) {
-  try {
-    return parseArgs({ args, options, strict: true, allowPositionals: false });
-  } catch (error) {
-    throw new UsageError((error as Error).message, AUDIT_USAGE);
-  }
-}
-
 function printOutcome(io: CliIo, { report, checkpointFile }: VerificationOutcome, json: boolean): number {
   if (json) {
     io.stdout(JSON.stringify({ ...report, checkpointFile }, null, 2) + "\n");
@@ -83,7 +69,7 @@ function printOutcome(io: CliIo, { report, checkpointFile }: VerificationOutcome
 }
 
 async function verify(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
-  const { values } = parse(args, { from: { type: "string" }, json: { type: "boolean" } });
+  const { values } = parseCliArgs(args, { from: { type: "string" }, json: { type: "boolean" } }, AUDIT_USAGE);
   let from: bigint | undefined;
   if (values.from !== undefined) {
     if (!/^[1-9]\d{0,18}$/.test(values.from)) throw new UsageError("--from must be an event id (a positive whole number)", AUDIT_USAGE);
@@ -94,26 +80,30 @@ async function verify(args: string[], io: CliIo, deps: AuditCommandDeps): Promis
 }
 
 async function checkpoint(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
-  const { values } = parse(args, { json: { type: "boolean" }, bootstrap: { type: "boolean" } });
+  const { values } = parseCliArgs(args, { json: { type: "boolean" }, bootstrap: { type: "boolean" } }, AUDIT_USAGE);
   const outcome = await deps.withDatabase((db) => checkpointAudited(db, CLI_ACTOR, deps.checkpoints(), { bootstrap: values.bootstrap === true }));
   return printOutcome(io, outcome, values.json === true);
 }
 
 async function exportCommand(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
-  const { values } = parse(args, {
-    format: { type: "string" },
-    q: { type: "string" },
-    agent: { type: "string" },
-    person: { type: "string" },
-    status: { type: "string" },
-    decision: { type: "string" },
-    "data-class": { type: "string" },
-    tool: { type: "string" },
-    "code-hash": { type: "string" },
-    since: { type: "string" },
-    until: { type: "string" },
-    manifest: { type: "string" },
-  });
+  const { values } = parseCliArgs(
+    args,
+    {
+      format: { type: "string" },
+      q: { type: "string" },
+      agent: { type: "string" },
+      person: { type: "string" },
+      status: { type: "string" },
+      decision: { type: "string" },
+      "data-class": { type: "string" },
+      tool: { type: "string" },
+      "code-hash": { type: "string" },
+      since: { type: "string" },
+      until: { type: "string" },
+      manifest: { type: "string" },
+    },
+    AUDIT_USAGE,
+  );
   const format = values.format;
   if (!format || !(EXPORT_FORMATS as readonly string[]).includes(format)) {
     throw new UsageError("--format must be jsonl or csv", AUDIT_USAGE);
@@ -152,19 +142,13 @@ const SUBCOMMANDS = { verify, checkpoint, export: exportCommand } as const satis
 
 export async function auditCommand(argv: string[], io: CliIo, deps: AuditCommandDeps = defaultDeps): Promise<number> {
   const [sub, ...args] = argv;
-  try {
+  return exitOnUsageError(io, async () => {
     if (sub === "--help" || sub === "help") {
       io.stdout(AUDIT_USAGE);
       return 0;
     }
     const command = sub && Object.hasOwn(SUBCOMMANDS, sub) ? SUBCOMMANDS[sub as keyof typeof SUBCOMMANDS] : undefined;
     if (!command) throw new UsageError(sub ? `unknown audit command "${sub}"` : "an audit command is required", AUDIT_USAGE);
-    return await command(args, io, deps);
-  } catch (error) {
-    if (error instanceof UsageError) {
-      io.stderr(`airlock: ${error.message}\n${error.usage}`);
-      return 2;
-    }
-    throw error;
-  }
+    return command(args, io, deps);
+  });
 }

@@ -7,17 +7,16 @@
  * (SANDBOX_UNAVAILABLE) rather than running weaker. The script is analysed first (TypeScript is
  * type-checked against the upstreams' declarations) and the findings are printed with line and
  * column. This is a developer/admin door: it applies no policy or review — those belong to the
- * run lifecycle. Without --config it uses the same configuration as the server (lib/runs/runtime).
+ * run lifecycle. Without --config it uses the same configuration as the server (lib/runs/runtime),
+ * and it always uses the server's tool pins, in the database (./upstreams.ts): a tool an admin
+ * accepted is callable here, a changed one is quarantined here as there.
  */
 import { readFileSync } from "node:fs";
 import { extname } from "node:path";
-import { parseArgs } from "node:util";
-import { ConfigError, JsonFilePinStore, ToolBroker, loadConfig } from "@/lib/broker";
 import { analyzeScript } from "@/lib/intake/analyze";
-import { resolveConfig } from "@/lib/runs/runtime";
 import { ALLOWED_BUILTINS, ISOLATION_LEVELS, runInSandbox, type Envelope, type IsolationLevel, type StagedInput } from "@/lib/sandbox";
-
-type Io = { stdout: (s: string) => void; stderr: (s: string) => void };
+import { exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
+import { loadCliConfig, withCliBroker } from "./upstreams";
 
 export const EXEC_USAGE = `Usage: airlock exec FILE [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all]
                     [--isolation strict|permission-only] [--timeout-ms N] [--json] [--config PATH]
@@ -26,40 +25,34 @@ Runs FILE (.js/.mjs: JavaScript, .ts/.mts: TypeScript) as the body of an async f
 sandbox. Exit 0: the run succeeded; 1: it did not; 2: bad arguments.
 `;
 
-class BadArgs extends Error {}
+const badArgs = (message: string) => new UsageError(message, EXEC_USAGE, "exec");
 
 function parse(argv: string[]) {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        input: { type: "string", multiple: true, default: [] },
-        allow: { type: "string" },
-        "allow-all": { type: "boolean", default: false },
-        isolation: { type: "string" },
-        "timeout-ms": { type: "string" },
-        json: { type: "boolean", default: false },
-        config: { type: "string" },
-      },
-    });
-  } catch (error) {
-    throw new BadArgs((error as Error).message);
-  }
-  const { values, positionals } = parsed;
-  if (positionals.length !== 1) throw new BadArgs("exactly one FILE is required");
+  const { values, positionals } = parseCliArgs(
+    argv,
+    {
+      input: { type: "string", multiple: true, default: [] },
+      allow: { type: "string" },
+      "allow-all": { type: "boolean", default: false },
+      isolation: { type: "string" },
+      "timeout-ms": { type: "string" },
+      json: { type: "boolean", default: false },
+      config: { type: "string" },
+    },
+    EXEC_USAGE,
+    { allowPositionals: true, command: "exec" },
+  );
+  if (positionals.length !== 1) throw badArgs("exactly one FILE is required");
   const file = positionals[0]!;
   const ext = extname(file);
   const language = [".ts", ".mts"].includes(ext) ? "typescript" : [".js", ".mjs"].includes(ext) ? "javascript" : null;
-  if (!language) throw new BadArgs(`FILE must end in .js, .mjs, .ts or .mts (got '${ext || file}')`);
+  if (!language) throw badArgs(`FILE must end in .js, .mjs, .ts or .mts (got '${ext || file}')`);
   const inputs: StagedInput[] = values.input.map((spec) => {
     const eq = spec.indexOf("=");
-    if (eq <= 0 || eq === spec.length - 1) throw new BadArgs(`--input must be NAME=PATH (got '${spec}')`);
+    if (eq <= 0 || eq === spec.length - 1) throw badArgs(`--input must be NAME=PATH (got '${spec}')`);
     return { name: spec.slice(0, eq), path: spec.slice(eq + 1) };
   });
-  if (values.allow !== undefined && values["allow-all"]) throw new BadArgs("use --allow or --allow-all, not both");
+  if (values.allow !== undefined && values["allow-all"]) throw badArgs("use --allow or --allow-all, not both");
   const allow =
     values.allow === undefined
       ? []
@@ -67,14 +60,14 @@ function parse(argv: string[]) {
           .split(",")
           .map((s) => s.trim())
           .filter(Boolean);
-  for (const name of allow) if (!/^[A-Za-z_][A-Za-z0-9_]*\.[^\s]+$/.test(name)) throw new BadArgs(`--allow takes SERVER.TOOL names (got '${name}')`);
+  for (const name of allow) if (!/^[A-Za-z_][A-Za-z0-9_]*\.[^\s]+$/.test(name)) throw badArgs(`--allow takes SERVER.TOOL names (got '${name}')`);
   if (values.isolation !== undefined && !(ISOLATION_LEVELS as readonly string[]).includes(values.isolation)) {
-    throw new BadArgs(`--isolation must be one of ${ISOLATION_LEVELS.join(", ")}`);
+    throw badArgs(`--isolation must be one of ${ISOLATION_LEVELS.join(", ")}`);
   }
   let timeoutMs: number | undefined;
   if (values["timeout-ms"] !== undefined) {
     timeoutMs = Number(values["timeout-ms"]);
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 3_600_000) throw new BadArgs("--timeout-ms must be an integer between 1 and 3600000");
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 3_600_000) throw badArgs("--timeout-ms must be an integer between 1 and 3600000");
   }
   return {
     file,
@@ -105,62 +98,50 @@ export function formatEnvelope(env: Envelope): string {
   return `${lines.join("\n")}\n`;
 }
 
-export async function execCommand(argv: string[], io: Io): Promise<number> {
-  let args: ReturnType<typeof parse>;
-  let code: string;
-  try {
-    args = parse(argv);
-    code = readFileSync(args.file, "utf8");
-  } catch (error) {
-    io.stderr(`airlock exec: ${(error as Error).message}\n\n${EXEC_USAGE}`);
-    return 2;
-  }
-  let broker: ToolBroker;
-  let config: ReturnType<typeof loadConfig>;
-  try {
-    config = args.config ? loadConfig(args.config) : resolveConfig();
-    broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(config.pins.file) });
-  } catch (error) {
-    io.stderr(`airlock exec: ${error instanceof ConfigError ? error.message : `upstreams unavailable: ${(error as Error).message}`}\n`);
-    return 1;
-  }
-  try {
-    const known = broker.tools().map((t) => `${t.server}.${t.name}`);
-    const unknown = args.allow.filter((name) => !known.includes(name));
-    if (unknown.length > 0) {
-      io.stderr(`airlock exec: --allow names tools no upstream offers: ${unknown.join(", ")}\n\n${EXEC_USAGE}`);
-      return 2;
+export async function execCommand(argv: string[], io: CliIo): Promise<number> {
+  return exitOnUsageError(io, async () => {
+    const args = parse(argv);
+    let code: string;
+    try {
+      code = readFileSync(args.file, "utf8");
+    } catch (error) {
+      throw badArgs((error as Error).message);
     }
-    const allowed = args.allowAll
-      ? broker
-          .tools()
-          .filter((t) => !t.quarantined)
-          .map((t) => `${t.server}.${t.name}`)
-      : args.allow;
-    const { findings } = analyzeScript({
-      code,
-      language: args.language,
-      tools: broker.tools().map(({ server, name, annotations, dataClass, quarantined }) => ({ server, name, annotations, dataClass, quarantined })),
-      declarations: broker.declarations(),
-      allowedPackages: [...config.packages, ...ALLOWED_BUILTINS],
+    const config = loadCliConfig(args.config, io, "exec");
+    if (!config) return 1;
+    return withCliBroker(config, io, "exec", async (broker) => {
+      const known = broker.tools().map((t) => `${t.server}.${t.name}`);
+      const unknown = args.allow.filter((name) => !known.includes(name));
+      if (unknown.length > 0) throw badArgs(`--allow names tools no upstream offers: ${unknown.join(", ")}`);
+      const allowed = args.allowAll
+        ? broker
+            .tools()
+            .filter((t) => !t.quarantined)
+            .map((t) => `${t.server}.${t.name}`)
+        : args.allow;
+      const { findings } = analyzeScript({
+        code,
+        language: args.language,
+        tools: broker.tools().map(({ server, name, annotations, dataClass, quarantined }) => ({ server, name, annotations, dataClass, quarantined })),
+        declarations: broker.declarations(),
+        allowedPackages: [...config.packages, ...ALLOWED_BUILTINS],
+      });
+      if (!args.json) {
+        for (const f of findings) io.stderr(`${args.file}:${f.line}:${f.column}: ${f.severity} ${f.code}: ${f.message}\n`);
+      }
+      const env = await runInSandbox({
+        code,
+        language: args.language,
+        inputs: args.inputs,
+        allowedTools: allowed,
+        knownTools: known,
+        callTool: broker.callTool,
+        isolation: args.isolation ?? config.sandbox.isolation,
+        packages: config.packages,
+        limits: args.timeoutMs === undefined ? {} : { timeoutMs: args.timeoutMs },
+      });
+      io.stdout(args.json ? `${JSON.stringify({ ...env, findings }, null, 2)}\n` : formatEnvelope(env));
+      return env.status === "succeeded" ? 0 : 1;
     });
-    if (!args.json) {
-      for (const f of findings) io.stderr(`${args.file}:${f.line}:${f.column}: ${f.severity} ${f.code}: ${f.message}\n`);
-    }
-    const env = await runInSandbox({
-      code,
-      language: args.language,
-      inputs: args.inputs,
-      allowedTools: allowed,
-      knownTools: known,
-      callTool: broker.callTool,
-      isolation: args.isolation ?? config.sandbox.isolation,
-      packages: config.packages,
-      limits: args.timeoutMs === undefined ? {} : { timeoutMs: args.timeoutMs },
-    });
-    io.stdout(args.json ? `${JSON.stringify({ ...env, findings }, null, 2)}\n` : formatEnvelope(env));
-    return env.status === "succeeded" ? 0 : 1;
-  } finally {
-    await broker.close();
-  }
+  });
 }

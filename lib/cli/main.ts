@@ -1,20 +1,18 @@
 /**
- * `airlock` command line. Every command validates its arguments (node:util parseArgs, strict) and
- * prints usage with exit code 2 when they are wrong; typed failures print one line and exit 1;
- * success exits 0. Commands act as the `system:cli` actor — whoever can run this has the host's
- * database credentials already — and every change they make is audited like any other.
+ * `airlock` command line. Every command validates its arguments (parseCliArgs: node:util parseArgs,
+ * strict) and prints usage with exit code 2 when they are wrong (UsageError); typed failures print
+ * one line and exit 1; success exits 0. Commands act as CLI_ACTOR (`system:cli`) — whoever can run
+ * this has the host's database credentials already — and every change they make is audited like
+ * any other. The shared pieces are in ./io.ts.
  */
-import { parseArgs } from "node:util";
 import { createAgent, listAgents } from "@/lib/auth/agents";
 import { revokeAgentAndStopRuns } from "@/lib/runs/cancel";
 import { generatePassword } from "@/lib/auth/passwords";
-import { ROLES, type Actor, type Role } from "@/lib/auth/scopes";
+import { ROLES, type Role } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
 import { isAppError } from "@/lib/errors";
 import { withCliDatabase } from "./database";
-import { processIo, UsageError, type CliIo } from "./io";
-
-const CLI_ACTOR: Actor = { type: "system", name: "cli" };
+import { CLI_ACTOR, exitOnUsageError, parseCliArgs, processIo, requiredFlag, UsageError, type CliIo } from "./io";
 
 const USAGE = `Usage: airlock <command> [options]
 
@@ -35,24 +33,9 @@ Without DATABASE_URL the commands use the embedded database under AIRLOCK_DATA_D
 
 type Command = (args: string[], io: CliIo) => Promise<number>;
 
-type Options = NonNullable<Parameters<typeof parseArgs>[0]>["options"];
-
-function parse<const T extends Options>(args: string[], options: T, usage: string) {
-  try {
-    return parseArgs({ args, options, strict: true, allowPositionals: false });
-  } catch (error) {
-    throw new UsageError((error as Error).message, usage);
-  }
-}
-
-function required(value: unknown, flag: string, usage: string): string {
-  if (typeof value !== "string" || value.trim() === "") throw new UsageError(`${flag} is required`, usage);
-  return value;
-}
-
 const userAdd: Command = async (args, io) => {
   const usage = "Usage: airlock user add --email E --role admin|reviewer|compliance [--name N] [--password-stdin]\n";
-  const { values } = parse(
+  const { values } = parseCliArgs(
     args,
     {
       email: { type: "string" },
@@ -62,8 +45,8 @@ const userAdd: Command = async (args, io) => {
     },
     usage,
   );
-  const email = required(values.email, "--email", usage);
-  const role = required(values.role, "--role", usage);
+  const email = requiredFlag(values.email, "--email", usage);
+  const role = requiredFlag(values.role, "--role", usage);
   if (!(ROLES as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(", ")}`, usage);
   const password = values["password-stdin"] ? (await io.readStdin()).replace(/\r?\n$/, "") : generatePassword();
   const user = await withCliDatabase((db) => db.$transaction((tx) => createUser(tx, CLI_ACTOR, { email, role: role as Role, name: values.name, password })));
@@ -74,7 +57,7 @@ const userAdd: Command = async (args, io) => {
 
 const agentAdd: Command = async (args, io) => {
   const usage = "Usage: airlock agent add --name N --owner EMAIL [--scopes a,b,...] [--expires-days D]\n";
-  const { values } = parse(
+  const { values } = parseCliArgs(
     args,
     {
       name: { type: "string" },
@@ -84,8 +67,8 @@ const agentAdd: Command = async (args, io) => {
     },
     usage,
   );
-  const name = required(values.name, "--name", usage);
-  const owner = required(values.owner, "--owner", usage);
+  const name = requiredFlag(values.name, "--name", usage);
+  const owner = requiredFlag(values.owner, "--owner", usage);
   let expiresAt: Date | undefined;
   if (values["expires-days"] !== undefined) {
     const days = Number(values["expires-days"]);
@@ -106,8 +89,8 @@ const agentAdd: Command = async (args, io) => {
 
 const agentRevoke: Command = async (args, io) => {
   const usage = "Usage: airlock agent revoke --name N\n";
-  const { values } = parse(args, { name: { type: "string" } }, usage);
-  const name = required(values.name, "--name", usage);
+  const { values } = parseCliArgs(args, { name: { type: "string" } }, usage);
+  const name = requiredFlag(values.name, "--name", usage);
   const result = await withCliDatabase((db) => db.$transaction((tx) => revokeAgentAndStopRuns(tx, CLI_ACTOR, name)));
   io.stdout(`Revoked agent ${name} and ${result.revokedTokens} token(s).\n`);
   return 0;
@@ -115,7 +98,7 @@ const agentRevoke: Command = async (args, io) => {
 
 const agentList: Command = async (args, io) => {
   const usage = "Usage: airlock agent list [--json]\n";
-  const { values } = parse(args, { json: { type: "boolean" } }, usage);
+  const { values } = parseCliArgs(args, { json: { type: "boolean" } }, usage);
   const agents = await withCliDatabase((db) => listAgents(db));
   if (values.json) {
     io.stdout(JSON.stringify(agents, null, 2) + "\n");
@@ -130,14 +113,14 @@ const agentList: Command = async (args, io) => {
 };
 
 const dbMigrate: Command = async (args, io) => {
-  parse(args, {}, "Usage: airlock db migrate\n");
+  parseCliArgs(args, {}, "Usage: airlock db migrate\n");
   const applied = await withCliDatabase(async (_db, { appliedMigrations }) => appliedMigrations);
   io.stdout(applied.length === 0 ? "Database is up to date.\n" : `Applied migrations: ${applied.join(", ")}\n`);
   return 0;
 };
 
 const dbSeed: Command = async (args, io) => {
-  parse(args, {}, "Usage: airlock db seed\n");
+  parseCliArgs(args, {}, "Usage: airlock db seed\n");
   const { seedDemo } = await import("@/lib/demo/seed");
   const { env } = await import("@/lib/env");
   const credentials = await withCliDatabase((db) => seedDemo(db, { password: env().AIRLOCK_DEMO_PASSWORD }));
@@ -177,12 +160,8 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   }
   const args = key === first ? argv.slice(1) : rest;
   try {
-    return await command(args, io);
+    return await exitOnUsageError(io, () => command(args, io));
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.stderr(`airlock: ${error.message}\n${error.usage}`);
-      return 2;
-    }
     if (isAppError(error)) {
       io.stderr(`airlock: ${error.message}\n`);
       return 1;
@@ -193,5 +172,5 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  runCli(process.argv.slice(2)).then((code) => process.exit(code));
+  void runCli(process.argv.slice(2)).then((code) => process.exit(code));
 }

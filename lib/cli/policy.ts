@@ -4,13 +4,11 @@
  * last N proposals against what was decided; publish makes the draft the deciding version (audited).
  */
 import { readFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
-import type { Actor } from "@/lib/auth/scopes";
 import { validatePolicyText } from "@/lib/policy/policy-set";
 import { replayDraft } from "@/lib/policy/replay";
 import { publishPolicyText } from "@/lib/policy/store";
 import { withCliDatabase } from "./database";
-import { UsageError, type CliIo } from "./io";
+import { CLI_ACTOR, parseCliArgs, UsageError, type CliIo } from "./io";
 
 const USAGE = `Usage:
   airlock policy validate --file draft.cedar
@@ -18,17 +16,10 @@ const USAGE = `Usage:
   airlock policy publish --file draft.cedar
 `;
 
-const CLI_ACTOR: Actor = { type: "system", name: "cli" };
-
 export async function policyCommand(argv: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub !== "validate" && sub !== "replay" && sub !== "publish") throw new UsageError(`unknown policy command ${JSON.stringify(sub ?? "")}`, USAGE);
-  let values;
-  try {
-    ({ values } = parseArgs({ args: rest, options: { file: { type: "string" }, last: { type: "string" }, json: { type: "boolean" } }, strict: true }));
-  } catch (error) {
-    throw new UsageError((error as Error).message, USAGE);
-  }
+  const { values } = parseCliArgs(rest, { file: { type: "string" }, last: { type: "string" }, json: { type: "boolean" } }, USAGE);
   if (!values.file) throw new UsageError("--file is required", USAGE);
   const last = values.last === undefined ? 50 : Number(values.last);
   if (!Number.isInteger(last) || last < 1 || last > 10_000) throw new UsageError("--last must be a whole number from 1 to 10000", USAGE);
