@@ -3,12 +3,10 @@
  * policies (a draft is checked with line/column, replayed, published), tools (a quarantined tool's
  * change is shown and accepted).
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import pg from "pg";
 import { expect, test } from "./fixtures";
 
-test("an admin creates an agent whose token works, then revokes it", async ({ page, loginAs, baseURL, request }) => {
+test("an admin creates an agent whose token works, then revokes it", async ({ page, loginAs, connectMcp, request }) => {
   await loginAs("admin");
   await page.goto("/agents");
   await page.getByLabel("Name").fill("e2e-bot");
@@ -16,8 +14,7 @@ test("an admin creates an agent whose token works, then revokes it", async ({ pa
   const token = (await page.getByTestId("new-agent-token").textContent())!.trim();
   expect(token).toMatch(/^alk_/);
 
-  const client = new Client({ name: "e2e", version: "1" });
-  await client.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", baseURL), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  const client = await connectMcp(token);
   expect((await client.listTools()).tools.length).toBe(5);
   await client.close();
 

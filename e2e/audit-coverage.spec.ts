@@ -5,8 +5,7 @@
  * `auth.signed_out`. Events are read straight from the e2e database.
  */
 import type { Page, Request } from "@playwright/test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createPrismaClient, type PrismaClient } from "../lib/db";
 import { expect, test } from "./fixtures";
 import { RunPage } from "./pages/run-page";
@@ -22,23 +21,17 @@ test.afterAll(async () => {
 });
 
 /** A run that waits for two reviewers (pii + open world), so its page keeps refreshing itself. */
-async function submitPendingRun(baseURL: string, token: string, label: string): Promise<string> {
-  const client = new Client({ name: "e2e-audit-coverage", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", baseURL), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  try {
-    const result = (await client.callTool({
-      name: "submit_run",
-      arguments: {
-        code: `// audit coverage ${label} ${Date.now()}\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", message: "Reminder" });\nreturn { sent: true };`,
-        purpose: `Audit coverage: ${label}`,
-      },
-    })) as TextResult;
-    const view = JSON.parse(result.content[0]!.text) as { runId: string; status: string };
-    expect(view.status).toBe("pending_review");
-    return view.runId;
-  } finally {
-    await client.close();
-  }
+async function submitPendingRun(client: Client, label: string): Promise<string> {
+  const result = (await client.callTool({
+    name: "submit_run",
+    arguments: {
+      code: `// audit coverage ${label} ${Date.now()}\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", message: "Reminder" });\nreturn { sent: true };`,
+      purpose: `Audit coverage: ${label}`,
+    },
+  })) as TextResult;
+  const view = JSON.parse(result.content[0]!.text) as { runId: string; status: string };
+  expect(view.status).toBe("pending_review");
+  return view.runId;
 }
 
 const viewsOf = (runId: string) => db.auditEvent.findMany({ where: { action: "run.viewed", subjectType: "run", subjectId: runId }, orderBy: { id: "asc" } });
@@ -58,9 +51,9 @@ function liveRefreshes(page: Page, runId: string, count: number): Promise<void> 
   });
 }
 
-test("opening a run page twice records two run.viewed events, however often the page refreshes itself", async ({ page, baseURL, state, loginAs }) => {
+test("opening a run page twice records two run.viewed events, however often the page refreshes itself", async ({ page, mcpClient, loginAs }) => {
   test.setTimeout(90_000);
-  const runId = await submitPendingRun(baseURL!, state.credentials.agent.token, "two views");
+  const runId = await submitPendingRun(mcpClient, "two views");
   await loginAs("reviewer");
   const reviewer = await db.user.findUniqueOrThrow({ where: { email: "reviewer@airlock.local" } });
   const runPage = new RunPage(page);
@@ -80,8 +73,8 @@ test("opening a run page twice records two run.viewed events, however often the 
   for (const view of views) expect(view).toMatchObject({ actorType: "user", actorId: reviewer.id, data: { status: "pending_review" } });
 });
 
-test("a client-side navigation to a run page is a view; showing a link to it is not", async ({ page, baseURL, state, loginAs }) => {
-  const runId = await submitPendingRun(baseURL!, state.credentials.agent.token, "navigation");
+test("a client-side navigation to a run page is a view; showing a link to it is not", async ({ page, mcpClient, loginAs }) => {
+  const runId = await submitPendingRun(mcpClient, "navigation");
   await loginAs("reviewer");
   await page.goto("/queue");
   const link = page.locator(`a[href="/runs/${runId}"]`);

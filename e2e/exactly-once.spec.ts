@@ -10,9 +10,8 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import type { Browser, Page } from "@playwright/test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Actor } from "../lib/auth/scopes";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Actor } from "../lib/contracts/scopes";
 import { createUser } from "../lib/auth/users";
 import { createPrismaClient } from "../lib/db";
 import { expect, test } from "./fixtures";
@@ -47,12 +46,6 @@ function body(result: unknown): View {
   return JSON.parse((result as TextResult).content[0]!.text) as View;
 }
 
-async function connect(baseURL: string, token: string): Promise<Client> {
-  const client = new Client({ name: "e2e-exactly-once", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", baseURL), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return client;
-}
-
 async function reviewerPage(browser: Browser, baseURL: string, person: Person): Promise<Page> {
   const context = await browser.newContext({ baseURL });
   const page = await context.newPage();
@@ -72,10 +65,9 @@ async function finished(agent: Client, runId: string): Promise<View> {
 }
 
 test.describe("exactly once, whatever a script returns", () => {
-  let agent: Client;
   let invoices: string[] = [];
 
-  test.beforeAll(async ({ state, baseURL }) => {
+  test.beforeAll(async ({ state, connectMcp }) => {
     const db = createPrismaClient(state.databaseUrl);
     try {
       await db.$transaction(async (tx) => {
@@ -84,15 +76,12 @@ test.describe("exactly once, whatever a script returns", () => {
     } finally {
       await db.$disconnect();
     }
-    agent = await connect(baseURL!, state.credentials.agent.token);
+    // Closed after this hook; each test gets its own client (mcpClient).
+    const agent = await connectMcp();
     const found = body(await agent.callTool({ name: "submit_run", arguments: { code: FIND_INVOICE, purpose: "find paid invoices" } }));
     expect(found.status).toBe("succeeded");
     invoices = found.result as string[];
     expect(invoices.length).toBeGreaterThan(3);
-  });
-
-  test.afterAll(async () => {
-    await agent?.close();
   });
 
   const cases = [
@@ -128,7 +117,7 @@ test.describe("exactly once, whatever a script returns", () => {
   ];
 
   for (const [index, attack] of cases.entries()) {
-    test(`${attack.name}: one execution, one upstream call, a terminal state, a chain that verifies`, async ({ state, browser, baseURL }) => {
+    test(`${attack.name}: one execution, one upstream call, a terminal state, a chain that verifies`, async ({ state, browser, baseURL, mcpClient: agent }) => {
       const invoiceId = invoices[index]!;
       const submitted = body(
         await agent.callTool({
@@ -195,7 +184,10 @@ test.describe("exactly once, whatever a script returns", () => {
     });
   }
 
-  test("agent text carrying U+0000 or a lone surrogate is refused with InvalidParams naming the field, and the refusal is audited", async ({ state }) => {
+  test("agent text carrying U+0000 or a lone surrogate is refused with InvalidParams naming the field, and the refusal is audited", async ({
+    state,
+    mcpClient: agent,
+  }) => {
     const attempts = [
       { field: "code", args: { code: "return 1; // \u0000", purpose: "nul in code" } },
       { field: "purpose", args: { code: "return 1;", purpose: "Refund issued 👍".slice(0, 15) } },

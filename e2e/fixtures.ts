@@ -1,4 +1,6 @@
 import { readFileSync } from "node:fs";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { test as base } from "@playwright/test";
 import type { DemoCredentials } from "../lib/demo/seed";
 import { STATE_FILE } from "./global-setup";
@@ -7,7 +9,24 @@ import { LoginPage } from "./pages/login-page";
 /** The e2e server's database (superuser URL), its data directory (checkpoints, ledger state) and the seeded logins. */
 type State = { databaseUrl: string; dataDir: string; credentials: DemoCredentials };
 
-export const test = base.extend<{ state: State; loginPage: LoginPage; loginAs: (role: "admin" | "reviewer" | "compliance") => Promise<void> }>({
+/**
+ * Connects the MCP SDK's Client to `<baseURL>/api/mcp` with `Authorization: Bearer <token>`.
+ * Defaults: the seeded demo agent's token and the tests' baseURL (pass another for a server of the
+ * test's own). Every client it makes is closed after the test (or after the hook that made it);
+ * closing one earlier is fine.
+ */
+export type ConnectMcp = (token?: string, baseURL?: string) => Promise<Client>;
+
+type Fixtures = {
+  state: State;
+  loginPage: LoginPage;
+  loginAs: (role: "admin" | "reviewer" | "compliance") => Promise<void>;
+  connectMcp: ConnectMcp;
+  /** An MCP client connected as the seeded demo agent. */
+  mcpClient: Client;
+};
+
+export const test = base.extend<Fixtures>({
   state: async ({}, use) => {
     await use(JSON.parse(readFileSync(STATE_FILE, "utf8")) as State);
   },
@@ -22,6 +41,19 @@ export const test = base.extend<{ state: State; loginPage: LoginPage; loginAs: (
       await loginPage.signIn(user.email, user.password);
       await loginPage.page.waitForURL((url) => url.pathname === "/");
     });
+  },
+  connectMcp: async ({ baseURL, state }, use) => {
+    const clients: Client[] = [];
+    await use(async (token = state.credentials.agent.token, url = baseURL) => {
+      const client = new Client({ name: "airlock-e2e", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+      clients.push(client);
+      return client;
+    });
+    for (const client of clients) await client.close();
+  },
+  mcpClient: async ({ connectMcp }, use) => {
+    await use(await connectMcp());
   },
 });
 

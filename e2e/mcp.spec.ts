@@ -2,19 +2,11 @@
  * The agent door with the MCP SDK's real Client against `next start`: discovery, submission under
  * policy, results, reasons, and every refusal path an agent can hit.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { CreateTaskResultSchema } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
 import { expect, test } from "./fixtures";
 
 type TextResult = { content: { type: string; text: string }[]; isError?: boolean };
-
-async function connect(baseURL: string, token: string): Promise<Client> {
-  const client = new Client({ name: "e2e-agent", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", baseURL), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return client;
-}
 
 function body(result: unknown): { isError: boolean; data: Record<string, unknown> } {
   const r = result as TextResult;
@@ -22,28 +14,19 @@ function body(result: unknown): { isError: boolean; data: Record<string, unknown
 }
 
 test.describe("MCP endpoint", () => {
-  let client: Client;
-
-  test.beforeEach(async ({ state, baseURL }) => {
-    client = await connect(baseURL!, state.credentials.agent.token);
-  });
-  test.afterEach(async () => {
-    await client.close();
-  });
-
-  test("lists exactly the five agent tools", async () => {
+  test("lists exactly the five agent tools", async ({ mcpClient: client }) => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(["cancel_run", "get_run", "list_inputs", "search_tools", "submit_run"]);
   });
 
-  test("search_tools finds ledger tools and returns declarations at full detail", async () => {
+  test("search_tools finds ledger tools and returns declarations at full detail", async ({ mcpClient: client }) => {
     const summary = body(await client.callTool({ name: "search_tools", arguments: { query: "invoices" } }));
     expect(JSON.stringify(summary.data)).toContain("listInvoices");
     const full = body(await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } }));
     expect(JSON.stringify(full.data)).toContain("listInvoices(args");
   });
 
-  test("a read-only script is auto-approved and its result returned", async () => {
+  test("a read-only script is auto-approved and its result returned", async ({ mcpClient: client }) => {
     const result = body(
       await client.callTool({
         name: "submit_run",
@@ -59,7 +42,7 @@ test.describe("MCP endpoint", () => {
     expect((result.data.result as { paid: number }).paid).toBeGreaterThan(0);
   });
 
-  test("a write script waits in pending_review with its reasons", async () => {
+  test("a write script waits in pending_review with its reasons", async ({ mcpClient: client }) => {
     const result = body(
       await client.callTool({
         name: "submit_run",
@@ -74,36 +57,36 @@ test.describe("MCP endpoint", () => {
     expect(polled.data.status).toBe("pending_review");
   });
 
-  test("eval-like code is denied with reasons as an isError result", async () => {
+  test("eval-like code is denied with reasons as an isError result", async ({ mcpClient: client }) => {
     const result = body(await client.callTool({ name: "submit_run", arguments: { code: `return eval("1")`, purpose: "x", language: "javascript" } }));
     expect(result.isError).toBe(true);
     expect(result.data).toMatchObject({ status: "denied", error: { code: "POLICY_DENIED" } });
     expect(JSON.stringify(result.data.reasons)).toContain("deny-critical-findings");
   });
 
-  test("an idempotent resubmission returns the same run", async () => {
+  test("an idempotent resubmission returns the same run", async ({ mcpClient: client }) => {
     const args = { code: "return 42;", purpose: "answer", language: "javascript", idempotencyKey: "e2e-key" };
     const first = body(await client.callTool({ name: "submit_run", arguments: args }));
     const second = body(await client.callTool({ name: "submit_run", arguments: args }));
     expect(second.data.runId).toBe(first.data.runId);
   });
 
-  test("malformed arguments and oversize code are protocol errors with clear messages", async () => {
+  test("malformed arguments and oversize code are protocol errors with clear messages", async ({ mcpClient: client }) => {
     await expect(client.callTool({ name: "submit_run", arguments: { purpose: "no code" } })).rejects.toThrow(McpError);
     await expect(client.callTool({ name: "get_run", arguments: { runId: "not-a-uuid" } })).rejects.toThrow(/runId/);
     await expect(client.callTool({ name: "submit_run", arguments: { code: "x".repeat(100_001), purpose: "big" } })).rejects.toThrow(/limit is 100000 bytes/);
     await expect(client.callTool({ name: "no_such_tool", arguments: {} })).rejects.toThrow(/Unknown tool/);
   });
 
-  test("list_inputs shows the demo datasets with data classes", async () => {
+  test("list_inputs shows the demo datasets with data classes", async ({ mcpClient: client }) => {
     const result = body(await client.callTool({ name: "list_inputs", arguments: {} }));
     expect(result.data.inputs).toEqual(expect.arrayContaining([expect.objectContaining({ name: "vip-customers.json", dataClass: "pii" })]));
   });
 });
 
 test.describe("MCP Tasks", () => {
-  test("submit_run as a task completes, and a new connection can follow it and fetch the result", async ({ state, baseURL }) => {
-    const first = await connect(baseURL!, state.credentials.agent.token);
+  test("submit_run as a task completes, and a new connection can follow it and fetch the result", async ({ connectMcp }) => {
+    const first = await connectMcp();
     const created = await first.request(
       {
         method: "tools/call",
@@ -118,7 +101,7 @@ test.describe("MCP Tasks", () => {
     expect(["working", "completed"]).toContain(created.task.status);
     await first.close();
 
-    const second = await connect(baseURL!, state.credentials.agent.token);
+    const second = await connectMcp();
     let status = created.task.status;
     for (let i = 0; i < 60 && status !== "completed"; i++) {
       await new Promise((r) => setTimeout(r, 250));
@@ -129,11 +112,9 @@ test.describe("MCP Tasks", () => {
     expect(body(result).data).toMatchObject({ runId: created.task.taskId, status: "succeeded", result: 2 });
     const listed = await second.experimental.tasks.listTasks();
     expect(listed.tasks.map((t) => t.taskId)).toContain(created.task.taskId);
-    await second.close();
   });
 
-  test("a task waiting for reviewers is input_required and can be cancelled", async ({ state, baseURL }) => {
-    const client = await connect(baseURL!, state.credentials.agent.token);
+  test("a task waiting for reviewers is input_required and can be cancelled", async ({ mcpClient: client }) => {
     const created = await client.request(
       {
         method: "tools/call",
@@ -149,7 +130,6 @@ test.describe("MCP Tasks", () => {
     const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
     expect(cancelled.status).toBe("cancelled");
     await expect(client.experimental.tasks.getTask("00000000-0000-4000-8000-000000000000")).rejects.toThrow(/not found/i);
-    await client.close();
   });
 });
 

@@ -11,10 +11,9 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Browser, Page } from "@playwright/test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createAgent } from "../lib/auth/agents";
-import type { Actor } from "../lib/auth/scopes";
+import type { Actor } from "../lib/contracts/scopes";
 import { createUser } from "../lib/auth/users";
 import { createPrismaClient } from "../lib/db";
 import { expect, test } from "./fixtures";
@@ -36,12 +35,6 @@ const extra = {
 } satisfies Record<string, Person>;
 let ownedAgentToken = "";
 let nonce = 0;
-
-async function connect(baseURL: string, token: string): Promise<Client> {
-  const client = new Client({ name: "e2e-review-agent", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", baseURL), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return client;
-}
 
 function body(result: unknown): Record<string, unknown> {
   return JSON.parse((result as TextResult).content[0]!.text) as Record<string, unknown>;
@@ -100,11 +93,8 @@ test.describe("review console", () => {
     }
   });
 
-  test.beforeEach(async ({ state, baseURL }) => {
-    agent = await connect(baseURL!, state.credentials.agent.token);
-  });
-  test.afterEach(async () => {
-    await agent.close();
+  test.beforeEach(({ mcpClient }) => {
+    agent = mcpClient;
   });
 
   test("a write script appears in the queue live, needs two people, and its result reaches the agent", async ({ page, state, browser, baseURL }) => {
@@ -238,8 +228,8 @@ test.describe("review console", () => {
     }
   });
 
-  test("nobody decides a run of an agent they own", async ({ page, baseURL, state }) => {
-    const owned = await connect(baseURL!, ownedAgentToken);
+  test("nobody decides a run of an agent they own", async ({ page, state, connectMcp }) => {
+    const owned = await connectMcp(ownedAgentToken);
     const runId = await submitWrite(owned, `Owned ${suffix}`);
     await owned.close();
     await signIn(page, extra.owner);

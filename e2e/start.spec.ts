@@ -8,9 +8,7 @@ import { spawn } from "node:child_process";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./fixtures";
 
 const root = join(import.meta.dirname, "..");
 
@@ -53,7 +51,7 @@ function postgresProcessesFor(clusterDir: string): Promise<string> {
   });
 }
 
-test("npm start: first start prints working credentials; SIGTERM stops everything; a second start reuses the data", async ({ request }) => {
+test("npm start: first start prints working credentials; SIGTERM stops everything; a second start reuses the data", async ({ request, connectMcp }) => {
   test.setTimeout(300_000);
   const dataDir = await mkdtemp(join(tmpdir(), "airlock-quickstart-"));
   const port = 40_000 + Math.floor(Math.random() * 10_000);
@@ -70,10 +68,7 @@ test("npm start: first start prints working credentials; SIGTERM stops everythin
   const clusterDir = /Starting the embedded PostgreSQL \(data in (\S+)\)/.exec(banner)![1]!;
 
   expect((await request.get(`http://127.0.0.1:${port}/login`)).status()).toBe(200);
-  const client = new Client({ name: "quickstart", version: "1" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/api/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
-  );
+  const client = await connectMcp(token!, `http://127.0.0.1:${port}`);
   expect((await client.listTools()).tools).toHaveLength(5);
   await client.close();
 

@@ -8,20 +8,13 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Page } from "@playwright/test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { expect, test } from "./fixtures";
 
 type TextResult = { content: { type: string; text: string }[]; isError?: boolean };
 
 const TROJAN = "let amountMinor = 1; // one cent, goodwill\u2028amountMinor = 250000;";
 const suffix = randomBytes(3).toString("hex");
-
-async function connect(baseURL: string, token: string): Promise<Client> {
-  const client = new Client({ name: "e2e-trojan-agent", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", baseURL), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return client;
-}
 
 async function submit(client: Client, code: string, purpose: string): Promise<Record<string, unknown>> {
   const result = (await client.callTool({ name: "submit_run", arguments: { code, purpose } })) as TextResult;
@@ -35,11 +28,8 @@ function script(page: Page) {
 test.describe("Trojan source on the run page", () => {
   let agent: Client;
 
-  test.beforeEach(async ({ state, baseURL }) => {
-    agent = await connect(baseURL!, state.credentials.agent.token);
-  });
-  test.afterEach(async () => {
-    await agent.close();
+  test.beforeEach(({ mcpClient }) => {
+    agent = mcpClient;
   });
 
   test("a U+2028 that ends a comment is escalated, and the hidden assignment is shown on its own line 2 with a marker", async ({ page, loginAs }) => {

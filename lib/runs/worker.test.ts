@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
-import type { Actor } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
 import { childProcessEnv } from "@/lib/env";
 import { defaultPolicyText } from "@/lib/policy/policy-set";
@@ -19,7 +19,8 @@ import { toolCallsDigest } from "@/lib/audit/seal";
 import { runMaintenance } from "./queue";
 import { transitionRun } from "./states";
 import { createRuntime, demoConfig, type Runtime } from "./runtime";
-import { getRun, submitRun, type AgentActor } from "./service";
+import { submitRun } from "@/lib/intake/submit";
+import { getRun, type AgentActor } from "./service";
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
@@ -50,14 +51,20 @@ function startWorker(): { child: ChildProcess; ready: Promise<void>; exited: Pro
   return { child, ready, exited };
 }
 
-async function waitForStatus(runId: string, status: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const run = await db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
-    if (run.status === status) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`run ${runId} did not reach ${status}`);
+async function waitForStatus(runId: string, status: string, timeout = 30_000): Promise<void> {
+  await expect
+    .poll(async () => (await db.prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true } })).status, { timeout, interval: 100 })
+    .toBe(status);
+}
+
+const HEARTBEAT_TIMEOUT_MS = 1000;
+
+/**
+ * Sweeps as of a moment past the heartbeat timeout, instead of sleeping until the dead executor's
+ * last heartbeat (written before it was killed, so before now) has gone stale.
+ */
+function afterHeartbeatTimeout(): Date {
+  return new Date(Date.now() + HEARTBEAT_TIMEOUT_MS + 200);
 }
 
 beforeAll(async () => {
@@ -78,7 +85,6 @@ beforeAll(async () => {
     JSON.stringify({
       servers: { ledger: { ...ledger, tools: { sendReminderEmail: { dataClass: "pii" } } } },
       sandbox: { isolation: "strict", poolSize: 1 },
-      pins: { file: join(dir, "pins.json") },
     }),
   );
   // This process only submits and enqueues; the workers execute.
@@ -135,8 +141,12 @@ describe("worker processes", () => {
     await expect.poll(() => db.prisma.runToolCall.count({ where: { runId: view.runId, readOnly: false } }), { timeout: 20_000 }).toBe(1);
     process.kill(-worker.child.pid!, "SIGKILL");
     await worker.exited;
-    await new Promise((r) => setTimeout(r, 1200));
-    const swept = await runMaintenance(db.prisma, async () => {}, { heartbeatTimeoutMs: 1000, requeueAfterMs: 60_000 });
+    const swept = await runMaintenance(
+      db.prisma,
+      async () => {},
+      { heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, requeueAfterMs: 60_000 },
+      afterHeartbeatTimeout(),
+    );
     expect(swept.failed).toBe(1);
     const lost = await getRun(runtime, agent, { runId: view.runId });
     expect(lost).toMatchObject({ status: "failed", error: { code: "EXECUTOR_LOST" } });
@@ -158,8 +168,12 @@ describe("worker processes", () => {
     await first.exited;
     const second = startWorker();
     await second.ready;
-    await new Promise((r) => setTimeout(r, 1200));
-    const swept = await runMaintenance(db.prisma, async (runId) => runtime.startExecution(runId), { heartbeatTimeoutMs: 1000, requeueAfterMs: 60_000 });
+    const swept = await runMaintenance(
+      db.prisma,
+      async (runId) => runtime.startExecution(runId),
+      { heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, requeueAfterMs: 60_000 },
+      afterHeartbeatTimeout(),
+    );
     expect(swept.retried).toBe(1);
     await waitForStatus(view.runId, "succeeded");
     expect(await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } })).toMatchObject({ attempt: 2 });
