@@ -1,6 +1,55 @@
 // @ts-check
 import tseslint from "typescript-eslint";
 
+/**
+ * Dependency direction. Layers from top to bottom; a module may import its own layer and the
+ * layers below it, never one above. Everything in lib/ not named here is shared (contracts,
+ * untrusted text, db, env, errors, digests) and imports no layer. app/ and components/ sit on top.
+ * Tests are exempt: they exercise whole stacks.
+ */
+const LAYERS = [["mcp", "cli", "demo"], ["intake"], ["review"], ["runs"], ["policy"], ["broker"], ["sandbox"], ["auth"], ["audit"]];
+const layerRules = LAYERS.map((layer, index) => {
+  const above = LAYERS.slice(0, index).flat();
+  return {
+    files: layer.map((name) => `lib/${name}/**/*.{ts,tsx,mjs}`),
+    ignores: ["**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: above.length
+            ? [
+                {
+                  group: above.flatMap((name) => [`@/lib/${name}`, `@/lib/${name}/*`]),
+                  message: `${layer.join("/")} sits below ${above.join(", ")} in the layer order (eslint.config.js); move the code or pass it in.`,
+                },
+              ]
+            : [],
+        },
+      ],
+    },
+  };
+});
+const allLayers = LAYERS.flat();
+const sharedRule = {
+  files: ["lib/**/*.{ts,tsx}"],
+  ignores: ["**/*.test.ts", "lib/testing/**", "lib/generated/**", ...allLayers.map((name) => `lib/${name}/**`)],
+  rules: {
+    "no-restricted-imports": [
+      "error",
+      {
+        patterns: [
+          {
+            group: allLayers.flatMap((name) => [`@/lib/${name}`, `@/lib/${name}/*`]),
+            message: "Shared modules import no layer (eslint.config.js); move the code into the layer that needs it.",
+          },
+          { group: ["../*"], message: "Import across folders with @/lib/…, so the layer rules see it." },
+        ],
+      },
+    ],
+  },
+};
+
 export default tseslint.config(
   {
     ignores: ["node_modules/", ".next/", "lib/generated/", "next-env.d.ts", "test-results/", "playwright-report/", ".airlock/"],
@@ -34,6 +83,15 @@ export default tseslint.config(
     ],
     rules: { "no-restricted-syntax": "off" },
   },
+  {
+    // Type-aware: a promise nobody awaits or marks with `void` is a lost error.
+    files: ["**/*.{ts,tsx}"],
+    ignores: ["lib/generated/**"],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: { "@typescript-eslint/no-floating-promises": "error" },
+  },
+  ...layerRules,
+  sharedRule,
   {
     // Client code never reaches server modules or the database client.
     files: ["components/**/*.{ts,tsx}"],

@@ -1,5 +1,5 @@
 /**
- * Fast generator of a realistic audit log for bench/audit.ts (issue 6, "Benchmark").
+ * Fast generator of a realistic audit log for bench/audit.ts.
  *
  * Writes `runs` runs (code, purpose, result, logs — searchable text with a controlled vocabulary:
  * every run says "invoices", exactly one run in RARE_EVERY says `rareWord(k)`) and ~10 audit
@@ -166,7 +166,18 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
       run.caps.push(JSON.stringify([tool]));
       run.facts.push(JSON.stringify({ dataClasses: [pick(DATA_CLASSES, n)] }));
       run.result.push(JSON.stringify({ count: n % 97, note: `${words[2]} invoices checked` }));
-      run.stats.push(JSON.stringify({ wallMs: 120, logs: [{ level: "log", text: `processed ${n % 500} ${words[0]} invoices` }] }));
+      run.stats.push(
+        JSON.stringify({
+          wallMs: 120,
+          cpuMs: 80,
+          peakRssMb: 40,
+          toolCalls: 1,
+          logs: [{ level: "log", text: `processed ${n % 500} ${words[0]} invoices` }],
+          flags: [],
+          truncated: false,
+          artifacts: [],
+        }),
+      );
       run.createdAt.push(createdAt.toISOString());
 
       const agentActor = { type: "agent", id: agentIds[agentIndex]! };
@@ -220,7 +231,7 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
     }
 
     await client.query(
-      `INSERT INTO "Run" (id, "agentId", status, language, code, "codeSha256", purpose, "inputsDigest", "requestDigest", decision, "capabilitySet", facts, result, stats, "createdAt", "updatedAt")
+      `INSERT INTO "Run" (id, "agentId", status, language, code, "codeSha256", purpose, "inputsDigest", "requestDigest", decision, "capabilitySet", facts, result, execution, "createdAt", "updatedAt")
        SELECT id, agent, status, 'javascript', code, sha, purpose, $13, sha, decision, caps, facts, result, stats, created, created
        FROM unnest($1::uuid[], $2::uuid[], $3::"RunStatus"[], $4::text[], $5::text[], $6::text[], $7::"Decision"[], $8::jsonb[], $9::jsonb[], $10::jsonb[], $11::jsonb[], $12::timestamptz[])
          AS t(id, agent, status, code, sha, purpose, decision, caps, facts, result, stats, created)`,

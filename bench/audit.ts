@@ -1,5 +1,5 @@
 /**
- * Benchmark of the audit log (issue 6, "Benchmark"): prints one JSON object.
+ * Benchmark of the audit log: prints one JSON object.
  *
  * On a throwaway PostgreSQL (never DATABASE_URL's database): migrate, seed ≥ 1,000,000 chained
  * events over ~135k runs (bench/audit-seed.ts), then measure with the app's own code:

@@ -1,5 +1,5 @@
 /**
- * Benchmark of Airlock's judgment path (issue 4, "Benchmark"): prints one JSON object.
+ * Benchmark of Airlock's judgment path: prints one JSON object.
  *
  * - decision: `buildPolicyRequest` + `decide` against the shipped default policies, over a mix
  *   of requests that reach every outcome (allow, escalate 1 and 2, deny), in microseconds;
@@ -11,7 +11,8 @@
 import { cpus } from "node:os";
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
 import ts from "typescript";
-import { analyzeScript, type ToolFacts } from "@/lib/intake/analyze";
+import { analyzeScript } from "@/lib/intake/analyze";
+import type { ToolFacts } from "@/lib/contracts/tools";
 import { decide } from "@/lib/policy/decide";
 import { defaultPolicyText, preparePolicySet } from "@/lib/policy/policy-set";
 import { buildPolicyRequest, type PolicyRequestInput } from "@/lib/policy/request";

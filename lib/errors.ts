@@ -5,7 +5,7 @@
  * as `internal` without its message (see toPublicError).
  *
  * Run outcomes are a separate, closed vocabulary (RUN_ERROR_CODES): they are what an agent acts on
- * in a run's result envelope (DESIGN.md step 9), not request failures.
+ * in a run's result envelope, not request failures.
  */
 
 export const APP_ERROR_STATUS = {
@@ -18,6 +18,8 @@ export const APP_ERROR_STATUS = {
   rate_limited: 429,
   config_invalid: 500,
   database_unavailable: 503,
+  /** A stored value no longer matches its schema (a JSON column); named with its row and column. */
+  stored_data_invalid: 500,
   internal: 500,
 } as const satisfies Record<string, number>;
 

@@ -1,4 +1,4 @@
-import type { Scope } from "@/lib/auth/scopes";
+import type { Scope } from "@/lib/contracts/scopes";
 
 /** The console's sections and the scope each needs; the pages enforce the same scopes server-side. */
 export const NAV_ITEMS = [

@@ -4,7 +4,7 @@ import { useActionState } from "react";
 import { Inert } from "@/components/ui/inert";
 import { Button } from "@/components/ui/primitives";
 import type { DraftState } from "@/app/(console)/policies/actions";
-import { cutAt } from "@/lib/review/invisible";
+import { cutAt } from "@/lib/untrusted/invisible";
 
 function label(d: { decision: string | null; approvalsRequired: number }) {
   return d.decision === "escalate" ? `escalate (${d.approvalsRequired})` : (d.decision ?? "—");

@@ -8,7 +8,7 @@
 import { Fragment } from "react";
 import { Inert } from "@/components/ui/inert";
 import type { FindingItem, HighlightedLine, LineDiff, TokenKind } from "@/lib/review/dto";
-import { splitJsLines } from "@/lib/review/invisible";
+import { splitJsLines } from "@/lib/untrusted/invisible";
 
 const TOKEN_CLASS = {
   keyword: "text-fuchsia-300",

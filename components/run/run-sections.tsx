@@ -9,6 +9,7 @@ import { Inert, InertOr } from "@/components/ui/inert";
 import { Badge, Card, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import type { RunDetail } from "@/lib/review/dto";
+import { touchesRegulatedData } from "@/lib/contracts/data-classes";
 
 export function Section({ title, id, children, className }: { title: string; id: string; children: ReactNode; className?: string }) {
   return (
@@ -58,7 +59,7 @@ export function Capabilities({ run }: { run: RunDetail }) {
               {tool.annotations.readOnly === false && tool.annotations.destructive === false ? <Badge tone="warn">writes</Badge> : null}
             </div>
           </Td>
-          <Td>{tool.dataClass ? <Badge tone={["pii", "financial", "phi"].includes(tool.dataClass) ? "warn" : "neutral"}>{tool.dataClass}</Badge> : "—"}</Td>
+          <Td>{tool.dataClass ? <Badge tone={touchesRegulatedData([tool.dataClass]) ? "warn" : "neutral"}>{tool.dataClass}</Badge> : "—"}</Td>
           <Td className="text-xs text-slate-600">
             <InertOr text={tool.description} fallback="—" />
           </Td>
@@ -116,7 +117,7 @@ export function Inputs({ run }: { run: RunDetail }) {
             <span className="font-mono">
               <Inert text={input.name} />
             </span>
-            <Badge tone={["pii", "financial", "phi"].includes(input.dataClass) ? "warn" : "neutral"}>{input.dataClass}</Badge>
+            <Badge tone={touchesRegulatedData([input.dataClass]) ? "warn" : "neutral"}>{input.dataClass}</Badge>
             <span className="text-slate-600">{input.sizeBytes === null ? "missing" : `${input.sizeBytes.toLocaleString("en")} bytes`}</span>
             {input.mediaType ? <span className="text-slate-500">{input.mediaType}</span> : null}
             {input.changed ? <Badge tone="bad">content changed since submission — the run will refuse it</Badge> : null}

@@ -1,6 +1,6 @@
 /**
  * Renders agent-, script- and tool-supplied text for people: plain characters as React text
- * nodes, and every hidden character (lib/review/invisible.ts: controls including ESC, format and
+ * nodes, and every hidden character (lib/untrusted/invisible.ts: controls including ESC, format and
  * bidi characters, U+2028/U+2029, default-ignorables; one per code point) as a marker element
  *   <span data-invisible="U+2028" title="U+2028 LINE SEPARATOR …">U+2028</span>
  * styled apart from text. The marker is made from the character itself, never from text, so a
@@ -10,7 +10,7 @@
  * No hooks, no "use client": usable from server and client components alike.
  */
 import { Fragment } from "react";
-import { segments } from "@/lib/review/invisible";
+import { segments } from "@/lib/untrusted/invisible";
 
 export const MARKER_CLASS =
   "mx-px inline-block rounded-sm border border-amber-500 bg-amber-200 px-0.5 align-baseline font-mono text-[0.85em] leading-none font-semibold not-italic text-amber-950 no-underline";

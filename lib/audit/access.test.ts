@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "@/lib/auth/users";
-import type { Actor } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { AppError } from "@/lib/errors";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { isPageRefresh, recordForbidden, recordRunViewed } from "./access";

@@ -11,7 +11,7 @@
  *   failure is logged and the caller still answers "forbidden";
  * - data is small and never secret: scopes, door names, data classes, counts.
  */
-import type { Actor } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { isAppError } from "@/lib/errors";
 import { recordAudit } from "./record";

@@ -1,5 +1,5 @@
 /**
- * Streaming export of audit events as JSONL or CSV (issue 6, "Export").
+ * Streaming export of audit events as JSONL or CSV.
  *
  * What is exported: audit events with id ≤ the chain head at export time (so the export is a
  * fixed snapshot, whatever is appended while it streams), in id order, each with its prevHash and

@@ -6,10 +6,10 @@
  * transaction-scoped advisory lock so the log is one hash chain:
  *   hash = sha256(prevHash || canonicalJson({at, actorType, actorId, action, subjectType, subjectId, data}))
  * The first event's prevHash is 64 zeros. The table itself refuses UPDATE/DELETE/TRUNCATE
- * (trigger in the init migration). Verification lives with the audit issue (lib/audit/verify).
+ * (trigger in the init migration). Verification is lib/audit/verify.ts.
  */
 import { createHash } from "node:crypto";
-import type { Actor } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { Tx } from "@/lib/db";
 import type { Prisma } from "@/lib/generated/prisma/client";

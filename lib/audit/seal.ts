@@ -6,16 +6,15 @@
  * added, removed or changed afterwards. Only these fields are sealed; the stored arguments and
  * results are covered through their digests.
  */
-import { createHash } from "node:crypto";
-import { canonicalJson } from "@/lib/canonical-json";
 import type { Tx } from "@/lib/db";
+import { jsonDigest } from "@/lib/digest";
 
 /** The fields of a tool call that the audit chain seals, as stored in RunToolCall. */
 export type SealedCall = { seq: number; server: string; tool: string; argsDigest: string; resultDigest: string | null; outcome: string };
 
 export function toolCallsDigest(calls: readonly SealedCall[]): string {
   const sealed = calls.map(({ seq, server, tool, argsDigest, resultDigest, outcome }) => ({ seq, server, tool, argsDigest, resultDigest, outcome }));
-  return createHash("sha256").update(canonicalJson(sealed)).digest("hex");
+  return jsonDigest(sealed);
 }
 
 /** The seal of every call a run has on record (all attempts), read in the caller's transaction. */

@@ -1,5 +1,5 @@
 /**
- * Compliance search over runs (issue 6, "Search"): full text over code, purpose, result, error,
+ * Compliance search over runs: full text over code, purpose, result, error,
  * logs and review comments ("Run"."searchVector", a tsvector kept by a trigger, GIN-indexed; see
  * migration 20261130051110_audit_search_and_seals), and filters by agent, person, status,
  * decision, data class, tool, code hash and time range.

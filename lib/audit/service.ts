@@ -18,8 +18,8 @@
  *   none, it signs only a log younger than the allowed gap, or when an operator asks for it
  *   (`bootstrap`, recorded in its audit event).
  */
-import type { Actor } from "@/lib/auth/scopes";
-import { actorLabel, requireScope } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
+import { actorLabel, requireScope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import { loadCheckpoints, writeCheckpoint, type CheckpointConfig } from "./checkpoints";

@@ -32,9 +32,10 @@
 import { createHash } from "node:crypto";
 import type { Db } from "@/lib/db";
 import { toolCallsDigest } from "@/lib/audit/seal";
-import { NEXT_STATES, isTerminal } from "@/lib/runs/states";
+import { NEXT_STATES, isTerminal } from "@/lib/contracts/run-states";
 import { CHECKPOINT_INTERVAL_MINUTES, CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoints, type CheckpointConfig } from "./checkpoints";
 import { canonicalJson } from "@/lib/canonical-json";
+import { jsonDigest } from "@/lib/digest";
 import { GENESIS_HASH } from "./record";
 
 export const BREAK_REASONS = [
@@ -156,12 +157,6 @@ type CallRow = {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function digestOf(value: unknown): string {
-  return createHash("sha256")
-    .update(canonicalJson(value ?? null))
-    .digest("hex");
-}
-
 /** The executor keeps `{truncated: true, bytes}` instead of values over its size cap. */
 function isTruncationMarker(value: unknown): boolean {
   if (!value || typeof value !== "object" || Array.isArray(value)) return false;
@@ -171,7 +166,7 @@ function isTruncationMarker(value: unknown): boolean {
 
 function storedValueMatches(stored: string | null, digest: string): boolean {
   const value: unknown = stored === null ? null : JSON.parse(stored);
-  return digestOf(value) === digest || isTruncationMarker(value);
+  return jsonDigest(value) === digest || isTruncationMarker(value);
 }
 
 async function checkSeals(db: Db, seals: { event: EventRow; data: Record<string, unknown> }[]): Promise<{ broken: ChainBreak | null; calls: number }> {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { authenticateAgentToken, createAgent, listAgents, revokeAgent } from "./agents";
 import { hashAgentToken } from "./tokens";
-import type { Actor } from "./scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { createUser } from "./users";
 
 const system: Actor = { type: "system", name: "test" };

@@ -12,7 +12,7 @@ import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
 import { AppError } from "@/lib/errors";
 import type { Db, Tx } from "@/lib/db";
-import { DEFAULT_AGENT_SCOPES, isScope, requireScope, type Actor, type Scope } from "./scopes";
+import { DEFAULT_AGENT_SCOPES, isScope, requireScope, type Actor, type Scope } from "@/lib/contracts/scopes";
 import { generateAgentToken, hashAgentToken, looksLikeAgentToken } from "./tokens";
 import { emailSchema } from "./users";
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vites
 import { z } from "zod";
 import { setEnvForChildren } from "@/lib/env";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import type { Actor } from "./scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { createUser, recordSignedOut } from "./users";
 
 const session = vi.hoisted(() => ({ userId: null as string | null }));

@@ -8,7 +8,7 @@ import { recordForbidden } from "@/lib/audit/access";
 import { prisma } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import { auth } from "./next-auth";
-import { requireScope, type Actor, type Scope } from "./scopes";
+import { requireScope, type Actor, type Scope } from "@/lib/contracts/scopes";
 
 export type UserActor = Extract<Actor, { type: "user" }>;
 

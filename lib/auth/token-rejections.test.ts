@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setEnvForChildren } from "@/lib/env";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { createAgent, revokeAgent } from "./agents";
-import type { Actor } from "./scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { createTokenRejectionLog, type TokenRejectionLog } from "./token-rejections";
 import { createUser } from "./users";
 

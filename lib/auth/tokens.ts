@@ -3,7 +3,8 @@
  * the token is shown once at creation. Lookup is by hash, so comparison time does not depend on
  * how much of a guessed token was right.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
+import { sha256Hex } from "@/lib/digest";
 
 export const TOKEN_PREFIX = "alk_";
 
@@ -13,7 +14,7 @@ export function generateAgentToken(): { token: string; tokenHash: string; prefix
 }
 
 export function hashAgentToken(token: string): string {
-  return createHash("sha256").update(token, "utf8").digest("hex");
+  return sha256Hex(token);
 }
 
 /** Cheap shape check before any database lookup. */

@@ -14,7 +14,7 @@ import { headers } from "next/headers";
 import type { z } from "zod";
 import { recordForbidden } from "@/lib/audit/access";
 import { currentUser, type UserActor } from "@/lib/auth/session";
-import { requireScope, type Scope } from "@/lib/auth/scopes";
+import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { AppError, isAppError, toPublicError, type AppErrorCode } from "@/lib/errors";
 

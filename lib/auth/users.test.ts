@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import type { Actor } from "./scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { createUser, signInWithPassword } from "./users";
 
 const system: Actor = { type: "system", name: "test" };

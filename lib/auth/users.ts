@@ -13,7 +13,7 @@ import { env } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 import type { Db, Tx } from "@/lib/db";
 import { hashPassword, verifyPassword, MIN_PASSWORD_LENGTH } from "./passwords";
-import { requireScope, ROLES, type Actor, type Role } from "./scopes";
+import { requireScope, ROLES, type Actor, type Role } from "@/lib/contracts/scopes";
 
 export const emailSchema = z.string().trim().toLowerCase().pipe(z.email("must be an email address"));
 

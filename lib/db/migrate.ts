@@ -25,7 +25,7 @@ import { fileURLToPath } from "node:url";
 import { runMigrations as runQueueMigrations } from "graphile-worker";
 import pg from "pg";
 import { AppError } from "@/lib/errors";
-import { quietQueueLogger } from "@/lib/runs/queue-logger";
+import { quietQueueLogger } from "@/lib/db/queue-logger";
 import { NO_FILTERS, withSchemaEngine, type MigrationList } from "./schema-engine";
 
 /** prisma/migrations of this checkout. */

@@ -14,7 +14,7 @@ import { applyMigrations, applyQueueMigrations } from "@/lib/db/migrate";
 import { startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
 import { APP_ROLE, privilegeWarning } from "@/lib/db/roles";
 import { APP_PASSWORD_FILE, externalDatabaseUrls, prepareEmbeddedDatabase, type DatabaseUrls } from "@/lib/db/setup";
-import { quietQueueLogger } from "@/lib/runs/queue-logger";
+import { quietQueueLogger } from "@/lib/db/queue-logger";
 
 const SYSTEM = { type: "system", name: "test" } as const;
 

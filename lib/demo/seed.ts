@@ -6,7 +6,7 @@
 import type { Db } from "@/lib/db";
 import { createAgent } from "@/lib/auth/agents";
 import { generatePassword } from "@/lib/auth/passwords";
-import type { Actor, Role } from "@/lib/auth/scopes";
+import type { Actor, Role } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
 import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { publishPolicyText } from "@/lib/policy/store";

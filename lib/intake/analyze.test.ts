@@ -4,8 +4,9 @@
  * make the analyser throw or fail internally.
  */
 import { describe, expect, it } from "vitest";
-import { analyzeScript, type AnalysisInput, type ToolFacts } from "@/lib/intake/analyze";
-import type { FindingCode } from "@/lib/intake/findings";
+import { analyzeScript, type AnalysisInput } from "@/lib/intake/analyze";
+import type { ToolFacts } from "@/lib/contracts/tools";
+import type { FindingCode } from "@/lib/errors";
 
 const TOOLS: ToolFacts[] = [
   { server: "ledger", name: "listInvoices", annotations: { readOnlyHint: true, openWorldHint: false }, dataClass: "financial", quarantined: false },

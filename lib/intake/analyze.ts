@@ -1,5 +1,5 @@
 /**
- * Static analysis of an agent's script (DESIGN.md step 2; issue 4, "Intake and analysis").
+ * Static analysis of an agent's script.
  *
  * `analyzeScript` turns submitted code into what policy decides on: the JavaScript that will
  * run, the capability set (every `server.tool` the script can reach), the imports, findings with
@@ -14,7 +14,7 @@
  *   openWorldHint is true, and an unclassified tool is treated as the most dangerous kind).
  * - Pure apart from reading TypeScript's lib .d.ts once per process (see typecheck.ts).
  * - What a reviewer cannot see is a finding: every hidden character (the ones the console marks,
- *   lib/review/invisible.ts) is an `invisible_character` and every look-alike identifier a
+ *   lib/untrusted/invisible.ts) is an `invisible_character` and every look-alike identifier a
  *   `confusable_identifier`, at the line and column the console's code view shows them on.
  *
  * Refuses: imports outside `allowedPackages` (an entry allows a package and its subpaths, or one
@@ -24,59 +24,14 @@
  * permits (lib/sandbox/script.ts ALLOWED_BUILTINS).
  */
 import ts from "typescript";
-import { finding, FINDING_RULES, type Finding } from "@/lib/intake/findings";
+import { finding, type Finding, type ScriptFacts, type ToolCallSites } from "@/lib/contracts/analysis";
+import { FINDING_RULES } from "@/lib/errors";
 import { parseScript, transpileScript, typeCheckScript } from "@/lib/intake/typecheck";
 import { walkScript, type WalkResult } from "@/lib/intake/walk";
-import { describeCodePoint, findHidden } from "@/lib/review/invisible";
-
-/** The same classes as the DataClass enum in prisma/schema.prisma. */
-export const DATA_CLASSES = ["public", "internal", "confidential", "pii", "financial", "phi"] as const;
-export type DataClass = (typeof DATA_CLASSES)[number];
-
-/**
- * Regulated data: the classes the shipped policies send to two reviewers (review-regulated-data in
- * lib/policy/default-policies.cedar) and whose results are audited whenever an agent reads them.
- */
-export const REGULATED_DATA_CLASSES = ["pii", "financial", "phi"] as const satisfies readonly DataClass[];
-
-/** True when any of the classes is regulated; unknown strings (a stale row) count as regulated. */
-export function touchesRegulatedData(classes: readonly string[]): boolean {
-  return classes.some((c) => (REGULATED_DATA_CLASSES as readonly string[]).includes(c) || !(DATA_CLASSES as readonly string[]).includes(c));
-}
-
-/** MCP tool annotations as the upstream declared them (hints, not guarantees). */
-export type ToolAnnotations = {
-  readOnlyHint?: boolean;
-  destructiveHint?: boolean;
-  idempotentHint?: boolean;
-  openWorldHint?: boolean;
-};
-
-/** What analysis needs to know about one tool in the server-side registry. */
-export type ToolFacts = {
-  server: string;
-  name: string;
-  annotations: ToolAnnotations;
-  dataClass: DataClass;
-  quarantined: boolean;
-};
-
-export type Effect = "read_only" | "write" | "destructive";
-
-export type ScriptFacts = {
-  effect: Effect;
-  openWorld: boolean;
-  /** Data classes of the referenced tools, sorted, unique. */
-  dataClasses: DataClass[];
-  toolCount: number;
-};
-
-/**
- * Per tool in the capability set: how many places call it, whether one of them can run more than
- * once (loop, callback, recursion, tool taken as a value), and whether the registry says it is
- * read-only (an unknown tool is not). The run's per-tool caps are derived from this.
- */
-export type ToolCallSites = Record<string, { count: number; repeated: boolean; readOnly: boolean }>;
+import type { DataClass } from "@/lib/contracts/data-classes";
+import { bareSpecifier, packageName } from "@/lib/contracts/packages";
+import { EFFECT_RANK, effectOf, isReadOnly, type Effect, type ToolFacts } from "@/lib/contracts/tools";
+import { describeCodePoint, findHidden } from "@/lib/untrusted/invisible";
 
 export type AnalysisInput = {
   code: string;
@@ -103,22 +58,6 @@ export type Analysis = {
 const MAX_TYPE_ERRORS = 20;
 /** Builtins that compile code, change V8 flags, make `require` or spawn evaluating threads. */
 const CODE_LOADING_MODULES = new Set(["vm", "v8", "module", "repl", "worker_threads"]);
-
-/**
- * `node:fs/promises` → `fs/promises`; `@scope/pkg/sub` → `@scope/pkg/sub`; paths and URLs
- * (`./x`, `/x`, `file:`, `data:`, `https:`) → undefined.
- */
-function bareSpecifier(specifier: string): string | undefined {
-  const bare = specifier.startsWith("node:") ? specifier.slice("node:".length) : specifier;
-  if (bare === "" || bare.startsWith(".") || bare.startsWith("/") || bare.includes(":")) return undefined;
-  return bare;
-}
-
-/** `@scope/pkg/sub` → `@scope/pkg`, `pkg/sub` → `pkg`. */
-function packageName(bare: string): string {
-  const parts = bare.split("/");
-  return bare.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!;
-}
 
 function importFindings(walk: WalkResult, allowedPackages: readonly string[]): Finding[] {
   const allowed = new Set(allowedPackages.map((name) => bareSpecifier(name) ?? name));
@@ -154,7 +93,7 @@ function hiddenMessage(codePoint: number): string {
 }
 
 /**
- * One `invisible_character` finding per hidden character (lib/review/invisible.ts: the characters
+ * One `invisible_character` finding per hidden character (lib/untrusted/invisible.ts: the characters
  * the console marks), at its line and column in TypeScript's line map — which, like JavaScript and
  * the console's code view, ends lines at \n, \r\n, \r, U+2028 and U+2029. Columns count UTF-16
  * units, as for every other finding.
@@ -330,17 +269,7 @@ function confusableIdentifierFindings(sf: ts.SourceFile): Finding[] {
   return out;
 }
 
-function isReadOnly(tool: ToolFacts | undefined): boolean {
-  return tool?.annotations.readOnlyHint === true;
-}
-
-function effectOf(tool: ToolFacts | undefined): Effect {
-  if (tool === undefined) return "destructive";
-  if (isReadOnly(tool)) return "read_only";
-  return tool.annotations.destructiveHint === false ? "write" : "destructive";
-}
-
-const EFFECT_RANK = { read_only: 0, write: 1, destructive: 2 } as const satisfies Record<Effect, number>;
+const readOnlyTool = (tool: ToolFacts | undefined): boolean => isReadOnly(tool?.annotations);
 
 function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFacts>): Finding[] {
   const out: Finding[] = [];
@@ -357,7 +286,7 @@ function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFa
   }
   const inInfiniteLoop = (pos: number) => walk.loops.some((loop) => pos >= loop.start && pos < loop.end);
   for (const ref of walk.toolRefs) {
-    if (ref.repeated && !isReadOnly(registry.get(ref.capability)) && !inInfiniteLoop(ref.pos)) {
+    if (ref.repeated && !readOnlyTool(registry.get(ref.capability)) && !inInfiniteLoop(ref.pos)) {
       out.push(
         finding(
           "unbounded_loop",
@@ -370,7 +299,7 @@ function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFa
   }
   for (const loop of walk.loops) {
     const mutating = new Set(
-      walk.toolRefs.filter((ref) => ref.pos >= loop.start && ref.pos < loop.end && !isReadOnly(registry.get(ref.capability))).map((ref) => ref.capability),
+      walk.toolRefs.filter((ref) => ref.pos >= loop.start && ref.pos < loop.end && !readOnlyTool(registry.get(ref.capability))).map((ref) => ref.capability),
     );
     if (mutating.size > 0) {
       out.push(finding("unbounded_loop", `loop without an exit condition calls ${[...mutating].sort().join(", ")}`, loop.line, loop.column));
@@ -382,7 +311,7 @@ function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFa
 function callSitesOf(walk: WalkResult, registry: ReadonlyMap<string, ToolFacts>): ToolCallSites {
   const sites: ToolCallSites = {};
   for (const ref of walk.toolRefs) {
-    const entry = (sites[ref.capability] ??= { count: 0, repeated: false, readOnly: isReadOnly(registry.get(ref.capability)) });
+    const entry = (sites[ref.capability] ??= { count: 0, repeated: false, readOnly: readOnlyTool(registry.get(ref.capability)) });
     entry.count++;
     entry.repeated ||= ref.repeated;
   }
@@ -395,7 +324,7 @@ function factsOf(capabilitySet: readonly string[], registry: ReadonlyMap<string,
   const dataClasses = new Set<DataClass>();
   for (const capability of capabilitySet) {
     const tool = registry.get(capability);
-    const toolEffect = effectOf(tool);
+    const toolEffect = tool === undefined ? "destructive" : effectOf(tool.annotations);
     if (EFFECT_RANK[toolEffect] > EFFECT_RANK[effect]) effect = toolEffect;
     if (tool === undefined || tool.annotations.openWorldHint !== false) openWorld = true;
     if (tool !== undefined) dataClasses.add(tool.dataClass);

@@ -1,6 +1,5 @@
 /**
- * Type-checking and stripping of agent scripts with the TypeScript compiler API (DESIGN.md
- * step 2, "Script contract").
+ * Type-checking and stripping of agent scripts with the TypeScript compiler API.
  *
  * A script is the body of an async function, optionally preceded by static imports. To check it,
  * the leading imports stay at module level and the rest is wrapped in `async function` in memory;
@@ -11,15 +10,15 @@
  * a check costs one small program (tens of ms), not a re-parse of the standard library. The
  * declarations text and the runtime contract are cached by content the same way.
  *
- * What the checker knows: ES2024 built-ins, the broker's `declare const tools`, the runtime's
- * `inputs` and `console` (declared here, because they are Airlock's contract, not a tool's; they
- * mirror lib/sandbox/child/bootstrap.mjs, where inputs are synchronous) and a few Node globals
- * the sandbox provides. Imports are not resolved, so every imported binding is
+ * What the checker knows: ES2024 built-ins, the broker's `declare const tools`, and the script
+ * contract (lib/contracts/script-contract.ts: `inputs`, `console` and a few globals the sandbox
+ * provides), each declared once; `contractDiagnostics` proves the three files check cleanly. Imports are not resolved, so every imported binding is
  * typed `any` (packages' own types are not loaded) and "cannot find module" is not a type error:
  * the allowlist is enforced by analysis as `disallowed_import` instead.
  */
 import path from "node:path";
 import ts from "typescript";
+import { SCRIPT_CONTRACT_DECLARATIONS } from "@/lib/contracts/script-contract";
 
 const SCRIPT_FILE = "/airlock/script.ts";
 const DECLARATIONS_FILE = "/airlock/tools.d.ts";
@@ -44,7 +43,9 @@ const CHECK_OPTIONS: ts.CompilerOptions = {
   verbatimModuleSyntax: true,
   noResolve: true,
   noEmit: true,
-  skipLibCheck: true,
+  // TypeScript's own lib files are trusted; the contract and the tool declarations are checked
+  // (contractDiagnostics), since they are generated from upstream schemas.
+  skipDefaultLibCheck: true,
 };
 
 /** Emit settings shared with the checker so what is checked is what runs. */
@@ -87,31 +88,6 @@ function libSourceFile(fileName: string): ts.SourceFile | undefined {
   return sf;
 }
 
-/** The runtime contract every script sees. */
-const CONTRACT = [
-  "interface AirlockInputs {",
-  "  /** The datasets staged for this run. */",
-  "  list(): { name: string; size: number }[];",
-  "  text(name: string): string;",
-  "  bytes(name: string): Uint8Array;",
-  "  json(name: string): any;",
-  "  /** Rows keyed by the header line. */",
-  "  csv(name: string): Record<string, string>[];",
-  "}",
-  "declare const inputs: AirlockInputs;",
-  "interface AirlockConsole {",
-  ...["log", "info", "warn", "error", "debug", "trace", "dir", "table"].map((level) => `  ${level}(...data: unknown[]): void;`),
-  "}",
-  "declare const console: AirlockConsole;",
-  "declare function setTimeout(callback: (...args: any[]) => void, ms?: number, ...args: any[]): unknown;",
-  "declare function clearTimeout(handle: unknown): void;",
-  "declare function structuredClone<T>(value: T): T;",
-  "declare class URL { constructor(url: string, base?: string | URL); readonly href: string; readonly origin: string; readonly protocol: string; readonly host: string; readonly hostname: string; readonly pathname: string; readonly search: string; readonly searchParams: URLSearchParams; readonly hash: string; toString(): string; }",
-  "declare class URLSearchParams { constructor(init?: string | Record<string, string> | [string, string][]); get(name: string): string | null; getAll(name: string): string[]; has(name: string): boolean; set(name: string, value: string): void; append(name: string, value: string): void; toString(): string; }",
-  "declare class TextEncoder { encode(input?: string): Uint8Array; }",
-  "declare class TextDecoder { constructor(label?: string); decode(input?: ArrayBufferView | ArrayBuffer): string; }",
-].join("\n");
-
 export type ScriptDiagnostic = { message: string; line: number; column: number };
 
 /**
@@ -148,16 +124,13 @@ function leadingImportsEnd(script: ts.SourceFile): number {
  * `declarations`, located in the submitted code.
  * Syntax errors are not reported here (transpile reports them without the wrapper).
  */
-export function typeCheckScript(submitted: ts.SourceFile, declarations: string): ScriptDiagnostic[] {
-  const code = submitted.text;
-  const importsEnd = leadingImportsEnd(submitted);
-  const wrapped = code.slice(0, importsEnd) + WRAPPER_HEAD + code.slice(importsEnd) + WRAPPER_TAIL;
+/** One program: the script contract, the tool declarations and the (wrapped) script. */
+function checkProgram(wrapped: string, declarations: string): ts.Program {
   const files = new Map<string, ts.SourceFile>([
     [SCRIPT_FILE, ts.createSourceFile(SCRIPT_FILE, wrapped, CHECK_OPTIONS.target!, false, ts.ScriptKind.TS)],
     [DECLARATIONS_FILE, cachedByContent(DECLARATIONS_FILE, declarations)],
-    [CONTRACT_FILE, cachedByContent(CONTRACT_FILE, CONTRACT)],
+    [CONTRACT_FILE, cachedByContent(CONTRACT_FILE, SCRIPT_CONTRACT_DECLARATIONS)],
   ]);
-
   const host: ts.CompilerHost = {
     getSourceFile: (fileName) => files.get(fileName) ?? libSourceFile(fileName),
     getDefaultLibFileName: (options) => ts.getDefaultLibFilePath(options),
@@ -170,11 +143,32 @@ export function typeCheckScript(submitted: ts.SourceFile, declarations: string):
     fileExists: (fileName) => files.has(fileName) || libSourceFile(fileName) !== undefined,
     readFile: (fileName) => files.get(fileName)?.text ?? libSourceFile(fileName)?.text,
   };
-  const program = ts.createProgram({
-    rootNames: [CONTRACT_FILE, DECLARATIONS_FILE, SCRIPT_FILE],
-    options: CHECK_OPTIONS,
-    host,
-  });
+  return ts.createProgram({ rootNames: [CONTRACT_FILE, DECLARATIONS_FILE, SCRIPT_FILE], options: CHECK_OPTIONS, host });
+}
+
+/**
+ * Every diagnostic the check program reports outside the script itself (options, the contract,
+ * the tool declarations). Must be empty: a conflict there (two declarations of `inputs`, a broken
+ * generated type) would otherwise be silently dropped from every script's check.
+ */
+export function contractDiagnostics(declarations: string): string[] {
+  const program = checkProgram(WRAPPER_HEAD + WRAPPER_TAIL, declarations);
+  const all = [
+    ...program.getOptionsDiagnostics(),
+    ...program.getGlobalDiagnostics(),
+    ...program.getSyntacticDiagnostics(),
+    ...program.getSemanticDiagnostics(),
+  ];
+  return all
+    .filter((d) => d.file?.fileName !== SCRIPT_FILE)
+    .map((d) => `${d.file?.fileName ?? "program"}: TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
+}
+
+export function typeCheckScript(submitted: ts.SourceFile, declarations: string): ScriptDiagnostic[] {
+  const code = submitted.text;
+  const importsEnd = leadingImportsEnd(submitted);
+  const wrapped = code.slice(0, importsEnd) + WRAPPER_HEAD + code.slice(importsEnd) + WRAPPER_TAIL;
+  const program = checkProgram(wrapped, declarations);
   const script = program.getSourceFile(SCRIPT_FILE)!;
 
   const toOriginal = (offset: number): number => {

@@ -1,5 +1,5 @@
 /**
- * The syntactic half of analysis (DESIGN.md step 2): one walk over a script's AST that yields
+ * The syntactic half of analysis: one walk over a script's AST that yields
  * every `tools.<server>.<tool>` reference, every import specifier, the unbounded loops and the
  * findings that need no registry.
  *
@@ -13,7 +13,7 @@
  * (`tools[name]`), destructuring and spreading of `tools` are reported, not resolved.
  */
 import ts from "typescript";
-import { finding, type Finding } from "@/lib/intake/findings";
+import { finding, type Finding } from "@/lib/contracts/analysis";
 
 /**
  * `repeated`: this site can run more than once, because it sits in a loop or in a function (a

@@ -1,5 +1,5 @@
 /**
- * Three outcomes from a two-outcome engine (DESIGN.md step 3; issue 4, "Policy").
+ * Three outcomes from a two-outcome engine.
  *
  * Cedar answers permit or deny and names the determining policies (`diagnostics.reason`): the
  * matching forbids when it denies, the matching permits when it allows. Airlock reads that

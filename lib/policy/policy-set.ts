@@ -1,5 +1,5 @@
 /**
- * Parsing, validation and preparation of Airlock policy sets (issue 4, "Policy").
+ * Parsing, validation and preparation of Airlock policy sets.
  *
  * A policy set is Cedar text in which every policy carries Airlock's annotations:
  *   @id("…")        required, unique: the policy's name in decisions and audit
@@ -16,9 +16,9 @@
  * annotation rules); `preparePolicySet` accepts exactly the texts that validate and throws
  * `PolicyValidationError` otherwise. Templates are refused: Airlock links no slots.
  */
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
+import { sha256Hex } from "@/lib/digest";
 import { AppError } from "@/lib/errors";
 import { CEDAR_SCHEMA, SCHEMA_NAME } from "@/lib/policy/request";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
@@ -231,7 +231,7 @@ export function preparePolicySet(text: string): PreparedPolicySet {
   }
   // Content-addressed: preparing the same text twice reuses the same slot in the Cedar module.
   // Slots are never freed; a process prepares the published versions and the drafts it replays.
-  const id = `airlock-${createHash("sha256").update(text).digest("hex")}`;
+  const id = `airlock-${sha256Hex(text)}`;
   const loaded = cedar.preparsePolicySet(id, {
     staticPolicies: Object.fromEntries(policies.map((p) => [p.id, p.source])),
   });

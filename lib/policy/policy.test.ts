@@ -4,8 +4,10 @@
  * evaluation, and draft validation with line/column positions.
  */
 import { describe, expect, it } from "vitest";
-import { analyzeScript, type ScriptFacts, type ToolFacts } from "@/lib/intake/analyze";
-import type { Finding } from "@/lib/intake/findings";
+import { analyzeScript } from "@/lib/intake/analyze";
+import type { ScriptFacts } from "@/lib/contracts/analysis";
+import type { ToolFacts } from "@/lib/contracts/tools";
+import type { Finding } from "@/lib/contracts/analysis";
 import { BUILTIN_REASONS, decide } from "@/lib/policy/decide";
 import { defaultPolicyText, preparePolicySet, PolicyValidationError, validatePolicyText } from "@/lib/policy/policy-set";
 import { buildPolicyRequest, type PolicyRequestInput } from "@/lib/policy/request";

@@ -6,6 +6,7 @@
 import type { Db } from "@/lib/db";
 import { decide } from "./decide";
 import { preparePolicySet } from "./policy-set";
+import { runColumn } from "@/lib/contracts/run-columns";
 import { upgradePolicyRequest, type PolicyRequest } from "./request";
 
 export type ReplayRow = {
@@ -27,9 +28,12 @@ export async function replayDraft(db: Db, draftText: string, last: number): Prom
     include: { agent: { select: { name: true } } },
   });
   const rows = runs
-    .filter((run) => run.policyRequest !== null)
-    .map((run) => {
-      const after = decide(upgradePolicyRequest(run.policyRequest as unknown as PolicyRequest), prepared);
+    .flatMap((run) => {
+      const stored = runColumn(run, "policyRequest");
+      return stored ? [{ run, request: stored as PolicyRequest }] : [];
+    })
+    .map(({ run, request }) => {
+      const after = decide(upgradePolicyRequest(request), prepared);
       const changed = after.decision !== run.decision || after.approvalsRequired !== run.approvalsRequired;
       return {
         runId: run.id,

@@ -1,6 +1,6 @@
 /**
  * The Cedar schema Airlock's policies are written against, and the builder of the one request
- * shape they are evaluated on (DESIGN.md step 3; issue 4, "Policy").
+ * shape they are evaluated on.
  *
  * principal `Agent::"<id>"` (with its owning `User`), action `Action::"run"`, resource
  * `Proposal::"submitted"` carrying everything policy may look at: effect class, open world,
@@ -16,8 +16,9 @@
  * takes when an older stored request is replayed against a draft (`upgradePolicyRequest`).
  */
 import type { EntityJson, EntityUidJson } from "@cedar-policy/cedar-wasm/nodejs";
-import type { DataClass, ScriptFacts } from "@/lib/intake/analyze";
-import type { Finding } from "@/lib/intake/findings";
+import type { DataClass } from "@/lib/contracts/data-classes";
+import type { ScriptFacts } from "@/lib/contracts/analysis";
+import type { Finding } from "@/lib/contracts/analysis";
 import type { RunLimits } from "@/lib/sandbox/types";
 
 export const POLICY_REQUEST_VERSION = 1;

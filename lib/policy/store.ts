@@ -6,8 +6,8 @@
  * one indexed read; with no published version every proposal is denied with a reason (fail closed).
  */
 import { recordAudit } from "@/lib/audit/record";
-import type { Actor } from "@/lib/auth/scopes";
-import { requireScope } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
+import { requireScope } from "@/lib/contracts/scopes";
 import type { Db, Tx } from "@/lib/db";
 import { preparePolicySet, type PreparedPolicySet } from "./policy-set";
 

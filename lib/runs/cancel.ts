@@ -12,11 +12,12 @@
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
 import { revokeAgent } from "@/lib/auth/agents";
-import { requireScope, type Actor } from "@/lib/auth/scopes";
+import { requireScope, type Actor } from "@/lib/contracts/scopes";
 import type { Db, Tx } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
-import { CANCELLABLE_BEFORE_START, transitionRun } from "./states";
+import { CANCELLABLE_BEFORE_START } from "@/lib/contracts/run-states";
+import { transitionRun } from "./states";
 
 function cancelBeforeStart(tx: Tx, actor: Actor, runId: string, message: string, audit: Record<string, unknown>): Promise<boolean> {
   const now = new Date();

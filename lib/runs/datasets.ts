@@ -3,13 +3,13 @@
  * the database (sha256 and size recorded) and is copied into each run's sandbox; agents refer to
  * datasets by name only, so an agent can never make a run read a path of its choosing.
  */
-import { createHash } from "node:crypto";
+import { sha256Hex } from "@/lib/digest";
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
-import { requireScope, type Actor } from "@/lib/auth/scopes";
+import { requireScope, type Actor } from "@/lib/contracts/scopes";
 import type { Db, Tx } from "@/lib/db";
 import { AppError } from "@/lib/errors";
-import { DATA_CLASSES } from "@/lib/intake/analyze";
+import { DATA_CLASSES } from "@/lib/contracts/data-classes";
 
 export const MAX_DATASET_BYTES = 16 * 1024 * 1024;
 
@@ -28,7 +28,7 @@ export async function createDataset(tx: Tx, actor: Actor, input: z.input<typeof 
   if (!parsed.success) throw new AppError("bad_request", parsed.error.issues[0]?.message ?? "invalid dataset");
   const bytes = typeof parsed.data.content === "string" ? Buffer.from(parsed.data.content, "utf8") : Buffer.from(parsed.data.content);
   if (bytes.length > MAX_DATASET_BYTES) throw new AppError("payload_too_large", `A dataset may be at most ${MAX_DATASET_BYTES} bytes.`);
-  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  const sha256 = sha256Hex(bytes);
   const row = await tx.dataset.create({
     data: { name: parsed.data.name, dataClass: parsed.data.dataClass, mediaType: parsed.data.mediaType, sha256, sizeBytes: bytes.length, content: bytes },
     select: { id: true },

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
-import type { Actor } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
 import { generateLedgerData } from "@/lib/demo/ledger/data";
 import { setEnvForChildren } from "@/lib/env";
@@ -19,7 +19,9 @@ import { publishPolicyText } from "@/lib/policy/store";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { createRuntime, demoConfig, type Runtime } from "./runtime";
-import { getRun, submitRun, type AgentActor, type RunView } from "./service";
+import { submitRun } from "@/lib/intake/submit";
+import { contractDiagnostics } from "@/lib/intake/typecheck";
+import { getRun, type AgentActor, type RunView } from "./service";
 import { transitionRun } from "./states";
 
 const system: Actor = { type: "system", name: "test" };
@@ -128,6 +130,12 @@ return "all good";`,
     expect(calls[0]).toMatchObject({ tool: "issueRefund", readOnly: false, outcome: "ok" });
     // Completed once: the trigger refuses any further change.
     await expect(db.prisma.runToolCall.update({ where: { id: calls[0]!.id }, data: { outcome: "error" } })).rejects.toThrow(/append-only/);
+  });
+});
+
+describe("one script contract", () => {
+  it("the demo ledger's generated declarations type-check cleanly beside the script contract", () => {
+    expect(contractDiagnostics(runtime.registry.declarations())).toEqual([]);
   });
 });
 

@@ -24,15 +24,17 @@
  * - while it runs, the executor heartbeats and polls `cancelRequestedAt`, aborting the sandbox when
  *   a cancel arrives from any process.
  */
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { Db } from "@/lib/db";
+import { runColumn, runColumnValue } from "@/lib/contracts/run-columns";
+import { jsonDigest, sha256Hex } from "@/lib/digest";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
-import { CONTENT_NORMALIZED_FLAG, normalizeContent } from "@/lib/storable-text";
+import { CONTENT_NORMALIZED_FLAG, normalizeContent } from "@/lib/untrusted/storable-text";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
 import { parseRunLimits } from "./limits";
 import { transitionRun } from "./states";
@@ -51,12 +53,6 @@ export type ExecutorDeps = {
 /** Bytes of one call's args or result kept in RunToolCall; digests always cover all of it. */
 const MAX_STORED_CALL_BYTES = 64 * 1024;
 const SYSTEM = { type: "system", name: "executor" } as const;
-
-function digest(value: unknown): string {
-  return createHash("sha256")
-    .update(canonicalJson(value ?? null))
-    .digest("hex");
-}
 
 function keep(value: unknown): Prisma.InputJsonValue {
   const text = canonicalJson(value ?? null);
@@ -82,7 +78,7 @@ async function stageInputs(db: Db, inputs: { name: string; datasetId: string; sh
   const staged = [];
   for (const input of inputs) {
     const dataset = await db.dataset.findUniqueOrThrow({ where: { id: input.datasetId } });
-    const actual = createHash("sha256").update(dataset.content).digest("hex");
+    const actual = sha256Hex(dataset.content);
     if (actual !== input.sha256) throw new Error(`dataset ${input.name} changed since the run was approved`);
     const path = join(dir, randomUUID());
     await writeFile(path, dataset.content, { mode: 0o400 });
@@ -131,7 +127,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   const run = await claim(db, runId, deps.executorId);
   if (!run) return false;
   const fence: RunFence = { runId, executorId: deps.executorId, attempt: run.attempt };
-  const limits = parseRunLimits(run.limits);
+  const limits = parseRunLimits(run);
 
   // A retried run keeps the calls of its earlier attempt; number after them.
   const previous = await db.runToolCall.aggregate({ where: { runId }, _max: { seq: true } });
@@ -157,7 +153,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       tool,
       // A run stored before limits were decided treats every tool as one that may have an effect.
       readOnly: limits !== null && !Object.hasOwn(limits.writeCaps, `${server}.${tool}`),
-      argsDigest: digest(safeArgs.value),
+      argsDigest: jsonDigest(safeArgs.value),
       resultDigest: null,
       args: keep(safeArgs.value),
       result: null,
@@ -178,7 +174,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
     try {
       const result = normalizeContent(await deps.callTool(server, tool, args, signal));
       normalized ||= result.changed;
-      row.resultDigest = digest(result.value);
+      row.resultDigest = jsonDigest(result.value);
       row.result = keep(result.value);
       return result.value;
     } catch (error) {
@@ -196,13 +192,13 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   let envelope: Envelope;
   let stagingDir: string | null = null;
   try {
-    const { dir, staged } = await stageInputs(db, run.inputs as { name: string; datasetId: string; sha256: string }[]);
+    const { dir, staged } = await stageInputs(db, runColumn(run, "inputs") ?? []);
     stagingDir = dir;
     envelope = await deps.runScript({
       code: run.javascript ?? run.code,
       language: run.javascript ? "javascript" : run.language,
       inputs: staged,
-      allowedTools: run.capabilitySet as string[],
+      allowedTools: runColumn(run, "capabilitySet") ?? [],
       callTool,
       limits: limits ? { timeoutMs: limits.timeoutMs, cpuSeconds: limits.cpuSeconds, heapMb: limits.heapMb, maxToolCalls: limits.maxToolCalls } : undefined,
       toolCallCaps: limits?.writeCaps,
@@ -250,20 +246,20 @@ async function finish(db: Db, fence: RunFence, envelope: Envelope): Promise<void
         where: held,
         data: {
           finishedAt: new Date(),
-          result: (envelope.result ?? undefined) as Prisma.InputJsonValue | undefined,
-          error: envelope.error ?? undefined,
-          stats: {
+          result: envelope.result === null ? undefined : (runColumnValue("result", envelope.result) as Prisma.InputJsonValue),
+          error: envelope.error === null ? undefined : runColumnValue("error", envelope.error),
+          execution: runColumnValue("execution", {
             ...envelope.stats,
             logs: envelope.logs,
             flags: envelope.flags,
             truncated: envelope.truncated,
             artifacts: envelope.artifacts.map(({ name, sizeBytes, sha256 }) => ({ name, sizeBytes, sha256 })),
-          } as Prisma.InputJsonValue,
+          }),
           isolation: envelope.isolation.level,
         },
         audit: {
           errorCode: envelope.error?.code ?? null,
-          resultDigest: digest(envelope.result as JsonValue),
+          resultDigest: jsonDigest(envelope.result as JsonValue),
           isolation: envelope.isolation,
           stats: envelope.stats,
           flags: envelope.flags,

@@ -4,7 +4,8 @@
  * schema versions.
  */
 import { describe, expect, it } from "vitest";
-import { analyzeScript, type ToolFacts } from "@/lib/intake/analyze";
+import { analyzeScript } from "@/lib/intake/analyze";
+import type { ToolFacts } from "@/lib/contracts/tools";
 import { decide } from "@/lib/policy/decide";
 import { preparePolicySet, validatePolicyText } from "@/lib/policy/policy-set";
 import { buildPolicyRequest, POLICY_REQUEST_VERSION, upgradePolicyRequest } from "@/lib/policy/request";
@@ -78,11 +79,14 @@ permit (principal, action == Action::"run", resource) when { resource.tools.cont
     expect(bad(`@maxWritesPerTool("3")`, "forbid")).toEqual([expect.stringContaining("only makes sense on a permit")]);
   });
 
-  it("reads stored limits strictly", () => {
-    expect(parseRunLimits(null)).toBeNull();
-    expect(parseRunLimits({ ...RUN_LIMIT_DEFAULTS, writeCaps: { "a.b": 2 } })).toEqual({ ...RUN_LIMIT_DEFAULTS, writeCaps: { "a.b": 2 } });
-    expect(() => parseRunLimits({ ...RUN_LIMIT_DEFAULTS, writeCaps: { "a.b": 0 } })).toThrow(/Run.limits is malformed/);
-    expect(() => parseRunLimits({ ...RUN_LIMIT_DEFAULTS, writeCaps: {}, extra: 1 })).toThrow(/Run.limits is malformed/);
+  it("reads stored limits strictly, naming the run and the column when they are malformed", () => {
+    const run = (limits: unknown) => ({ id: "run-1", limits });
+    expect(parseRunLimits(run(null))).toBeNull();
+    expect(parseRunLimits(run({ ...RUN_LIMIT_DEFAULTS, writeCaps: { "a.b": 2 } }))).toEqual({ ...RUN_LIMIT_DEFAULTS, writeCaps: { "a.b": 2 } });
+    expect(() => parseRunLimits(run({ ...RUN_LIMIT_DEFAULTS, writeCaps: { "a.b": 0 } }))).toThrow(/Run run-1: the stored limits is malformed \(writeCaps.a.b/);
+    expect(() => parseRunLimits(run({ ...RUN_LIMIT_DEFAULTS, writeCaps: {}, extra: 1 }))).toThrow(
+      expect.objectContaining({ code: "stored_data_invalid", details: { runId: "run-1", column: "limits" } }),
+    );
   });
 });
 

@@ -10,19 +10,14 @@
  *   `@maxWritesPerTool("N")` annotation of the permit that decided raises it to N. Read-only tools
  *   have no cap of their own, only `maxToolCalls`.
  */
-import { z } from "zod";
-import type { ToolCallSites } from "@/lib/intake/analyze";
+import { runColumn } from "@/lib/contracts/run-columns";
+import type { ToolCallSites } from "@/lib/contracts/analysis";
 import { RUN_LIMIT_DEFAULTS, type RunLimits } from "@/lib/sandbox/types";
 
 export type DecidedRunLimits = RunLimits & {
   /** "server.tool" → the most calls the run may make of that tool (tools that are not read-only). */
   writeCaps: Record<string, number>;
 };
-
-const count = z.number().int().positive();
-export const runLimitsSchema = z
-  .object({ timeoutMs: count, cpuSeconds: count, heapMb: count, maxToolCalls: count, writeCaps: z.record(z.string(), count) })
-  .strict();
 
 export function decideRunLimits(callSites: ToolCallSites, maxWritesPerTool: number | undefined, base: RunLimits = RUN_LIMIT_DEFAULTS): DecidedRunLimits {
   const writeCaps: Record<string, number> = {};
@@ -34,10 +29,7 @@ export function decideRunLimits(callSites: ToolCallSites, maxWritesPerTool: numb
   return { ...base, writeCaps };
 }
 
-/** Reads `Run.limits`; null for runs stored before limits were decided. A malformed value is an error. */
-export function parseRunLimits(value: unknown): DecidedRunLimits | null {
-  if (value === null || value === undefined) return null;
-  const parsed = runLimitsSchema.safeParse(value);
-  if (!parsed.success) throw new Error(`Run.limits is malformed: ${parsed.error.issues[0]?.message ?? "invalid"}`);
-  return parsed.data;
+/** Reads `Run.limits`; null for runs stored before limits were decided. A malformed value is a StoredRunInvalid. */
+export function parseRunLimits(run: { id: string; limits: unknown }): DecidedRunLimits | null {
+  return runColumn(run, "limits");
 }

@@ -20,10 +20,10 @@ import { run as runWorker, type Runner } from "graphile-worker";
 import { z } from "zod";
 import { CHECKPOINT_INTERVAL_MINUTES, checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
 import { checkpointAudited } from "@/lib/audit/service";
-import { expireReviews } from "@/lib/review/service";
+import { expireReviews } from "./expiry";
 import type { Db } from "@/lib/db";
 import { executeRun, type ExecutorDeps } from "./executor";
-import { quietQueueLogger } from "./queue-logger";
+import { quietQueueLogger } from "@/lib/db/queue-logger";
 import { recoverLostRun } from "./recovery";
 
 export const EXECUTE_RUN = "execute_run";

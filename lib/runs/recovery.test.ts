@@ -8,7 +8,7 @@ import { toolCallsDigest } from "@/lib/audit/seal";
 import { verifyAuditChain } from "@/lib/audit/verify";
 import { canonicalJson } from "@/lib/canonical-json";
 import { createAgent } from "@/lib/auth/agents";
-import type { Actor } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { cancelRun } from "./cancel";

@@ -21,7 +21,7 @@ import { DbPinStore, syncRegistry, upsertServers } from "@/lib/broker/db-registr
 import { ALLOWED_BUILTINS, createSandboxPool, type SandboxPool } from "@/lib/sandbox";
 import { quickAddJob, runMigrations as migrateQueue } from "graphile-worker";
 import { EXECUTE_RUN, startRunQueue, type MaintenanceOptions, type RunQueue } from "./queue";
-import { quietQueueLogger } from "./queue-logger";
+import { quietQueueLogger } from "@/lib/db/queue-logger";
 import type { RunDeps } from "./service";
 
 export type Runtime = RunDeps & { broker: ToolBroker; config: AirlockConfig; close(): Promise<void> };

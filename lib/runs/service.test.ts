@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
-import type { Actor } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
 import { generateLedgerData } from "@/lib/demo/ledger/data";
 import { setEnvForChildren } from "@/lib/env";
@@ -19,7 +19,8 @@ import { loadDashboard } from "./dashboard";
 import { createDataset } from "./datasets";
 import { createRuntime, demoConfig, type Runtime } from "./runtime";
 import { cancelRun, revokeAgentAndStopRuns } from "./cancel";
-import { getRun, submitRun, type AgentActor } from "./service";
+import { submitRun } from "@/lib/intake/submit";
+import { getRun, type AgentActor } from "./service";
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;

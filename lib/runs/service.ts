@@ -1,42 +1,18 @@
 /**
- * The run lifecycle's service functions: submit and read (cancel: ./cancel.ts).
- * The MCP tools, the console and the CLI all call these; none of them has logic of its own.
- *
- * submitRun guarantees:
- * - the body is validated with a closed schema; oversize code is refused with the limit named;
- * - the same idempotency key with the same body returns the same run; with a different body it is
- *   a conflict (the key is unique per agent in the database, so two racing submits cannot both win);
- * - agent text (code, purpose, provenance, idempotencyKey, inputs) holding U+0000 or a lone
- *   surrogate is refused naming the field, never repaired (PostgreSQL cannot store either);
- * - a refused submission leaves a `run.refused` audit event;
- * - budgets (runs per hour, concurrent runs, sandbox CPU-seconds per day) and the loop breaker (the
- *   same code failing N times in a window) refuse with BUDGET_EXCEEDED before any work is done;
- * - analysis and policy see only server-side facts (the tool registry, dataset classes), never the
- *   agent's claims; the decision, its reasons, the policy version and the Cedar request are stored
- *   with the run, with the limits it is decided on (./limits.ts), and every state transition goes
- *   through transitionRun (./states.ts);
- * - an allowed run is queued in that transaction and handed to the executor afterwards; an
- *   escalated one is announced to the review webhook, if configured (never with code or data).
+ * Reading runs: the agent's view of a run (decision, reasons, reviewer comments and, once it ran,
+ * the envelope with a result capped for the model) and get_run's long poll. Submitting is
+ * lib/intake/submit.ts; cancelling is ./cancel.ts. The MCP tools, the console and the CLI all
+ * call these; none of them has logic of its own.
  */
-import { createHash } from "node:crypto";
 import { z } from "zod";
-import { recordAudit } from "@/lib/audit/record";
-import { canonicalJson } from "@/lib/canonical-json";
-import { requireScope, type Actor } from "@/lib/auth/scopes";
-import type { Db, Tx } from "@/lib/db";
-import { env } from "@/lib/env";
-import { AppError, isAppError, type AppErrorCode, type RunErrorCode } from "@/lib/errors";
-import type { Prisma, Run } from "@/lib/generated/prisma/client";
-import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
-import { analyzeScript, type DataClass, type ToolFacts } from "@/lib/intake/analyze";
-import type { Finding } from "@/lib/intake/findings";
-import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
-import { buildPolicyRequest } from "@/lib/policy/request";
-import { publishedPolicy } from "@/lib/policy/store";
-import { notifyEscalation } from "@/lib/review/notify";
-import { findUnstorable, normalizeText } from "@/lib/storable-text";
-import { decideRunLimits } from "./limits";
-import { IN_PROGRESS_STATUSES, transitionRun } from "./states";
+import { requireScope, type Actor } from "@/lib/contracts/scopes";
+import type { Finding } from "@/lib/contracts/analysis";
+import { EXECUTED_STATUSES, IN_PROGRESS_STATUSES } from "@/lib/contracts/run-states";
+import type { ToolFacts } from "@/lib/contracts/tools";
+import type { Db } from "@/lib/db";
+import { AppError, type RunErrorCode } from "@/lib/errors";
+import type { Run } from "@/lib/generated/prisma/client";
+import { runColumn } from "@/lib/contracts/run-columns";
 
 export type AgentActor = Extract<Actor, { type: "agent" }>;
 
@@ -58,27 +34,6 @@ export type RunDeps = {
 /** Bytes of result JSON an agent gets back; the audit log keeps all of it. */
 export const MAX_RESULT_BYTES_FOR_AGENT = 16 * 1024;
 
-const provenanceSchema = z
-  .object({
-    model: z.string().max(200).optional(),
-    conversationId: z.string().max(200).optional(),
-    prompt: z.string().max(20_000).optional(),
-  })
-  .strict();
-
-export const submitRunSchema = z
-  .object({
-    code: z.string().min(1, "code is empty"),
-    purpose: z.string().trim().min(1, "purpose is required").max(2_000),
-    language: z.enum(["typescript", "javascript"]).default("typescript"),
-    inputs: z.array(z.string().min(1).max(128)).max(20).default([]),
-    idempotencyKey: z.string().min(1).max(200).optional(),
-    provenance: provenanceSchema.default({}),
-  })
-  .strict();
-
-export type SubmitRunInput = z.input<typeof submitRunSchema>;
-
 export type RunView = {
   runId: string;
   status: Run["status"];
@@ -91,263 +46,12 @@ export type RunView = {
   comments: { verdict: string; comment: string; at: string }[];
   error?: { code: RunErrorCode; message: string; untrusted: boolean };
   result?: unknown;
-  logs?: unknown;
-  stats?: unknown;
+  logs?: { level: string; text: string }[];
+  stats?: { wallMs: number; cpuMs: number; peakRssMb: number; toolCalls: number };
   flags?: string[];
   truncated?: boolean;
   isolation?: string | null;
 };
-
-export class BudgetExceeded extends AppError {
-  readonly runCode = "BUDGET_EXCEEDED" as const;
-  constructor(message: string) {
-    super("rate_limited", message);
-  }
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
-
-function parseSubmit(raw: unknown) {
-  const maxBytes = env().AIRLOCK_MAX_CODE_BYTES;
-  if (raw && typeof raw === "object" && typeof (raw as { code?: unknown }).code === "string") {
-    const size = Buffer.byteLength((raw as { code: string }).code, "utf8");
-    if (size > maxBytes) {
-      throw new AppError("payload_too_large", `code is ${size} bytes; the limit is ${maxBytes} bytes. Split the work or move data into inputs.`);
-    }
-  }
-  const parsed = submitRunSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new AppError("bad_request", `${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}`);
-  }
-  // Refused, never repaired: what the agent sent is what reviewers see and what is hashed.
-  for (const [field, value] of Object.entries(parsed.data)) {
-    const bad = findUnstorable(value, field);
-    if (bad) {
-      throw new AppError(
-        "bad_request",
-        `${bad.path}: contains ${bad.character}, which cannot be stored; remove it (lone surrogate halves and NUL are refused).`,
-        {
-          details: { field: bad.path, character: bad.character },
-        },
-      );
-    }
-  }
-  return parsed.data;
-}
-
-async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string): Promise<void> {
-  const config = env();
-  const hourAgo = new Date(Date.now() - 3_600_000);
-  const [lastHour, active, failures, cpu] = await Promise.all([
-    db.run.count({ where: { agentId, createdAt: { gte: hourAgo } } }),
-    db.run.count({ where: { agentId, status: { in: ["auto_approved", "approved", "queued", "running"] } } }),
-    db.run.count({
-      where: {
-        agentId,
-        codeSha256,
-        status: { in: ["denied", "failed", "timed_out", "rejected", "changes_requested"] },
-        createdAt: { gte: new Date(Date.now() - config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES * 60_000) },
-      },
-    }),
-    db.$queryRaw<{ ms: number | null }[]>`
-      SELECT COALESCE(SUM((stats->>'cpuMs')::numeric), 0)::float8 AS ms FROM "Run"
-      WHERE "agentId" = ${agentId}::uuid AND "finishedAt" >= now() - interval '1 day'`,
-  ]);
-  if (lastHour >= config.AIRLOCK_BUDGET_RUNS_PER_HOUR) {
-    throw new BudgetExceeded(`This agent submitted ${lastHour} runs in the last hour; the budget is ${config.AIRLOCK_BUDGET_RUNS_PER_HOUR}.`);
-  }
-  if (active >= config.AIRLOCK_BUDGET_CONCURRENT_RUNS) {
-    throw new BudgetExceeded(`This agent has ${active} runs queued or running; the budget is ${config.AIRLOCK_BUDGET_CONCURRENT_RUNS} at once.`);
-  }
-  if (failures >= config.AIRLOCK_LOOP_BREAKER_FAILURES) {
-    throw new BudgetExceeded(
-      `This exact script failed or was refused ${failures} times in the last ${config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES} minutes; change the approach instead of resubmitting it.`,
-    );
-  }
-  const cpuSeconds = (cpu[0]?.ms ?? 0) / 1000;
-  if (cpuSeconds >= config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY) {
-    throw new BudgetExceeded(
-      `This agent used ${Math.round(cpuSeconds)} sandbox CPU-seconds today; the budget is ${config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY}.`,
-    );
-  }
-}
-
-const STATUS_BY_DECISION = { allow: "auto_approved", escalate: "pending_review", deny: "denied" } as const;
-
-/**
- * Submits a proposal. A refused submission (malformed, too large, over budget, an idempotency
- * conflict) leaves a `run.refused` event naming the agent and the reason, then the error is thrown.
- */
-export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
-  try {
-    return await submitProposal(deps, actor, raw);
-  } catch (error) {
-    if (isAppError(error) && REFUSALS_RECORDED.has(error.code)) await recordRefusal(deps.db, actor, raw, error);
-    throw error;
-  }
-}
-
-const REFUSALS_RECORDED = new Set<AppErrorCode>(["bad_request", "payload_too_large", "rate_limited", "conflict"]);
-
-async function recordRefusal(db: Db, actor: AgentActor, raw: unknown, error: AppError): Promise<void> {
-  const code = typeof (raw as { code?: unknown } | null)?.code === "string" ? (raw as { code: string }).code : null;
-  await db
-    .$transaction((tx) =>
-      recordAudit(tx, {
-        actor,
-        action: "run.refused",
-        subject: { type: "agent", id: actor.id },
-        data: {
-          reason: error instanceof BudgetExceeded ? error.runCode : error.code,
-          message: normalizeText(error.message).value.slice(0, 500),
-          codeSha256: code === null ? null : sha256(code),
-          codeBytes: code === null ? null : Buffer.byteLength(code, "utf8"),
-        },
-      }),
-    )
-    .catch((auditError: unknown) => console.error("recording a refused submission failed", auditError));
-}
-
-async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
-  requireScope(actor, "runs:submit");
-  const input = parseSubmit(raw);
-  const { db } = deps;
-  const requestDigest = sha256(canonicalJson(input));
-  const codeSha256 = sha256(input.code);
-
-  if (input.idempotencyKey) {
-    const existing = await db.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
-    if (existing) return sameOrConflict(db, existing, requestDigest);
-  }
-  await enforceBudgets(db, actor.id, codeSha256);
-
-  if (input.inputs.length > 0) requireScope(actor, "inputs:read");
-  const datasets = await db.dataset.findMany({ where: { name: { in: input.inputs } }, select: { id: true, name: true, sha256: true, dataClass: true } });
-  const missing = input.inputs.filter((name) => !datasets.some((d) => d.name === name));
-  if (missing.length > 0) {
-    throw new AppError("bad_request", `Unknown input ${missing.map((m) => JSON.stringify(m)).join(", ")}; list_inputs shows the datasets you may pass.`);
-  }
-  const inputs = input.inputs.map((name) => {
-    const d = datasets.find((x) => x.name === name)!;
-    return { name, datasetId: d.id, sha256: d.sha256, dataClass: d.dataClass };
-  });
-  const inputsDigest = sha256(canonicalJson(inputs.map(({ name, sha256: digest }) => ({ name, sha256: digest }))));
-
-  const analysis = analyzeScript({
-    code: input.code,
-    language: input.language,
-    tools: deps.registry.toolFacts(),
-    declarations: deps.registry.declarations(),
-    allowedPackages: deps.registry.allowedImports(),
-  });
-  const policy = await publishedPolicy(db);
-  const policyRequest = buildPolicyRequest({
-    agent: { id: actor.id, ownerId: actor.ownerId },
-    facts: analysis.facts,
-    findings: analysis.findings,
-    capabilitySet: analysis.capabilitySet,
-    inputDataClasses: [...new Set(inputs.map((i) => i.dataClass as DataClass))],
-    limits: RUN_LIMIT_DEFAULTS,
-  });
-  const decision: PolicyDecision = policy
-    ? decide(policyRequest, policy.prepared)
-    : {
-        decision: "deny",
-        approvalsRequired: 0,
-        reasons: [{ policyId: BUILTIN_REASONS.defaultDeny, text: "No policy version is published, so nothing may run.", source: "" }],
-      };
-  const status = STATUS_BY_DECISION[decision.decision];
-  const limits = decideRunLimits(analysis.callSites, decision.maxWritesPerTool);
-
-  const run = await db
-    .$transaction(async (tx) => {
-      // Checked again under a per-agent lock, so parallel submissions cannot overrun the budgets.
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`budget:${actor.id}`}))`;
-      await enforceBudgets(tx, actor.id, codeSha256);
-      const created = await tx.run.create({
-        data: {
-          agentId: actor.id,
-          status: "submitted",
-          language: input.language,
-          code: input.code,
-          codeSha256,
-          purpose: input.purpose,
-          provenance: input.provenance,
-          inputs,
-          inputsDigest,
-          idempotencyKey: input.idempotencyKey ?? null,
-          requestDigest,
-        },
-      });
-      const runId = created.id;
-      await recordAudit(tx, {
-        actor,
-        action: "run.submitted",
-        subject: { type: "run", id: runId },
-        data: { codeSha256, purpose: input.purpose, inputsDigest, language: input.language },
-      });
-      await transitionRun(
-        tx,
-        { type: "system", name: "analysis" },
-        {
-          runId,
-          from: "submitted",
-          to: "analyzed",
-          data: { capabilitySet: analysis.capabilitySet, findings: analysis.findings, facts: analysis.facts, javascript: analysis.javascript },
-          audit: { capabilitySet: analysis.capabilitySet, facts: analysis.facts, findings: analysis.findings.map((f) => f.code) },
-        },
-      );
-      await transitionRun(
-        tx,
-        { type: "system", name: "policy" },
-        {
-          runId,
-          from: "analyzed",
-          to: status,
-          data: {
-            decision: decision.decision,
-            decisionReasons: decision.reasons,
-            approvalsRequired: decision.approvalsRequired,
-            reviewerRole: decision.reviewerRole ?? null,
-            policyVersionId: policy?.id ?? null,
-            policyRequest: policyRequest as unknown as Prisma.InputJsonValue,
-            limits,
-            reviewExpiresAt: status === "pending_review" ? new Date(Date.now() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000) : null,
-          },
-          audit: {
-            decision: decision.decision,
-            policyVersion: policy?.version ?? null,
-            reasons: decision.reasons.map((r) => r.policyId),
-            approvalsRequired: decision.approvalsRequired,
-            limits,
-          },
-        },
-      );
-      if (status === "auto_approved") await transitionRun(tx, { type: "system", name: "runs" }, { runId, from: "auto_approved", to: "queued" });
-      return tx.run.findUniqueOrThrow({ where: { id: runId } });
-    })
-    .catch(async (error: unknown) => {
-      // Two submits with the same key raced; the loser answers like a retry.
-      if (input.idempotencyKey && (error as { code?: string }).code === "P2002") {
-        const winner = await db.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
-        if (winner) return winner;
-      }
-      throw error;
-    });
-  if (run.status === "queued") deps.startExecution(run.id);
-  if (run.status === "pending_review") void notifyEscalation(run.id, db);
-  return presentRun(db, run);
-}
-
-async function sameOrConflict(db: Db, existing: Run, requestDigest: string): Promise<RunView> {
-  if (existing.requestDigest !== requestDigest) {
-    throw new AppError("conflict", "This idempotencyKey was already used with a different request; use a new key for a new script.");
-  }
-  return presentRun(db, existing);
-}
 
 const ERROR_BY_STATUS: Partial<Record<Run["status"], RunErrorCode>> = {
   denied: "POLICY_DENIED",
@@ -372,14 +76,14 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     orderBy: { createdAt: "asc" },
     include: { reviewer: { select: { email: true } } },
   });
-  const reasons = (run.decisionReasons as { policyId: string; text: string }[]).map(({ policyId, text }) => ({ policyId, text }));
+  const reasons = (runColumn(run, "decisionReasons") ?? []).map(({ policyId, text }) => ({ policyId, text }));
   const view: RunView = {
     runId: run.id,
     status: run.status,
     decision: run.decision,
     reasons,
-    capabilitySet: run.capabilitySet as string[],
-    findings: (run.findings as Finding[]).map(({ code, severity, message, line, column }) => ({ code, severity, message, line, column })),
+    capabilitySet: runColumn(run, "capabilitySet") ?? [],
+    findings: (runColumn(run, "findings") ?? []).map(({ code, severity, message, line, column }) => ({ code, severity, message, line, column })),
     comments: reviews.filter((r) => r.comment).map((r) => ({ verdict: r.verdict, comment: r.comment!, at: r.createdAt.toISOString() })),
   };
   if (run.decision === "escalate") {
@@ -396,26 +100,32 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
           : `A reviewer decided: ${run.status.replaceAll("_", " ")}.`;
     view.error = { code: statusError, message, untrusted: false };
   }
-  if (run.error) view.error = run.error as RunView["error"];
-  if (run.finishedAt && (run.status === "succeeded" || run.status === "failed" || run.status === "timed_out" || run.status === "cancelled")) {
+  const error = runColumn(run, "error");
+  if (error) view.error = error;
+  if (run.finishedAt && (EXECUTED_STATUSES as readonly string[]).includes(run.status)) {
     const capped = capForAgent(run.result);
-    const stored = (run.stats ?? {}) as { logs?: unknown; flags?: string[]; truncated?: boolean; wallMs?: number };
+    const execution = runColumn(run, "execution");
     view.result = capped.result;
-    view.logs = stored.logs;
-    view.flags = stored.flags ?? [];
-    view.truncated = capped.truncated || Boolean(stored.truncated);
-    view.stats = run.stats;
+    view.logs = execution?.logs ?? [];
+    view.flags = execution?.flags ?? [];
+    view.truncated = capped.truncated || Boolean(execution?.truncated);
+    view.stats = execution ? { wallMs: execution.wallMs, cpuMs: execution.cpuMs, peakRssMb: execution.peakRssMb, toolCalls: execution.toolCalls } : undefined;
     view.isolation = run.isolation;
   }
   return view;
 }
 
+/** get_run's arguments: the one schema the MCP tool publishes and the service enforces. */
+export const getRunSchema = z
+  .object({
+    runId: z.uuid("runId must be a run id from submit_run").describe("From submit_run"),
+    waitSeconds: z.number().min(0).max(60).default(0),
+  })
+  .strict();
+
 export async function getRun(deps: Pick<RunDeps, "db">, actor: AgentActor, raw: unknown, signal?: AbortSignal): Promise<RunView> {
   requireScope(actor, "runs:read");
-  const parsed = z
-    .object({ runId: z.uuid("runId must be a run id from submit_run"), waitSeconds: z.number().min(0).max(60).default(0) })
-    .strict()
-    .safeParse(raw);
+  const parsed = getRunSchema.safeParse(raw);
   if (!parsed.success) throw new AppError("bad_request", parsed.error.issues[0]?.message ?? "invalid arguments");
   const { runId, waitSeconds } = parsed.data;
   const deadline = Date.now() + waitSeconds * 1000;

@@ -6,10 +6,11 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
-import type { Actor } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { IllegalTransition, NEXT_STATES, RUN_STATUSES, TERMINAL_STATUSES, canTransition, transitionRun, type RunStatus } from "./states";
+import { NEXT_STATES, RUN_STATUSES, TERMINAL_STATUSES, canTransition, type RunStatus } from "@/lib/contracts/run-states";
+import { IllegalTransition, transitionRun } from "./states";
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;

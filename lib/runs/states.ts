@@ -1,9 +1,8 @@
 /**
- * The run state machine: the one table of allowed transitions and the one function that writes a
- * run's status (docs/run-states.md renders the table, including the states later work will add).
+ * The run state machine's one writer: `transitionRun`. The table of allowed transitions is
+ * lib/contracts/run-states.ts (docs/run-states.md publishes it, with the states later work adds).
  *
  * Guarantees:
- * - every status is classified (exhaustive record); terminal states have no way out;
  * - `transitionRun` refuses a transition outside the table before touching the database;
  * - the change is a conditional update (`WHERE status IN from`), so of two racing writers exactly
  *   one moves the run and the other learns it lost (false), never a read-check-then-write;
@@ -14,58 +13,10 @@
  */
 import { recordAudit } from "@/lib/audit/record";
 import { sealToolCalls } from "@/lib/audit/seal";
-import type { Actor } from "@/lib/auth/scopes";
+import type { Actor } from "@/lib/contracts/scopes";
 import type { Tx } from "@/lib/db";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import type { RunStatus } from "@/lib/generated/prisma/enums";
-
-export type { RunStatus };
-
-export const NEXT_STATES = {
-  submitted: ["analyzed"],
-  analyzed: ["denied", "auto_approved", "pending_review"],
-  pending_review: ["approved", "rejected", "changes_requested", "expired", "cancelled"],
-  auto_approved: ["queued", "cancelled"],
-  approved: ["queued", "cancelled"],
-  queued: ["running", "cancelled", "failed"],
-  // running → queued: the executor was lost before anything with an effect could have happened,
-  // at most once per run (Run.attempt), never after a cancel request (lib/runs/recovery.ts).
-  running: ["succeeded", "failed", "timed_out", "cancelled", "queued"],
-  denied: [],
-  rejected: [],
-  changes_requested: [],
-  expired: [],
-  succeeded: [],
-  failed: [],
-  timed_out: [],
-  cancelled: [],
-} as const satisfies Record<RunStatus, readonly RunStatus[]>;
-
-export const RUN_STATUSES = Object.keys(NEXT_STATES) as RunStatus[];
-
-export function isTerminal(status: RunStatus): boolean {
-  return NEXT_STATES[status].length === 0;
-}
-
-export const TERMINAL_STATUSES = RUN_STATUSES.filter(isTerminal);
-
-export function canTransition(from: RunStatus, to: RunStatus): boolean {
-  return (NEXT_STATES[from] as readonly RunStatus[]).includes(to);
-}
-
-/** States from which a cancel stops a run without a sandbox to kill. */
-export const CANCELLABLE_BEFORE_START = ["pending_review", "auto_approved", "approved", "queued"] as const satisfies readonly RunStatus[];
-
-/** States in which an agent waiting on get_run keeps waiting. */
-export const IN_PROGRESS_STATUSES = [
-  "submitted",
-  "analyzed",
-  "pending_review",
-  "auto_approved",
-  "approved",
-  "queued",
-  "running",
-] as const satisfies readonly RunStatus[];
+import { canTransition, isTerminal, type RunStatus } from "@/lib/contracts/run-states";
 
 export class IllegalTransition extends Error {
   constructor(from: readonly RunStatus[], to: RunStatus) {

@@ -3,7 +3,7 @@
  * Pure; quadratic in lines, so inputs are capped: beyond MAX_DIFF_LINES per side the diff gives up
  * and says so rather than burning the request.
  *
- * Lines are JavaScript's lines (lib/review/invisible.ts splitJsLines), as on the code view: a line
+ * Lines are JavaScript's lines (lib/untrusted/invisible.ts splitJsLines), as on the code view: a line
  * ended by U+2028, U+2029 or a lone "\r" keeps that character, so the diff shows its marker.
  * Texts are the lines as they are; render them through components/ui/inert.tsx.
  */

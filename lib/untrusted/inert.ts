@@ -1,10 +1,10 @@
 /**
- * Making script and tool text inert for people to read (issue 5, "rendered inert").
+ * Making script and tool text inert for people to read.
  *
  * Guarantees: the output contains no ANSI/VT escape sequences (removed with their parameters; a
  * lone ESC stays and is marked), and keeps every other invisible or direction-changing character
  * exactly as it came — C0/C1 controls except newline and tab, bidi controls, U+2028/U+2029,
- * zero-width and default-ignorable characters (lib/review/invisible.ts) — so that the console
+ * zero-width and default-ignorable characters (lib/untrusted/invisible.ts) — so that the console
  * renders each one as a marker element (components/ui/inert.tsx) and a reviewer sees a
  * Trojan-Source trick instead of being fooled by it. Markers are made at render time, from the
  * characters themselves, so no text an agent writes (such as "⟦U+202E⟧") can pass for one.

@@ -9,7 +9,7 @@ import { checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
 import { lastVerification } from "@/lib/audit/presenter";
 import { runVerification } from "@/lib/audit/service";
 import { currentUser } from "@/lib/auth/session";
-import { requireScope } from "@/lib/auth/scopes";
+import { requireScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { toPublicError } from "@/lib/errors";
 

@@ -1,5 +1,5 @@
 /**
- * Compliance search (issue 6): the query lives in the URL; every search is itself audited
+ * Compliance search: the query lives in the URL; every search is itself audited
  * ("audit.searched", through lib/audit/service.ts) before results are shown.
  */
 import type { Metadata } from "next";
@@ -12,7 +12,7 @@ import { filtersFromSearchParams, filtersToSearchParams } from "@/lib/audit/filt
 import { lastVerification } from "@/lib/audit/presenter";
 import { searchAudited } from "@/lib/audit/service";
 import { requireUserPage } from "@/lib/auth/session";
-import { hasScope } from "@/lib/auth/scopes";
+import { hasScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { DataClass, Decision, RunStatus } from "@/lib/generated/prisma/enums";
 import { verifyAuditAction } from "./actions";

@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { DraftEditor } from "@/components/policy/draft-editor";
 import { Badge, Card, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
-import { hasScope } from "@/lib/auth/scopes";
+import { hasScope } from "@/lib/contracts/scopes";
 import { requireUserPage } from "@/lib/auth/session";
 import { prisma } from "@/lib/db";
 import { listPolicyVersions } from "@/lib/policy/versions-presenter";

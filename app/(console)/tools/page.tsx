@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { DiffView } from "@/components/run/code-view";
 import { AcceptToolForm } from "@/components/tools/accept-form";
 import { Badge, Card, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
-import { hasScope } from "@/lib/auth/scopes";
+import { hasScope } from "@/lib/contracts/scopes";
 import { requireUserPage } from "@/lib/auth/session";
 import { listUpstreamServers } from "@/lib/broker/registry-presenter";
 import { prisma } from "@/lib/db";

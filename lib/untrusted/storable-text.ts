@@ -5,7 +5,7 @@
  * `running` forever. Two rules, each applied in one place:
  *
  * - agent input is refused, never repaired: `unstorableCharacter` names the first offending
- *   character so intake can answer InvalidParams naming the field (lib/runs/service.ts);
+ *   character so intake can answer InvalidParams naming the field (lib/intake/submit.ts);
  * - content produced by a script or an upstream is normalized: `normalizeContent` replaces every
  *   lone surrogate and U+0000 with U+FFFD in every string and every object key, and says whether it
  *   changed anything (the run's envelope then carries the flag `content_normalized`). The

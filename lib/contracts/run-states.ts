@@ -1,0 +1,57 @@
+/**
+ * The run state table: every status classified (exhaustive record), terminal states without a
+ * way out. Pure data shared by every layer; the only writer of a run's status is
+ * lib/runs/states.ts `transitionRun`, which refuses anything outside this table.
+ */
+import type { RunStatus } from "@/lib/generated/prisma/enums";
+
+export type { RunStatus };
+
+export const NEXT_STATES = {
+  submitted: ["analyzed"],
+  analyzed: ["denied", "auto_approved", "pending_review"],
+  pending_review: ["approved", "rejected", "changes_requested", "expired", "cancelled"],
+  auto_approved: ["queued", "cancelled"],
+  approved: ["queued", "cancelled"],
+  queued: ["running", "cancelled", "failed"],
+  // running → queued: the executor was lost before anything with an effect could have happened,
+  // at most once per run (Run.attempt), never after a cancel request (lib/runs/recovery.ts).
+  running: ["succeeded", "failed", "timed_out", "cancelled", "queued"],
+  denied: [],
+  rejected: [],
+  changes_requested: [],
+  expired: [],
+  succeeded: [],
+  failed: [],
+  timed_out: [],
+  cancelled: [],
+} as const satisfies Record<RunStatus, readonly RunStatus[]>;
+
+export const RUN_STATUSES = Object.keys(NEXT_STATES) as RunStatus[];
+
+export function isTerminal(status: RunStatus): boolean {
+  return NEXT_STATES[status].length === 0;
+}
+
+export const TERMINAL_STATUSES = RUN_STATUSES.filter(isTerminal);
+
+export function canTransition(from: RunStatus, to: RunStatus): boolean {
+  return (NEXT_STATES[from] as readonly RunStatus[]).includes(to);
+}
+
+/** States from which a cancel stops a run without a sandbox to kill. */
+export const CANCELLABLE_BEFORE_START = ["pending_review", "auto_approved", "approved", "queued"] as const satisfies readonly RunStatus[];
+
+/** States in which an agent waiting on get_run keeps waiting. */
+export const IN_PROGRESS_STATUSES = [
+  "submitted",
+  "analyzed",
+  "pending_review",
+  "auto_approved",
+  "approved",
+  "queued",
+  "running",
+] as const satisfies readonly RunStatus[];
+
+/** States a run ends in after it was executed (the envelope's statuses). */
+export const EXECUTED_STATUSES = ["succeeded", "failed", "timed_out", "cancelled"] as const satisfies readonly RunStatus[];

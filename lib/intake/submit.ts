@@ -1,0 +1,314 @@
+/**
+ * submit_run: the one service function behind every door that submits a proposal (the MCP tool
+ * and task, the tests' harnesses). Intake validates, analyses, asks policy and stores the run.
+ *
+ * Guarantees:
+ * - the body is validated with a closed schema; oversize code is refused with the limit named;
+ * - the same idempotency key with the same body returns the same run; with a different body it is
+ *   a conflict (the key is unique per agent in the database, so two racing submits cannot both win);
+ * - agent text (code, purpose, provenance, idempotencyKey, inputs) holding U+0000 or a lone
+ *   surrogate is refused naming the field, never repaired (PostgreSQL cannot store either);
+ * - a refused submission leaves a `run.refused` audit event;
+ * - budgets (runs per hour, concurrent runs, sandbox CPU-seconds per day) and the loop breaker (the
+ *   same code failing N times in a window) refuse with BUDGET_EXCEEDED before any work is done;
+ * - analysis and policy see only server-side facts (the tool registry, dataset classes), never the
+ *   agent's claims; the decision, its reasons, the policy version and the Cedar request are stored
+ *   with the run, with the limits it is decided on (lib/runs/limits.ts), and every state
+ *   transition goes through transitionRun (lib/runs/states.ts);
+ * - an allowed run is queued in that transaction and handed to the executor afterwards; an
+ *   escalated one is announced to the review webhook, if configured (never with code or data).
+ */
+import { z } from "zod";
+import { recordAudit } from "@/lib/audit/record";
+import { requireScope } from "@/lib/contracts/scopes";
+import { canonicalJson } from "@/lib/canonical-json";
+import type { DataClass } from "@/lib/contracts/data-classes";
+import { runColumnValue, type RunColumnValue } from "@/lib/contracts/run-columns";
+import type { Db, Tx } from "@/lib/db";
+import { sha256Hex } from "@/lib/digest";
+import { env } from "@/lib/env";
+import { AppError, isAppError, type AppErrorCode } from "@/lib/errors";
+import type { Run } from "@/lib/generated/prisma/client";
+import { analyzeScript } from "@/lib/intake/analyze";
+import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
+import { buildPolicyRequest } from "@/lib/policy/request";
+import { publishedPolicy } from "@/lib/policy/store";
+import { notifyEscalation } from "@/lib/review/notify";
+import { decideRunLimits } from "@/lib/runs/limits";
+import { presentRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
+import { transitionRun } from "@/lib/runs/states";
+import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
+import { findUnstorable, normalizeText } from "@/lib/untrusted/storable-text";
+
+const provenanceSchema = z
+  .object({
+    model: z.string().max(200).optional(),
+    conversationId: z.string().max(200).optional(),
+    prompt: z.string().max(20_000).optional(),
+  })
+  .strict();
+
+export const submitRunSchema = z
+  .object({
+    code: z.string().min(1, "code is empty"),
+    purpose: z.string().trim().min(1, "purpose is required").max(2_000),
+    language: z.enum(["typescript", "javascript"]).default("typescript"),
+    inputs: z.array(z.string().min(1).max(128)).max(20).default([]),
+    idempotencyKey: z.string().min(1).max(200).optional(),
+    provenance: provenanceSchema.default({}),
+  })
+  .strict();
+
+export type SubmitRunInput = z.input<typeof submitRunSchema>;
+
+export class BudgetExceeded extends AppError {
+  readonly runCode = "BUDGET_EXCEEDED" as const;
+  constructor(message: string) {
+    super("rate_limited", message);
+  }
+}
+
+function parseSubmit(raw: unknown) {
+  const maxBytes = env().AIRLOCK_MAX_CODE_BYTES;
+  if (raw && typeof raw === "object" && typeof (raw as { code?: unknown }).code === "string") {
+    const size = Buffer.byteLength((raw as { code: string }).code, "utf8");
+    if (size > maxBytes) {
+      throw new AppError("payload_too_large", `code is ${size} bytes; the limit is ${maxBytes} bytes. Split the work or move data into inputs.`);
+    }
+  }
+  const parsed = submitRunSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new AppError("bad_request", `${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}`);
+  }
+  // Refused, never repaired: what the agent sent is what reviewers see and what is hashed.
+  for (const [field, value] of Object.entries(parsed.data)) {
+    const bad = findUnstorable(value, field);
+    if (bad) {
+      throw new AppError(
+        "bad_request",
+        `${bad.path}: contains ${bad.character}, which cannot be stored; remove it (lone surrogate halves and NUL are refused).`,
+        {
+          details: { field: bad.path, character: bad.character },
+        },
+      );
+    }
+  }
+  return parsed.data;
+}
+
+async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string): Promise<void> {
+  const config = env();
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  const [lastHour, active, failures, cpu] = await Promise.all([
+    db.run.count({ where: { agentId, createdAt: { gte: hourAgo } } }),
+    db.run.count({ where: { agentId, status: { in: ["auto_approved", "approved", "queued", "running"] } } }),
+    db.run.count({
+      where: {
+        agentId,
+        codeSha256,
+        status: { in: ["denied", "failed", "timed_out", "rejected", "changes_requested"] },
+        createdAt: { gte: new Date(Date.now() - config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES * 60_000) },
+      },
+    }),
+    db.$queryRaw<{ ms: number | null }[]>`
+      SELECT COALESCE(SUM((execution->>'cpuMs')::numeric), 0)::float8 AS ms FROM "Run"
+      WHERE "agentId" = ${agentId}::uuid AND "finishedAt" >= now() - interval '1 day'`,
+  ]);
+  if (lastHour >= config.AIRLOCK_BUDGET_RUNS_PER_HOUR) {
+    throw new BudgetExceeded(`This agent submitted ${lastHour} runs in the last hour; the budget is ${config.AIRLOCK_BUDGET_RUNS_PER_HOUR}.`);
+  }
+  if (active >= config.AIRLOCK_BUDGET_CONCURRENT_RUNS) {
+    throw new BudgetExceeded(`This agent has ${active} runs queued or running; the budget is ${config.AIRLOCK_BUDGET_CONCURRENT_RUNS} at once.`);
+  }
+  if (failures >= config.AIRLOCK_LOOP_BREAKER_FAILURES) {
+    throw new BudgetExceeded(
+      `This exact script failed or was refused ${failures} times in the last ${config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES} minutes; change the approach instead of resubmitting it.`,
+    );
+  }
+  const cpuSeconds = (cpu[0]?.ms ?? 0) / 1000;
+  if (cpuSeconds >= config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY) {
+    throw new BudgetExceeded(
+      `This agent used ${Math.round(cpuSeconds)} sandbox CPU-seconds today; the budget is ${config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY}.`,
+    );
+  }
+}
+
+const STATUS_BY_DECISION = { allow: "auto_approved", escalate: "pending_review", deny: "denied" } as const;
+
+/**
+ * Submits a proposal. A refused submission (malformed, too large, over budget, an idempotency
+ * conflict) leaves a `run.refused` event naming the agent and the reason, then the error is thrown.
+ */
+export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
+  try {
+    return await submitProposal(deps, actor, raw);
+  } catch (error) {
+    if (isAppError(error) && REFUSALS_RECORDED.has(error.code)) await recordRefusal(deps.db, actor, raw, error);
+    throw error;
+  }
+}
+
+const REFUSALS_RECORDED = new Set<AppErrorCode>(["bad_request", "payload_too_large", "rate_limited", "conflict"]);
+
+async function recordRefusal(db: Db, actor: AgentActor, raw: unknown, error: AppError): Promise<void> {
+  const code = typeof (raw as { code?: unknown } | null)?.code === "string" ? (raw as { code: string }).code : null;
+  await db
+    .$transaction((tx) =>
+      recordAudit(tx, {
+        actor,
+        action: "run.refused",
+        subject: { type: "agent", id: actor.id },
+        data: {
+          reason: error instanceof BudgetExceeded ? error.runCode : error.code,
+          message: normalizeText(error.message).value.slice(0, 500),
+          codeSha256: code === null ? null : sha256Hex(code),
+          codeBytes: code === null ? null : Buffer.byteLength(code, "utf8"),
+        },
+      }),
+    )
+    .catch((auditError: unknown) => console.error("recording a refused submission failed", auditError));
+}
+
+async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
+  requireScope(actor, "runs:submit");
+  const input = parseSubmit(raw);
+  const { db } = deps;
+  const requestDigest = sha256Hex(canonicalJson(input));
+  const codeSha256 = sha256Hex(input.code);
+
+  if (input.idempotencyKey) {
+    const existing = await db.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
+    if (existing) return sameOrConflict(db, existing, requestDigest);
+  }
+  await enforceBudgets(db, actor.id, codeSha256);
+
+  if (input.inputs.length > 0) requireScope(actor, "inputs:read");
+  const datasets = await db.dataset.findMany({ where: { name: { in: input.inputs } }, select: { id: true, name: true, sha256: true, dataClass: true } });
+  const missing = input.inputs.filter((name) => !datasets.some((d) => d.name === name));
+  if (missing.length > 0) {
+    throw new AppError("bad_request", `Unknown input ${missing.map((m) => JSON.stringify(m)).join(", ")}; list_inputs shows the datasets you may pass.`);
+  }
+  const inputs = input.inputs.map((name) => {
+    const d = datasets.find((x) => x.name === name)!;
+    return { name, datasetId: d.id, sha256: d.sha256, dataClass: d.dataClass };
+  });
+  const inputsDigest = sha256Hex(canonicalJson(inputs.map(({ name, sha256: digest }) => ({ name, sha256: digest }))));
+
+  const analysis = analyzeScript({
+    code: input.code,
+    language: input.language,
+    tools: deps.registry.toolFacts(),
+    declarations: deps.registry.declarations(),
+    allowedPackages: deps.registry.allowedImports(),
+  });
+  const policy = await publishedPolicy(db);
+  const policyRequest = buildPolicyRequest({
+    agent: { id: actor.id, ownerId: actor.ownerId },
+    facts: analysis.facts,
+    findings: analysis.findings,
+    capabilitySet: analysis.capabilitySet,
+    inputDataClasses: [...new Set(inputs.map((i) => i.dataClass as DataClass))],
+    limits: RUN_LIMIT_DEFAULTS,
+  });
+  const decision: PolicyDecision = policy
+    ? decide(policyRequest, policy.prepared)
+    : {
+        decision: "deny",
+        approvalsRequired: 0,
+        reasons: [{ policyId: BUILTIN_REASONS.defaultDeny, text: "No policy version is published, so nothing may run.", source: "" }],
+      };
+  const status = STATUS_BY_DECISION[decision.decision];
+  const limits = decideRunLimits(analysis.callSites, decision.maxWritesPerTool);
+
+  const run = await db
+    .$transaction(async (tx) => {
+      // Checked again under a per-agent lock, so parallel submissions cannot overrun the budgets.
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`budget:${actor.id}`}))`;
+      await enforceBudgets(tx, actor.id, codeSha256);
+      const created = await tx.run.create({
+        data: {
+          agentId: actor.id,
+          status: "submitted",
+          language: input.language,
+          code: input.code,
+          codeSha256,
+          purpose: input.purpose,
+          provenance: runColumnValue("provenance", input.provenance),
+          inputs: runColumnValue("inputs", inputs),
+          inputsDigest,
+          idempotencyKey: input.idempotencyKey ?? null,
+          requestDigest,
+        },
+      });
+      const runId = created.id;
+      await recordAudit(tx, {
+        actor,
+        action: "run.submitted",
+        subject: { type: "run", id: runId },
+        data: { codeSha256, purpose: input.purpose, inputsDigest, language: input.language },
+      });
+      await transitionRun(
+        tx,
+        { type: "system", name: "analysis" },
+        {
+          runId,
+          from: "submitted",
+          to: "analyzed",
+          data: {
+            capabilitySet: runColumnValue("capabilitySet", analysis.capabilitySet),
+            findings: runColumnValue("findings", analysis.findings),
+            facts: runColumnValue("facts", analysis.facts),
+            javascript: analysis.javascript,
+          },
+          audit: { capabilitySet: analysis.capabilitySet, facts: analysis.facts, findings: analysis.findings.map((f) => f.code) },
+        },
+      );
+      await transitionRun(
+        tx,
+        { type: "system", name: "policy" },
+        {
+          runId,
+          from: "analyzed",
+          to: status,
+          data: {
+            decision: decision.decision,
+            decisionReasons: runColumnValue("decisionReasons", decision.reasons),
+            approvalsRequired: decision.approvalsRequired,
+            reviewerRole: decision.reviewerRole ?? null,
+            policyVersionId: policy?.id ?? null,
+            policyRequest: runColumnValue("policyRequest", policyRequest as RunColumnValue<"policyRequest">),
+            limits: runColumnValue("limits", limits),
+            reviewExpiresAt: status === "pending_review" ? new Date(Date.now() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000) : null,
+          },
+          audit: {
+            decision: decision.decision,
+            policyVersion: policy?.version ?? null,
+            reasons: decision.reasons.map((r) => r.policyId),
+            approvalsRequired: decision.approvalsRequired,
+            limits,
+          },
+        },
+      );
+      if (status === "auto_approved") await transitionRun(tx, { type: "system", name: "runs" }, { runId, from: "auto_approved", to: "queued" });
+      return tx.run.findUniqueOrThrow({ where: { id: runId } });
+    })
+    .catch(async (error: unknown) => {
+      // Two submits with the same key raced; the loser answers like a retry.
+      if (input.idempotencyKey && (error as { code?: string }).code === "P2002") {
+        const winner = await db.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
+        if (winner) return winner;
+      }
+      throw error;
+    });
+  if (run.status === "queued") deps.startExecution(run.id);
+  if (run.status === "pending_review") void notifyEscalation(run.id, db);
+  return presentRun(db, run);
+}
+
+async function sameOrConflict(db: Db, existing: Run, requestDigest: string): Promise<RunView> {
+  if (existing.requestDigest !== requestDigest) {
+    throw new AppError("conflict", "This idempotencyKey was already used with a different request; use a new key for a new script.");
+  }
+  return presentRun(db, existing);
+}

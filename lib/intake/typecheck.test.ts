@@ -1,0 +1,60 @@
+/**
+ * The type-check program is clean outside the script: the contract and the generated tool
+ * declarations declare each name once, so no conflict (such as two `inputs`) is silently dropped.
+ * The sandbox's bootstrap implements exactly the `inputs` methods the contract declares.
+ */
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { generateDeclarations } from "@/lib/broker/declarations";
+import type { ToolInfo } from "@/lib/broker/types";
+import { SCRIPT_INPUT_METHODS, SCRIPT_INPUTS_DECLARATION } from "@/lib/contracts/script-contract";
+import { contractDiagnostics, parseScript, typeCheckScript } from "./typecheck";
+
+const tool = (name: string, inputSchema: Record<string, unknown>, outputSchema: Record<string, unknown> | null): ToolInfo => ({
+  server: "ledger",
+  name,
+  description: `${name} does things`,
+  annotations: { readOnlyHint: true },
+  dataClass: "internal",
+  quarantined: false,
+  quarantineReason: null,
+  hash: "x",
+  inputSchema,
+  outputSchema,
+});
+
+const TOOLS = [
+  tool(
+    "listRefunds",
+    { type: "object", properties: { invoiceId: { type: "string" }, limit: { type: "integer" } } },
+    { type: "object", properties: { refunds: { type: "array", items: { type: "object" } } }, required: ["refunds"] },
+  ),
+  tool("inputs", { type: "object", properties: {} }, null),
+];
+
+describe("the type-check program", () => {
+  it("reports no diagnostic outside the script, with real generated declarations", () => {
+    expect(contractDiagnostics(generateDeclarations(TOOLS))).toEqual([]);
+  });
+
+  it("would report a second declaration of inputs (the check can fail)", () => {
+    expect(contractDiagnostics(`${generateDeclarations(TOOLS)}\n${SCRIPT_INPUTS_DECLARATION}`).join("\n")).toMatch(/TS2451|TS2300/);
+  });
+
+  it("types inputs as the contract says", () => {
+    const ok = typeCheckScript(
+      parseScript(`const rows = inputs.csv("a.csv"); const n: number = rows.length; return inputs.json("b").anything + n;`, "typescript"),
+      generateDeclarations(TOOLS),
+    );
+    expect(ok).toEqual([]);
+    const bad = typeCheckScript(parseScript(`const n: number = inputs.text("a");`, "typescript"), generateDeclarations(TOOLS));
+    expect(bad.map((d) => d.message)).toEqual([expect.stringContaining("TS2322")]);
+  });
+
+  it("the sandbox bootstrap implements exactly the declared inputs methods", () => {
+    const bootstrap = readFileSync(new URL("../sandbox/child/bootstrap.mjs", import.meta.url), "utf8");
+    const body = /function makeInputs[\s\S]*?return freeze\(\{([\s\S]*?)\}\);/.exec(bootstrap)?.[1] ?? "";
+    const implemented = [...body.matchAll(/^\s*(\w+):/gm)].map((m) => m[1]);
+    expect(implemented.sort()).toEqual([...SCRIPT_INPUT_METHODS].sort());
+  });
+});
