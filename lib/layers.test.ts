@@ -34,6 +34,11 @@ describe("layer rule", () => {
   });
 
   it("allows imports down the layers", async () => {
-    expect(await restrictedImports("lib/runs/layer-probe.ts", `import { recordAudit } from "@/lib/audit/record";\nimport { decide } from "@/lib/policy/decide";\nexport const x = [recordAudit, decide];\n`)).toEqual([]);
+    expect(
+      await restrictedImports(
+        "lib/runs/layer-probe.ts",
+        `import { recordAudit } from "@/lib/audit/record";\nimport { decide } from "@/lib/policy/decide";\nexport const x = [recordAudit, decide];\n`,
+      ),
+    ).toEqual([]);
   });
 });

@@ -29,14 +29,12 @@
  *
  * Read-only: it writes nothing; service.ts records the verification and writes checkpoints.
  */
-import { createHash } from "node:crypto";
 import type { Db } from "@/lib/db";
 import { toolCallsDigest } from "@/lib/audit/seal";
 import { NEXT_STATES, isTerminal } from "@/lib/contracts/run-states";
 import { CHECKPOINT_INTERVAL_MINUTES, CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoints, type CheckpointConfig } from "./checkpoints";
-import { canonicalJson } from "@/lib/canonical-json";
 import { jsonDigest } from "@/lib/digest";
-import { GENESIS_HASH } from "./record";
+import { GENESIS_HASH, chainHash } from "./record";
 
 export const BREAK_REASONS = [
   "hash_mismatch",
@@ -123,24 +121,6 @@ async function fetchBatch(db: Db, cursor: bigint, limit: number): Promise<EventR
     ];
     return { id: BigInt(id), at, actorType, actorId, action, subjectType, subjectId, data, prevHash, hash };
   });
-}
-
-/** chainHash (record.ts) over an event whose time is already an ISO string. */
-function eventHash(prevHash: string, row: EventRow): string {
-  return createHash("sha256")
-    .update(prevHash)
-    .update(
-      canonicalJson({
-        at: row.at,
-        actorType: row.actorType,
-        actorId: row.actorId,
-        action: row.action,
-        subjectType: row.subjectType,
-        subjectId: row.subjectId,
-        data: row.data,
-      }),
-    )
-    .digest("hex");
 }
 
 type CallRow = {
@@ -311,7 +291,7 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
         break;
       }
       const data = row.data;
-      const recomputed = eventHash(row.prevHash, row);
+      const recomputed = chainHash(row.prevHash, { ...row, at: new Date(row.at) });
       if (recomputed !== row.hash) {
         chainBreak = {
           eventId: row.id.toString(),

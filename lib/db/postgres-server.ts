@@ -21,11 +21,23 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { appendFile, chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import {
+  chownToPostgres,
+  freePort,
+  isRoot,
+  postgresIds,
+  postmasterPid,
+  readClusterMajor,
+  run,
+  runAsPostgres,
+  signal,
+  tail,
+  waitForExit,
+} from "./postgres-process";
 
 export type StartPostgresOptions = {
   /** Fixed port; by default a free one is chosen. */
@@ -148,35 +160,6 @@ function startWatchdog(postmasterPid: number, dataDir: string): ChildProcess {
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
 
-const isRoot = () => process.getuid?.() === 0;
-
-interface Run {
-  code: number | null;
-  output: string;
-}
-
-function run(command: string, args: string[]): Promise<Run> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolvePromise({ code, output }));
-  });
-}
-
-/** Runs a PostgreSQL binary as the `postgres` user when we are root, as ourselves otherwise. */
-function runAsPostgres(binary: string, args: string[]): Promise<Run> {
-  return isRoot() ? run("runuser", ["-u", "postgres", "--", binary, ...args]) : run(binary, args);
-}
-
-async function postgresIds(): Promise<{ uid: number; gid: number } | undefined> {
-  const [uid, gid] = await Promise.all([run("id", ["-u", "postgres"]), run("id", ["-g", "postgres"])]);
-  if (uid.code !== 0 || gid.code !== 0) return undefined;
-  return { uid: Number(uid.output.trim()), gid: Number(gid.output.trim()) };
-}
-
 async function prepareDataDir(dataDir: string, persistent: boolean): Promise<void> {
   // Missing parents are made traversable-but-not-listable (0711) for the postgres user; the data
   // directory itself is private to its owner. (A recursive mkdir gives every level the same mode.)
@@ -220,24 +203,6 @@ export async function clusterDirFor(dataDir: string): Promise<{ dir: string; rel
   return { dir: join("/var/lib/airlock", id), relocated: true };
 }
 
-async function chownToPostgres(path: string): Promise<void> {
-  if (!isRoot()) return;
-  const ids = await postgresIds();
-  if (ids) await chown(path, ids.uid, ids.gid);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePromise, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolvePromise(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
-
 /** The superuser password: kept in `dataDir/password` for a persistent cluster. */
 async function clusterPassword(dataDir: string, clusterExists: boolean): Promise<string> {
   const file = join(dataDir, "password");
@@ -255,55 +220,6 @@ async function clusterPassword(dataDir: string, clusterExists: boolean): Promise
 
 function superuserUrl(port: number, password: string): string {
   return `postgres://${SUPERUSER}:${password}@127.0.0.1:${port}/postgres`;
-}
-
-/** A zombie (exited, not yet reaped by whoever inherited it) counts as gone. */
-function isAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    // No /proc (not Linux), or the process is gone.
-  }
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-function signal(pid: number, name: NodeJS.Signals): void {
-  try {
-    process.kill(pid, name);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ESRCH") throw error;
-  }
-}
-
-async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (isAlive(pid)) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return true;
-}
-
-async function postmasterPid(clusterDir: string): Promise<number | undefined> {
-  const text = await readFile(join(clusterDir, "postmaster.pid"), "utf8").catch(() => undefined);
-  const pid = Number(text?.split("\n")[0]);
-  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-}
-
-async function readClusterMajor(clusterDir: string): Promise<number | undefined> {
-  const text = await readFile(join(clusterDir, "PG_VERSION"), "utf8").catch(() => undefined);
-  return text === undefined ? undefined : Number(text.trim());
-}
-
-async function tail(file: string, lines = 20): Promise<string> {
-  const text = await readFile(file, "utf8").catch(() => "");
-  return text.trimEnd().split("\n").slice(-lines).join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------
