@@ -37,17 +37,18 @@ async function submitPendingRun(client: Client, label: string): Promise<string> 
 const viewsOf = (runId: string) => db.auditEvent.findMany({ where: { action: "run.viewed", subjectType: "run", subjectId: runId }, orderBy: { id: "asc" } });
 
 /** Resolves after the page has made `count` live-refresh requests for the run page. */
+/** Resolves when `count` live refreshes of the run page have been answered in full: the server renders after its audit write, so any event a refresh would record is in the database by then. */
 function liveRefreshes(page: Page, runId: string, count: number): Promise<void> {
   let seen = 0;
   return new Promise((resolve) => {
-    const onRequest = (request: Request) => {
+    const onFinished = (request: Request) => {
       const url = new URL(request.url());
       if (url.pathname === `/runs/${runId}` && request.headers()["rsc"] === "1" && ++seen >= count) {
-        page.off("request", onRequest);
+        page.off("requestfinished", onFinished);
         resolve();
       }
     };
-    page.on("request", onRequest);
+    page.on("requestfinished", onFinished);
   });
 }
 
@@ -66,7 +67,6 @@ test("opening a run page twice records two run.viewed events, however often the 
   await expect(runPage.status).toHaveText("pending review");
   // The page refreshes every 5 s while the run waits for review; let it do so twice.
   await liveRefreshes(page, runId, 2);
-  await page.waitForTimeout(1_000);
 
   const views = await viewsOf(runId);
   expect(views).toHaveLength(2);
@@ -80,7 +80,7 @@ test("a client-side navigation to a run page is a view; showing a link to it is 
   const link = page.locator(`a[href="/runs/${runId}"]`);
   await expect(link).toBeVisible();
   await link.hover(); // prefetch, if any, is not a view
-  await page.waitForTimeout(1_000);
+  await page.waitForTimeout(1_000); // an absence is shown by waiting: a prefetch would have been answered by now
   expect(await viewsOf(runId)).toHaveLength(0);
 
   await link.click();
@@ -88,7 +88,6 @@ test("a client-side navigation to a run page is a view; showing a link to it is 
   await expect(new RunPage(page).status).toHaveText("pending review");
   await expect.poll(async () => (await viewsOf(runId)).length).toBe(1);
   await liveRefreshes(page, runId, 1);
-  await page.waitForTimeout(500);
   expect(await viewsOf(runId)).toHaveLength(1);
 });
 

@@ -102,12 +102,7 @@ test.describe("MCP Tasks", () => {
     await first.close();
 
     const second = await connectMcp();
-    let status = created.task.status;
-    for (let i = 0; i < 60 && status !== "completed"; i++) {
-      await new Promise((r) => setTimeout(r, 250));
-      status = (await second.experimental.tasks.getTask(created.task.taskId)).status;
-    }
-    expect(status).toBe("completed");
+    await expect.poll(async () => (await second.experimental.tasks.getTask(created.task.taskId)).status, { timeout: 15_000 }).toBe("completed");
     const result = await second.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
     expect(body(result).data).toMatchObject({ runId: created.task.taskId, status: "succeeded", result: 2 });
     const listed = await second.experimental.tasks.listTasks();

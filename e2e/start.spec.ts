@@ -22,16 +22,21 @@ function npmStart(dataDir: string, port: number) {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
-  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  let markReady: () => void = () => {};
+  const started = new Promise<void>((resolve) => (markReady = resolve));
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.includes("Press Ctrl-C to stop.")) markReady();
+  };
+  child.stdout.on("data", collect);
+  child.stderr.on("data", collect);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const ready = (async () => {
-    const deadline = Date.now() + 150_000;
-    while (!output.includes("Press Ctrl-C to stop.")) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`npm start did not come up:\n${output}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  })();
+  // Ready when start.ts prints its last line; an exit first, or 150 s of silence, is a failure.
+  const ready = Promise.race([
+    started,
+    exited.then((code) => Promise.reject(new Error(`npm start exited (${code}) before it came up:\n${output}`))),
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`npm start did not come up within 150 s:\n${output}`)), 150_000).unref()),
+  ]);
   return { child, ready, exited, output: () => output };
 }
 

@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { RankedBars, RunsPerDay } from "@/components/dashboard/charts";
 import { Card, PageHeader } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
-import { requireUserPage } from "@/lib/auth/session";
+import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
 import { loadDashboard } from "@/lib/runs/dashboard";
 
@@ -13,8 +13,7 @@ function minutes(value: number | null): string {
   return value < 60 ? `${value} min` : `${(value / 60).toFixed(1)} h`;
 }
 
-export default async function DashboardPage() {
-  const user = await requireUserPage("dashboard:read");
+export default userPage("dashboard:read", async function DashboardPage(user) {
   const d = await loadDashboard(prisma());
   return (
     <>
@@ -60,4 +59,4 @@ export default async function DashboardPage() {
       </div>
     </>
   );
-}
+});

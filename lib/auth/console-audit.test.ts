@@ -1,6 +1,6 @@
 /**
  * The console's doors audit refusals and sign-outs, on real PostgreSQL: a signed-in person refused
- * by a server action (the userAction wrapper) or a page (requireUserPage) leaves `auth.forbidden
+ * by a server action (the userAction wrapper) or a page (userPage) leaves `auth.forbidden
  * {scope, door}`; a sign-out leaves `auth.signed_out`. Only next-auth's session lookup is faked.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
@@ -80,11 +80,13 @@ describe("console refusals", () => {
   });
 
   it("a page the person's role does not open records auth.forbidden before the 403", async () => {
-    const { requireUserPage } = await import("./session");
+    const { userPage } = await import("./user-route");
+    vi.stubEnv("__NEXT_EXPERIMENTAL_AUTH_INTERRUPTS", "true"); // next.config.js: experimental.authInterrupts
     session.userId = reviewer.id;
     const before = (await forbiddenEvents(reviewer.id)).length;
-    await expect(requireUserPage("audit:read")).rejects.toThrow();
-    await expect(requireUserPage("runs:read")).resolves.toMatchObject({ id: reviewer.id });
+    const render = async (user: { id: string }) => user.id;
+    await expect(userPage("audit:read", render)({})).rejects.toThrow("NEXT_HTTP_ERROR_FALLBACK;403");
+    await expect(userPage("runs:read", render)({})).resolves.toBe(reviewer.id);
     const events = (await forbiddenEvents(reviewer.id)).slice(before);
     expect(events.map((e) => e.data)).toEqual([{ scope: "audit:read", door: "page" }]);
   });

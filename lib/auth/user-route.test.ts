@@ -4,6 +4,7 @@
  * audit refusals; pages turn AppErrors into 401/403/404 interrupts or render the code and message
  * — never a 500 for an AppError that is not a server fault.
  */
+import { globSync, readFileSync } from "node:fs";
 import { NextRequest } from "next/server";
 import { renderToStaticMarkup } from "react-dom/server";
 import type { ReactElement } from "react";
@@ -150,5 +151,14 @@ describe("userPage", () => {
     expect((await forbiddenEvents(reviewer.id)).at(-1)!.data).toEqual({ scope: "audit:export", door: "page" });
     // A server fault is not dressed up: it reaches the error boundary (app/error.tsx).
     await expect(throwing(new AppError("database_unavailable", "Database down."))({})).rejects.toThrow("Database down.");
+  });
+});
+
+describe("console pages", () => {
+  it("every signed-in page is a userPage, so each AppError becomes what a page can say", () => {
+    const pages = globSync("app/(console)/**/page.tsx");
+    expect(pages.length).toBeGreaterThanOrEqual(9);
+    const bare = pages.filter((file) => !/^export default userPage\(\s*"[a-z]+:[a-z]+",\s*async function \w+\(/m.test(readFileSync(file, "utf8")));
+    expect(bare).toEqual([]);
   });
 });

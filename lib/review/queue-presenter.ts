@@ -10,7 +10,7 @@
  */
 import "server-only";
 import type { UserActor } from "@/lib/auth/session";
-import type { Finding } from "@/lib/contracts/analysis";
+import { runColumn } from "@/lib/contracts/run-columns";
 import { hasScope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { decisionBlocker, type DecisionBlockerCode } from "./decision-rules";
@@ -75,8 +75,8 @@ export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters
     },
   });
   const all = rows.map((run): QueueItem => {
-    const facts = runFacts(run.facts);
-    const findings = (run.findings ?? []) as Finding[];
+    const facts = runFacts(runColumn(run, "facts"));
+    const findings = runColumn(run, "findings") ?? [];
     return {
       id: run.id,
       agent: inertText(run.agent.name, 200),

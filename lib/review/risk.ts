@@ -2,10 +2,11 @@
  * Risk of a run, from the facts intake stored on it and its findings.
  *
  * Returns plain values only: the effect vocabulary, the run's facts normalized (`runFacts`), a
- * score and its level. Pure: no database, no clock, no Prisma object in or out beyond the run's
- * stored `facts` JSON, which is read defensively — an unknown or missing effect counts as the most
- * dangerous one, never as harmless.
+ * score and its level. Pure: no database, no clock, no Prisma object in or out. Facts come typed
+ * from the run's column (runColumn); a run whose facts were never written (`{}` or null) counts as
+ * the most dangerous kind, never as harmless.
  */
+import type { RunColumnValue } from "@/lib/contracts/run-columns";
 
 export const EFFECTS = ["read_only", "write", "destructive"] as const;
 export type Effect = (typeof EFFECTS)[number];
@@ -18,21 +19,14 @@ export type RunFacts = { effect: Effect; openWorld: boolean; dataClasses: string
 const EFFECT_RISK = { read_only: 0, write: 2, destructive: 4 } as const satisfies Record<Effect, number>;
 const DATA_CLASS_RISK = { public: 0, internal: 0, confidential: 1, pii: 2, financial: 2, phi: 3 } as const satisfies Record<string, number>;
 
-type StoredFacts = { effect?: string; openWorld?: boolean; dataClasses?: string[]; toolCount?: number };
-
 export function isEffect(value: string | undefined): value is Effect {
   return (EFFECTS as readonly string[]).includes(value ?? "");
 }
 
-/** The stored `facts` JSON of a run, normalized. Unclassified means the most dangerous kind. */
-export function runFacts(value: unknown): RunFacts {
-  const facts = (value ?? {}) as StoredFacts;
-  return {
-    effect: isEffect(facts.effect) ? facts.effect : "destructive",
-    openWorld: Boolean(facts.openWorld),
-    dataClasses: Array.isArray(facts.dataClasses) ? facts.dataClasses.map(String) : [],
-    toolCount: facts.toolCount ?? 0,
-  };
+/** A run's stored facts as the console shows them. Unclassified means the most dangerous kind. */
+export function runFacts(facts: RunColumnValue<"facts"> | null): RunFacts {
+  if (!facts || !("effect" in facts)) return { effect: "destructive", openWorld: false, dataClasses: [], toolCount: 0 };
+  return { effect: facts.effect, openWorld: facts.openWorld, dataClasses: [...facts.dataClasses], toolCount: facts.toolCount };
 }
 
 /** Higher is riskier: effect, then reach outside the registry, regulated data, and findings. */

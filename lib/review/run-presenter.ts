@@ -128,7 +128,7 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
   const names = await loadActorNames(db, events);
 
   const findings = findingItems(runColumn(run, "findings") ?? []);
-  const facts = runFacts(run.facts);
+  const facts = runFacts(runColumn(run, "facts"));
   return {
     id: run.id,
     status: run.status,

@@ -24,6 +24,7 @@
  * Expiring pending reviews is lib/runs/expiry.ts. Notifications (lib/review/notify.ts) are sent
  * after commit and never change the outcome.
  */
+import { runColumn } from "@/lib/contracts/run-columns";
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
 import { requireScope, type Actor } from "@/lib/contracts/scopes";
@@ -105,10 +106,10 @@ function sameSet(a: readonly string[], b: readonly string[]): boolean {
 }
 
 /** The fields of `seen` that no longer match the run (empty when the binding holds). */
-export function bindingChanges(run: Pick<Run, "codeSha256" | "capabilitySet" | "inputsDigest" | "policyVersionId">, seen: SeenFacts): string[] {
+export function bindingChanges(run: Pick<Run, "id" | "codeSha256" | "capabilitySet" | "inputsDigest" | "policyVersionId">, seen: SeenFacts): string[] {
   const changed: string[] = [];
   if (run.codeSha256 !== seen.codeSha256) changed.push("codeSha256");
-  if (!sameSet(run.capabilitySet as string[], seen.capabilitySet)) changed.push("capabilitySet");
+  if (!sameSet(runColumn(run, "capabilitySet") ?? [], seen.capabilitySet)) changed.push("capabilitySet");
   if (run.inputsDigest !== seen.inputsDigest) changed.push("inputsDigest");
   if ((run.policyVersionId ?? null) !== seen.policyVersionId) changed.push("policyVersionId");
   return changed;

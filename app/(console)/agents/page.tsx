@@ -3,14 +3,13 @@ import { CreateAgentForm, RevokeAgentButton } from "@/components/agents/agent-fo
 import { Badge, Card, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import { listAgents } from "@/lib/auth/agents";
-import { requireUserPage } from "@/lib/auth/session";
+import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
 import { createAgentAction, revokeAgentAction } from "./actions";
 
 export const metadata: Metadata = { title: "Agents" };
 
-export default async function AgentsPage() {
-  const user = await requireUserPage("agents:manage");
+export default userPage("agents:manage", async function AgentsPage(user) {
   const agents = await listAgents(prisma());
   return (
     <>
@@ -42,4 +41,4 @@ export default async function AgentsPage() {
       )}
     </>
   );
-}
+});

@@ -11,7 +11,7 @@ import { PageHeader } from "@/components/ui/primitives";
 import { filtersFromSearchParams, filtersToSearchParams } from "@/lib/audit/filters";
 import { lastVerification } from "@/lib/audit/presenter";
 import { searchAudited } from "@/lib/audit/service";
-import { requireUserPage } from "@/lib/auth/session";
+import { userPage } from "@/lib/auth/user-route";
 import { hasScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { DataClass, Decision, RunStatus } from "@/lib/generated/prisma/enums";
@@ -26,8 +26,7 @@ function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-export default async function AuditPage({ searchParams }: { searchParams: Promise<SearchParams> }) {
-  const user = await requireUserPage("audit:read");
+export default userPage("audit:read", async function AuditPage(user, { searchParams }: { searchParams: Promise<SearchParams> }) {
   const params = await searchParams;
   const parsed = filtersFromSearchParams(params, ["after"]);
   const after = first(params.after) ?? null;
@@ -82,4 +81,4 @@ export default async function AuditPage({ searchParams }: { searchParams: Promis
       )}
     </>
   );
-}
+});

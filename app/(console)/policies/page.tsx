@@ -3,7 +3,7 @@ import { DraftEditor } from "@/components/policy/draft-editor";
 import { Badge, Card, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import { hasScope } from "@/lib/contracts/scopes";
-import { requireUserPage } from "@/lib/auth/session";
+import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
 import { listPolicyVersions } from "@/lib/policy/versions-presenter";
 import { draftAction } from "./actions";
@@ -11,8 +11,7 @@ import { PlainCodeView } from "@/components/run/code-view";
 
 export const metadata: Metadata = { title: "Policies" };
 
-export default async function PoliciesPage() {
-  const user = await requireUserPage("policies:read");
+export default userPage("policies:read", async function PoliciesPage(user) {
   const db = prisma();
   const versions = await listPolicyVersions(db);
   const published = await db.policyVersion.findFirst({ where: { status: "published" }, orderBy: { version: "desc" }, select: { text: true, version: true } });
@@ -53,4 +52,4 @@ export default async function PoliciesPage() {
       ) : null}
     </>
   );
-}
+});

@@ -2,15 +2,14 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { Badge, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
-import { requireUserPage } from "@/lib/auth/session";
+import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
 import { recentRuns } from "@/lib/review/queue-presenter";
 import { Inert } from "@/components/ui/inert";
 
 export const metadata: Metadata = { title: "Runs" };
 
-export default async function RunsPage() {
-  await requireUserPage("runs:read");
+export default userPage("runs:read", async function RunsPage() {
   const runs = await recentRuns(prisma());
   return (
     <>
@@ -41,4 +40,4 @@ export default async function RunsPage() {
       )}
     </>
   );
-}
+});

@@ -3,7 +3,7 @@ import { DiffView } from "@/components/run/code-view";
 import { AcceptToolForm } from "@/components/tools/accept-form";
 import { Badge, Card, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
 import { hasScope } from "@/lib/contracts/scopes";
-import { requireUserPage } from "@/lib/auth/session";
+import { userPage } from "@/lib/auth/user-route";
 import { listUpstreamServers } from "@/lib/broker/registry-presenter";
 import { prisma } from "@/lib/db";
 import { acceptToolAction } from "./actions";
@@ -11,8 +11,7 @@ import { Inert } from "@/components/ui/inert";
 
 export const metadata: Metadata = { title: "Tools" };
 
-export default async function ToolsPage() {
-  const user = await requireUserPage("tools:read");
+export default userPage("tools:read", async function ToolsPage(user) {
   const servers = await listUpstreamServers(prisma());
   const canManage = hasScope(user, "tools:manage");
   const quarantined = servers.flatMap((server) => server.tools.filter((t) => t.quarantined).map((tool) => ({ server: server.name, tool })));
@@ -64,4 +63,4 @@ export default async function ToolsPage() {
       )}
     </>
   );
-}
+});

@@ -21,7 +21,7 @@ import {
 import { Badge } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import { isPageRefresh, recordRunViewed } from "@/lib/audit/access";
-import { requireUserPage } from "@/lib/auth/session";
+import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
 import { runDetail } from "@/lib/review/run-presenter";
 import { cancelAction, decideAction } from "./actions";
@@ -44,8 +44,7 @@ const STATUS_TONE: Record<string, "good" | "warn" | "bad" | "neutral"> = {
   changes_requested: "bad",
 };
 
-export default async function RunPage({ params }: { params: Promise<{ id: string }> }) {
-  const user = await requireUserPage("runs:read");
+export default userPage("runs:read", async function RunPage(user, { params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
   const run = await runDetail(prisma(), id, user);
   if (!run) notFound();
@@ -186,4 +185,4 @@ export default async function RunPage({ params }: { params: Promise<{ id: string
       </Section>
     </div>
   );
-}
+});

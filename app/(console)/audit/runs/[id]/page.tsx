@@ -1,27 +1,18 @@
 /** A run's whole audited story: events, reviews and tool calls. Viewing it is audited ("audit.viewed"). */
 import type { Metadata } from "next";
 import Link from "next/link";
-import { notFound } from "next/navigation";
 import { RunTimeline } from "@/components/audit/run-timeline";
 import { PageHeader } from "@/components/ui/primitives";
 import { viewRunTimelineAudited } from "@/lib/audit/service";
-import { requireUserPage } from "@/lib/auth/session";
+import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
-import { isAppError } from "@/lib/errors";
 
 export const metadata: Metadata = { title: "Run timeline" };
 export const dynamic = "force-dynamic";
 
-export default async function RunTimelinePage({ params }: { params: Promise<{ id: string }> }) {
-  const user = await requireUserPage("audit:read");
+export default userPage("audit:read", async function RunTimelinePage(user, { params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
-  let timeline;
-  try {
-    timeline = await viewRunTimelineAudited(prisma(), user, id);
-  } catch (error) {
-    if (isAppError(error) && error.code === "not_found") notFound();
-    throw error;
-  }
+  const timeline = await viewRunTimelineAudited(prisma(), user, id);
   return (
     <>
       <Link href="/audit" className="text-sm text-teal-700 underline">
@@ -31,4 +22,4 @@ export default async function RunTimelinePage({ params }: { params: Promise<{ id
       <RunTimeline timeline={timeline} />
     </>
   );
-}
+});
