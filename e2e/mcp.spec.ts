@@ -64,6 +64,27 @@ test.describe("MCP endpoint", () => {
     expect(JSON.stringify(result.data.reasons)).toContain("deny-critical-findings");
   });
 
+  test("the runtime's parameters through `arguments` and process through an overridden emit are denied before they run", async ({ mcpClient: client }) => {
+    const attacks = [
+      "const t = arguments[0];\nreturn await t.ledger.listInvoices({ limit: 1 });",
+      [
+        'import { EventEmitter } from "events";',
+        "let leaked;",
+        "const emit = EventEmitter.prototype.emit;",
+        "EventEmitter.prototype.emit = function (...args) { leaked ??= this; return emit.apply(this, args); };",
+        "Buffer(1);",
+        "return typeof leaked?.pid;",
+      ].join("\n"),
+    ];
+    for (const code of attacks) {
+      const result = body(await client.callTool({ name: "submit_run", arguments: { code, purpose: "attack", language: "javascript" } }));
+      expect(result.isError).toBe(true);
+      expect(result.data).toMatchObject({ status: "denied", error: { code: "POLICY_DENIED" } });
+      expect(JSON.stringify(result.data.reasons)).toContain("deny-critical-findings");
+      expect(result.data.findings.some((f: { severity: string }) => f.severity === "critical")).toBe(true);
+    }
+  });
+
   test("an idempotent resubmission returns the same run", async ({ mcpClient: client }) => {
     const args = { code: "return 42;", purpose: "answer", language: "javascript", idempotencyKey: "e2e-key" };
     const first = body(await client.callTool({ name: "submit_run", arguments: args }));

@@ -125,6 +125,10 @@ export const FINDING_RULES = {
   unknown_tool: { severity: "critical", summary: "the script calls a tool the registry does not know" },
   quarantined_tool: { severity: "critical", summary: "the script calls a tool that is quarantined" },
   constructor_access: { severity: "warning", summary: "a .constructor property is read" },
+  builtin_tampering: {
+    severity: "critical",
+    summary: "the script changes a prototype, a builtin or an imported module that code outside it also uses (or takes a prototype as a value)",
+  },
   indirect_timer_callback: {
     severity: "warning",
     summary: "a timer is given a callback that is not a function literal",

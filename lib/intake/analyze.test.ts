@@ -547,3 +547,55 @@ describe("robustness", () => {
     expect(result.facts.effect).toBe("destructive");
   });
 });
+
+describe("reaching the runtime's parameters and shared objects", () => {
+  it("`arguments` outside a function is the wrapper's parameters: a critical dynamic_tool_access", () => {
+    const aliased = analyze('const t = arguments[0];\nreturn await t.ledger.voidInvoice({ id: "inv_1" });', { language: "javascript" });
+    expect(at(aliased, "dynamic_tool_access")).toEqual([[1, 11]]);
+    expect(aliased.findings.find((f) => f.code === "dynamic_tool_access")?.severity).toBe("critical");
+    expect(codes(analyze("const f = () => arguments.length;\nreturn f();", { language: "javascript" }))).toContain("dynamic_tool_access");
+    // A function's own `arguments` is its own business.
+    expect(
+      analyze("function sum() { let s = 0; for (const n of arguments) s += n; return s; }\nreturn sum(1, 2);", { language: "javascript" }).findings,
+    ).toEqual([]);
+  });
+
+  it("an overridden EventEmitter.prototype.emit, which Node calls with process as this, is critical builtin_tampering", () => {
+    const script = [
+      'import { EventEmitter } from "events";',
+      "let leaked;",
+      "const emit = EventEmitter.prototype.emit;",
+      "EventEmitter.prototype.emit = function (...args) { leaked ??= this; return emit.apply(this, args); };",
+      "Buffer(1);",
+      "return typeof leaked?.pid;",
+    ].join("\n");
+    const result = analyze(script, { language: "javascript", allowedPackages: ["events"] });
+    expect(at(result, "builtin_tampering")).toEqual([[4, 1]]);
+    expect(result.findings.find((f) => f.code === "builtin_tampering")?.severity).toBe("critical");
+  });
+
+  it.each([
+    ["a prototype through its constructor's name", 'import events from "events";\nevents.EventEmitter.prototype.emit = () => true;'],
+    ["a prototype taken as a value", 'import { EventEmitter } from "events";\nconst p = EventEmitter.prototype;\np.emit = () => true;'],
+    ["getPrototypeOf", 'import { EventEmitter } from "events";\nObject.getPrototypeOf(new EventEmitter()).emit = () => true;'],
+    ["__proto__", 'import { EventEmitter } from "events";\nnew EventEmitter().__proto__.emit = () => true;'],
+    ["defineProperty on a prototype", 'Object.defineProperty(Array.prototype, "map", { value: () => [] });'],
+    ["a destructuring assignment", "[Promise.prototype.then] = [() => 1];"],
+    ["a builtin's static member", "Error.prepareStackTrace = (e, frames) => frames;"],
+    ["a deleted member of a builtin", "delete JSON.parse;"],
+    ["an imported module's member", 'import * as util from "util";\nutil.inspect.defaultOptions.depth = 0;'],
+    ["setPrototypeOf", "Object.setPrototypeOf({}, null);"],
+    ["Object.assign onto a builtin", "Object.assign(Math, { random: () => 4 });"],
+  ])("%s is critical builtin_tampering", (_, code) => {
+    expect(codes(analyze(code, { language: "javascript", allowedPackages: ["events", "util"] }))).toContain("builtin_tampering");
+  });
+
+  it.each([
+    ["calling a prototype method in place", "return Array.prototype.slice.call([1, 2, 3], 1);"],
+    ["writing the script's own objects", "const totals = {};\ntotals.eur = 1;\nconst rows = [{ n: 1 }];\nrows[0].n += 1;\nreturn { totals, rows };"],
+    ["copying into a fresh object", "return Object.assign({}, { a: 1 });"],
+    ["a null-prototype literal", "return { __proto__: null, a: 1 };"],
+  ])("%s is not tampering", (_, code) => {
+    expect(codes(analyze(code, { language: "javascript" }))).not.toContain("builtin_tampering");
+  });
+});

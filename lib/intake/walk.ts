@@ -9,11 +9,35 @@
  * critical finding rather than a silent omission. Type-only syntax is skipped: it is erased
  * before the script runs.
  *
- * Refuses to guess: it does no data-flow analysis. Aliases (`const t = tools`), computed keys
- * (`tools[name]`), destructuring and spreading of `tools` are reported, not resolved.
+ * Refuses to guess: it does no data-flow analysis. Aliases (`const t = tools`, `arguments[0]`,
+ * the wrapper function's own parameters), computed keys (`tools[name]`), destructuring and
+ * spreading of `tools` are reported, not resolved.
+ *
+ * Tampering: a script may not change objects it shares with Node's own code, because a changed
+ * shared method runs with Node's objects as `this` (an overridden `EventEmitter.prototype.emit`
+ * receives `process` when Node emits a deprecation warning). Writing, deleting or defining a
+ * member of a prototype (`.prototype`, `__proto__`, `getPrototypeOf(…)`), of a builtin global or
+ * of an imported module, taking a prototype as a value, and `setPrototypeOf` are critical
+ * `builtin_tampering` findings. The sandbox's permission model stays the boundary; this only
+ * keeps such scripts away from reviewers and from auto-approval.
  */
 import ts from "typescript";
 import { finding, type Finding } from "@/lib/contracts/analysis";
+import {
+  outermost,
+  literalText,
+  memberOf,
+  isPrototypeAccess,
+  chainOf,
+  isWriteTarget,
+  isNonReference,
+  declaredName,
+  isAlwaysTrue,
+  isStringLike,
+  bindsThis,
+  isDynamicImport,
+  canRepeat,
+} from "./syntax";
 
 /**
  * `repeated`: this site can run more than once, because it sits in a loop or in a function (a
@@ -33,158 +57,43 @@ export type WalkResult = {
 const GLOBAL_OBJECTS = new Set(["globalThis", "global", "self", "window"]);
 const CODE_LOADERS = new Set(["eval", "Function", "WebAssembly"]);
 const TIMERS = new Set(["setTimeout", "setInterval", "setImmediate"]);
-
-/** The reference itself, seen through the wrappers that do not change which object it is. */
-function outermost(node: ts.Node): ts.Node {
-  let current = node;
-  while (
-    ts.isParenthesizedExpression(current.parent) ||
-    ts.isAsExpression(current.parent) ||
-    ts.isNonNullExpression(current.parent) ||
-    ts.isSatisfiesExpression(current.parent) ||
-    ts.isTypeAssertionExpression(current.parent)
-  ) {
-    current = current.parent;
-  }
-  return current;
-}
-
-function literalText(node: ts.Expression): string | undefined {
-  return ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) ? node.text : undefined;
-}
-
-/** The statically known member name `x` of `expr.x` / `expr["x"]` when `node` is `expr`. */
-function memberOf(node: ts.Node): { name: string | undefined; access: ts.Node } | undefined {
-  const parent = node.parent;
-  if (ts.isPropertyAccessExpression(parent) && parent.expression === node) {
-    return { name: ts.isIdentifier(parent.name) ? parent.name.text : undefined, access: parent };
-  }
-  if (ts.isElementAccessExpression(parent) && parent.expression === node) {
-    return { name: literalText(parent.argumentExpression), access: parent };
-  }
-  return undefined;
-}
-
-function isWriteTarget(node: ts.Node): boolean {
-  const parent = node.parent;
-  if (ts.isBinaryExpression(parent) && parent.left === node) {
-    const op = parent.operatorToken.kind;
-    return op >= ts.SyntaxKind.FirstAssignment && op <= ts.SyntaxKind.LastAssignment;
-  }
-  if (ts.isDeleteExpression(parent)) return true;
-  if (ts.isPrefixUnaryExpression(parent) || ts.isPostfixUnaryExpression(parent)) {
-    return parent.operator === ts.SyntaxKind.PlusPlusToken || parent.operator === ts.SyntaxKind.MinusMinusToken;
-  }
-  return false;
-}
-
-/** Identifiers that name a declaration or a property rather than read a binding. */
-function isNonReference(id: ts.Identifier): boolean {
-  const parent = id.parent;
-  if (ts.isShorthandPropertyAssignment(parent)) return false;
-  if (ts.isPropertyAccessExpression(parent)) return parent.name === id;
-  if (ts.isQualifiedName(parent)) return parent.right === id;
-  if (ts.isBindingElement(parent)) return parent.name === id || parent.propertyName === id;
-  if (ts.isMetaProperty(parent)) return true;
-  if (
-    ts.isLabeledStatement(parent) ||
-    ts.isBreakOrContinueStatement(parent) ||
-    ts.isImportClause(parent) ||
-    ts.isImportSpecifier(parent) ||
-    ts.isNamespaceImport(parent) ||
-    ts.isExportSpecifier(parent) ||
-    ts.isImportEqualsDeclaration(parent)
-  ) {
-    return true;
-  }
-  return "name" in parent && (parent as { name?: ts.Node }).name === id && isDeclarationLike(parent);
-}
-
-function isDeclarationLike(node: ts.Node): boolean {
-  return (
-    ts.isVariableDeclaration(node) ||
-    ts.isParameter(node) ||
-    ts.isFunctionLike(node) ||
-    ts.isClassLike(node) ||
-    ts.isPropertyAssignment(node) ||
-    ts.isPropertyDeclaration(node) ||
-    ts.isPropertySignature(node) ||
-    ts.isEnumDeclaration(node) ||
-    ts.isEnumMember(node) ||
-    ts.isModuleDeclaration(node) ||
-    ts.isInterfaceDeclaration(node) ||
-    ts.isTypeAliasDeclaration(node) ||
-    ts.isTypeParameterDeclaration(node)
-  );
-}
-
-/** Names bound by a declaration, e.g. `tools` in `const { tools } = x` or `function tools() {}`. */
-function declaredName(id: ts.Identifier): boolean {
-  const parent = id.parent;
-  if (ts.isBindingElement(parent)) return parent.name === id;
-  if (ts.isImportClause(parent) || ts.isImportSpecifier(parent) || ts.isNamespaceImport(parent)) {
-    return parent.name === id;
-  }
-  if (ts.isImportEqualsDeclaration(parent)) return parent.name === id;
-  return (
-    (ts.isVariableDeclaration(parent) ||
-      ts.isParameter(parent) ||
-      ts.isFunctionDeclaration(parent) ||
-      ts.isFunctionExpression(parent) ||
-      ts.isClassDeclaration(parent) ||
-      ts.isClassExpression(parent) ||
-      ts.isEnumDeclaration(parent) ||
-      ts.isModuleDeclaration(parent)) &&
-    parent.name === id
-  );
-}
-
-function isAlwaysTrue(expr: ts.Expression | undefined): boolean {
-  if (expr === undefined) return true;
-  if (ts.isParenthesizedExpression(expr)) return isAlwaysTrue(expr.expression);
-  if (expr.kind === ts.SyntaxKind.TrueKeyword) return true;
-  if (ts.isNumericLiteral(expr)) return Number(expr.text) !== 0;
-  if (ts.isStringLiteral(expr) || ts.isNoSubstitutionTemplateLiteral(expr)) return expr.text !== "";
-  if (ts.isPrefixUnaryExpression(expr) && expr.operator === ts.SyntaxKind.ExclamationToken) {
-    const operand = expr.operand;
-    return operand.kind === ts.SyntaxKind.FalseKeyword || (ts.isNumericLiteral(operand) && Number(operand.text) === 0);
-  }
-  return false;
-}
-
-function isStringLike(expr: ts.Expression): boolean {
-  if (ts.isParenthesizedExpression(expr)) return isStringLike(expr.expression);
-  if (ts.isStringLiteral(expr) || ts.isNoSubstitutionTemplateLiteral(expr) || ts.isTemplateExpression(expr)) {
-    return true;
-  }
-  return ts.isBinaryExpression(expr) && expr.operatorToken.kind === ts.SyntaxKind.PlusToken && (isStringLike(expr.left) || isStringLike(expr.right));
-}
-
-/** Functions that rebind `this`; arrow functions do not. */
-function bindsThis(node: ts.Node): boolean {
-  return (
-    ts.isFunctionDeclaration(node) ||
-    ts.isFunctionExpression(node) ||
-    ts.isMethodDeclaration(node) ||
-    ts.isConstructorDeclaration(node) ||
-    ts.isGetAccessorDeclaration(node) ||
-    ts.isSetAccessorDeclaration(node) ||
-    ts.isClassLike(node)
-  );
-}
-
-/** `node` is the `import(...)` call's callee keyword. */
-function isDynamicImport(node: ts.Node): node is ts.CallExpression {
-  return ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword;
-}
-
-/** True if code at `node` can run more than once: it is inside a loop or a function. */
-function canRepeat(node: ts.Node): boolean {
-  for (let n = node.parent; n !== undefined && !ts.isSourceFile(n); n = n.parent) {
-    if (ts.isIterationStatement(n, false) || ts.isFunctionLike(n) || ts.isClassStaticBlockDeclaration(n)) return true;
-  }
-  return false;
-}
+/** Globals whose objects Node's own code uses too. */
+const SHARED_BUILTINS = new Set([
+  "AbortController",
+  "AbortSignal",
+  "Array",
+  "ArrayBuffer",
+  "BigInt",
+  "Boolean",
+  "Buffer",
+  "Date",
+  "Error",
+  "Event",
+  "EventTarget",
+  "Function",
+  "JSON",
+  "Map",
+  "Math",
+  "Number",
+  "Object",
+  "Promise",
+  "Proxy",
+  "Reflect",
+  "RegExp",
+  "Set",
+  "String",
+  "Symbol",
+  "TextDecoder",
+  "TextEncoder",
+  "URL",
+  "URLSearchParams",
+  "Uint8Array",
+  "WeakMap",
+  "WeakSet",
+  "console",
+]);
+/** Calls that change the object given first (or, for the legacy __define*__, the one they are called on). */
+const DEFINING_CALLS = new Set(["defineProperty", "defineProperties", "assign", "__defineGetter__", "__defineSetter__"]);
 
 export function walkScript(sf: ts.SourceFile): WalkResult {
   const result: WalkResult = { toolRefs: [], imports: [], loops: [], findings: [] };
@@ -198,6 +107,24 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
   };
   const addImport = (node: ts.Node, specifier: string) => {
     result.imports.push({ specifier, ...at(node) });
+  };
+
+  const imported = new Set<string>();
+  for (const statement of sf.statements) {
+    const clause = ts.isImportDeclaration(statement) ? statement.importClause : undefined;
+    if (clause?.name) imported.add(clause.name.text);
+    const bindings = clause?.namedBindings;
+    if (bindings && ts.isNamespaceImport(bindings)) imported.add(bindings.name.text);
+    if (bindings && ts.isNamedImports(bindings)) for (const element of bindings.elements) imported.add(element.name.text);
+    if (ts.isImportEqualsDeclaration(statement)) imported.add(statement.name.text);
+  }
+  /** Why changing what `target` reaches would change objects outside the script, or undefined. */
+  const sharedTarget = (target: ts.Expression): string | undefined => {
+    const { root, prototype } = chainOf(target);
+    if (prototype) return "a prototype";
+    if (root !== undefined && SHARED_BUILTINS.has(root)) return `the builtin ${root}`;
+    if (root !== undefined && imported.has(root)) return `the imported module binding ${root}`;
+    return undefined;
   };
 
   // Leading imports are hoisted out of the script body; anything module-level after them is not.
@@ -293,11 +220,34 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
     }
   };
 
+  const visitTampering = (node: ts.Node) => {
+    if ((ts.isPropertyAccessExpression(node) || ts.isElementAccessExpression(node)) && isWriteTarget(outermost(node))) {
+      const shared = sharedTarget(node);
+      if (shared !== undefined) report("builtin_tampering", node, `changes a member of ${shared}, which code outside the script also uses`);
+    } else if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
+      const name = node.expression.name.text;
+      const target = name.startsWith("__define") ? node.expression.expression : node.arguments[0];
+      const shared = target === undefined ? undefined : sharedTarget(target);
+      if (name === "setPrototypeOf") report("builtin_tampering", node, "setPrototypeOf changes an object's prototype");
+      else if (DEFINING_CALLS.has(name) && shared !== undefined)
+        report("builtin_tampering", node, `${name} changes ${shared}, which code outside the script also uses`);
+    }
+    if (isPrototypeAccess(node)) {
+      const used = outermost(node);
+      const call = used.parent;
+      const passedToDefine = ts.isCallExpression(call) && ts.isPropertyAccessExpression(call.expression) && DEFINING_CALLS.has(call.expression.name.text);
+      if (memberOf(used) === undefined && !isWriteTarget(used) && !passedToDefine) {
+        report("builtin_tampering", node, "a prototype is taken as a value, so what is done to it cannot be checked; call its methods in place");
+      }
+    }
+  };
+
   const visit = (node: ts.Node, thisIsGlobal: boolean): void => {
     // Type syntax is erased before the script runs. `class A extends B` keeps its expression.
     if (ts.isTypeNode(node) && !ts.isExpressionWithTypeArguments(node)) return;
     if (ts.isInterfaceDeclaration(node) || ts.isTypeAliasDeclaration(node)) return;
     if (ts.isImportDeclaration(node) && node.importClause?.isTypeOnly) return;
+    visitTampering(node);
 
     if (ts.isIdentifier(node)) {
       if (declaredName(node) && node.text === "tools") {
@@ -311,6 +261,13 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
         else if (CODE_LOADERS.has(name)) report("eval_like", node, `${name} loads code at run time`);
         else if (name === "process") report("process_access", node, "`process` exposes the host process");
         else if (name === "require") report("require_access", node, "`require` loads modules outside the allowlist");
+        else if (name === "arguments" && thisIsGlobal) {
+          report(
+            "dynamic_tool_access",
+            node,
+            "`arguments` outside a function is the runtime's own parameters (tools, inputs); call tools.<server>.<tool>(…) directly",
+          );
+        }
       }
       return;
     }
