@@ -81,8 +81,22 @@ test.describe("MCP endpoint", () => {
       expect(result.isError).toBe(true);
       expect(result.data).toMatchObject({ status: "denied", error: { code: "POLICY_DENIED" } });
       expect(JSON.stringify(result.data.reasons)).toContain("deny-critical-findings");
-      expect(result.data.findings.some((f: { severity: string }) => f.severity === "critical")).toBe(true);
+      expect((result.data.findings as { severity: string }[]).some((f) => f.severity === "critical")).toBe(true);
     }
+  });
+
+  test("a refund whose literal idempotency key breaks the tool's schema is denied before review, naming the argument and the rule", async ({
+    mcpClient: client,
+  }) => {
+    const found = body(await client.callTool({ name: "search_tools", arguments: { query: "refund", detail: "full" } }));
+    expect(JSON.stringify(found.data)).toContain("@minLength 8");
+    const code = 'return await tools.ledger.issueRefund({ invoiceId: "inv_0001", amountMinor: 1, reason: "duplicate charge", idempotencyKey: "cs-1042" });';
+    const result = body(await client.callTool({ name: "submit_run", arguments: { code, purpose: "refund cs-1042", language: "javascript" } }));
+    expect(result.isError).toBe(true);
+    expect(result.data).toMatchObject({ status: "denied", error: { code: "POLICY_DENIED" } });
+    expect(JSON.stringify(result.data.reasons)).toContain("deny-invalid-arguments");
+    expect((result.data.error as { message: string }).message).toContain("idempotencyKey must NOT have fewer than 8 characters (minLength)");
+    expect(result.data.findings).toEqual([expect.objectContaining({ code: "argument_invalid", line: 1, column: 108 })]);
   });
 
   test("an idempotent resubmission returns the same run", async ({ mcpClient: client }) => {

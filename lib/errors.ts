@@ -105,6 +105,12 @@ export type Severity = "info" | "warning" | "error" | "critical";
 export const FINDING_RULES = {
   syntax_error: { severity: "critical", summary: "the script does not parse" },
   type_error: { severity: "error", summary: "the script does not type-check against the tool declarations" },
+  argument_type_error: { severity: "error", summary: "a tool call's arguments do not type-check against the tool's declaration" },
+  argument_invalid: {
+    severity: "error",
+    summary:
+      "a tool call's argument, known before the run, breaks the tool's input schema (the message names the argument and the rule), so the broker would refuse the call",
+  },
   dynamic_tool_access: {
     severity: "critical",
     summary: "a tool is reached other than as tools.<server>.<tool>, so the capability set cannot be known",

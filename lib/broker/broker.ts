@@ -21,11 +21,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
-import type { JsonSchemaType, JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import { toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 import type { AirlockConfig, ServerConfig } from "./config";
+import { compileToolSchema, issuesText, type SchemaCheck } from "./schema-check";
 import { generateDeclarations } from "./declarations";
 import type { PinStore } from "./pins";
 import type { ToolAnnotations } from "@/lib/contracts/tools";
@@ -134,9 +133,8 @@ export type SearchHit =
   | { server: string; name: string; description: string; annotations: ToolAnnotations; dataClass: string; quarantined: boolean; declaration: string };
 
 export class ToolBroker {
-  private readonly validator = new AjvJsonSchemaValidator();
-  private readonly inputValidators = new Map<string, JsonSchemaValidator<unknown> | Error>();
-  private readonly outputValidators = new Map<string, JsonSchemaValidator<unknown> | Error>();
+  private readonly inputValidators = new Map<string, SchemaCheck | Error>();
+  private readonly outputValidators = new Map<string, SchemaCheck | Error>();
 
   private constructor(
     private readonly upstreams: Map<string, Upstream>,
@@ -296,18 +294,10 @@ export class ToolBroker {
     });
   }
 
-  private validatorFor(
-    cache: Map<string, JsonSchemaValidator<unknown> | Error>,
-    key: string,
-    schema: Record<string, unknown>,
-  ): JsonSchemaValidator<unknown> | Error {
+  private validatorFor(cache: Map<string, SchemaCheck | Error>, key: string, schema: Record<string, unknown>): SchemaCheck | Error {
     let v = cache.get(key);
     if (!v) {
-      try {
-        v = this.validator.getValidator(schema as JsonSchemaType);
-      } catch (error) {
-        v = new Error(`the tool's schema cannot be compiled: ${sanitizeText((error as Error).message, 300)}`);
-      }
+      v = compileToolSchema(schema);
       cache.set(key, v);
     }
     return v;
@@ -333,8 +323,8 @@ export class ToolBroker {
     if (args === null || typeof args !== "object" || Array.isArray(args)) return refuse(`arguments of ${key} must be an object`);
     const input = this.validatorFor(this.inputValidators, key, tool.inputSchema);
     if (input instanceof Error) return refuse(input.message);
-    const checked = input(args);
-    if (!checked.valid) return refuse(`invalid arguments for ${key}: ${sanitizeText(checked.errorMessage, 500)}`);
+    const issues = input(args);
+    if (issues.length > 0) return refuse(`invalid arguments for ${key}: ${sanitizeText(issuesText(issues), 500)}`);
 
     let value: JsonValue;
     try {
@@ -357,8 +347,10 @@ export class ToolBroker {
         value = toSafeJson(result.structuredContent, this.limits);
         const output = this.validatorFor(this.outputValidators, key, tool.outputSchema);
         if (output instanceof Error) throw new ToolCallError(output.message, "error");
-        const ok = output(value);
-        if (!ok.valid) throw new ToolCallError(`${key} returned output that does not match its outputSchema: ${sanitizeText(ok.errorMessage, 500)}`, "error");
+        const issues = output(value);
+        if (issues.length > 0) {
+          throw new ToolCallError(`${key} returned output that does not match its outputSchema: ${sanitizeText(issuesText(issues), 500)}`, "error");
+        }
       } else if (result.structuredContent !== undefined) {
         value = toSafeJson(result.structuredContent, this.limits);
       } else {

@@ -1,6 +1,10 @@
 /**
  * TypeScript declarations for the tools a script may call, generated from each tool's
  * inputSchema and outputSchema, with descriptions as JSDoc and MCP annotations as JSDoc tags.
+ * Constraints TypeScript cannot express (minLength, pattern, minimum, format, maxItems, …) are
+ * JSDoc tags on the property, so an agent reads every rule the broker will check; enums and
+ * consts are literal types. A tool without an outputSchema returns `any`: nothing is known of its
+ * result, and a type error about it would be noise, not a finding.
  *
  * Guarantees: output is valid TypeScript for any input schema (unknown or unsupported constructs
  * become `unknown`, never a syntax error); upstream text (descriptions, enum strings, property
@@ -18,6 +22,32 @@ function doc(text: string | undefined, tags: string[], indent: string): string {
   const lines = [...(text ? sanitizeText(text, 4000).split("\n") : []), ...tags].map((l) => l.replace(/\*\//g, "*\\/"));
   if (lines.length === 0) return "";
   return `${indent}/**\n${lines.map((l) => `${indent} * ${l}`.trimEnd()).join("\n")}\n${indent} */\n`;
+}
+
+/** JSON Schema keywords that restrict a value beyond its type, shown as `@keyword value`. */
+const CONSTRAINTS = [
+  "minLength",
+  "maxLength",
+  "pattern",
+  "format",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "minItems",
+  "maxItems",
+  "uniqueItems",
+  "minProperties",
+  "maxProperties",
+] as const;
+
+function constraintTags(schema: unknown): string[] {
+  if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return [];
+  const s = schema as Schema;
+  return CONSTRAINTS.filter((name) => ["string", "number", "boolean"].includes(typeof s[name])).map(
+    (name) => `@${name} ${typeof s[name] === "string" ? sanitizeText(String(s[name]), 200) : String(s[name])}`,
+  );
 }
 
 function key(name: string): string {
@@ -67,7 +97,7 @@ export function schemaToType(schema: unknown, root: unknown = schema, depth = 0,
       const members = Object.entries(props ?? {}).map(([name, sub]) => {
         const description =
           sub && typeof sub === "object" && typeof (sub as Schema).description === "string" ? ((sub as Schema).description as string) : undefined;
-        return `${doc(description, [], inner)}${inner}${key(name)}${required.has(name) ? "" : "?"}: ${schemaToType(sub, root, depth + 1, inner)};`;
+        return `${doc(description, constraintTags(sub), inner)}${inner}${key(name)}${required.has(name) ? "" : "?"}: ${schemaToType(sub, root, depth + 1, inner)};`;
       });
       const extra = s.additionalProperties;
       if (extra && typeof extra === "object") members.push(`${inner}[key: string]: ${schemaToType(extra, root, depth + 1, inner)};`);
@@ -95,7 +125,7 @@ export function generateDeclarations(tools: readonly ToolInfo[]): string {
   const servers = [...byServer].map(([server, list]) => {
     const methods = list.map((tool) => {
       const input = schemaToType(tool.inputSchema, tool.inputSchema, 0, "    ");
-      const output = tool.outputSchema ? schemaToType(tool.outputSchema, tool.outputSchema, 0, "    ") : "unknown";
+      const output = tool.outputSchema ? schemaToType(tool.outputSchema, tool.outputSchema, 0, "    ") : "any";
       return `${doc(tool.description, annotationTags(tool), "    ")}    ${key(tool.name)}(args: ${input}): Promise<${output}>;`;
     });
     return `  ${key(server)}: {\n${methods.join("\n")}\n  };`;

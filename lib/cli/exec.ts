@@ -122,7 +122,7 @@ export async function execCommand(argv: string[], io: CliIo): Promise<number> {
       const { findings } = analyzeScript({
         code,
         language: args.language,
-        tools: broker.tools().map(({ server, name, annotations, dataClass, quarantined }) => ({ server, name, annotations, dataClass, quarantined })),
+        tools: broker.tools().map(({ server, name, annotations, dataClass, quarantined, inputSchema }) => ({ server, name, annotations, dataClass, quarantined, inputSchema })),
         declarations: broker.declarations(),
         allowedPackages: [...config.packages, ...ALLOWED_BUILTINS],
       });

@@ -25,6 +25,8 @@ export type ToolFacts = {
   annotations: ToolAnnotations;
   dataClass: DataClass;
   quarantined: boolean;
+  /** The upstream's JSON Schema for the arguments; statically known arguments are checked against it. */
+  inputSchema?: Record<string, unknown>;
 };
 
 export function isReadOnly(annotations: ToolAnnotations | undefined): boolean {

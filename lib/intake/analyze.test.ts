@@ -349,11 +349,11 @@ describe("type checking", () => {
         "return total;",
       ].join("\n"),
     );
-    const errors = result.findings.filter((f) => f.code === "type_error");
-    expect(errors.map((f) => [f.line, f.column, f.severity])).toEqual([
-      [3, 48, "error"],
-      [4, 7, "error"],
-      [5, 27, "error"],
+    const errors = result.findings.filter((f) => f.code === "type_error" || f.code === "argument_type_error");
+    expect(errors.map((f) => [f.line, f.column, f.code, f.severity])).toEqual([
+      [3, 48, "argument_type_error", "error"],
+      [4, 7, "type_error", "error"],
+      [5, 27, "argument_type_error", "error"],
     ]);
     expect(errors[0]!.message).toMatch(/^TS2322: Type '"late"' is not assignable/);
   });
@@ -597,5 +597,120 @@ describe("reaching the runtime's parameters and shared objects", () => {
     ["a null-prototype literal", "return { __proto__: null, a: 1 };"],
   ])("%s is not tampering", (_, code) => {
     expect(codes(analyze(code, { language: "javascript" }))).not.toContain("builtin_tampering");
+  });
+});
+
+describe("tool-call arguments known before the run", () => {
+  const REFUND_SCHEMA = {
+    type: "object",
+    properties: {
+      invoiceId: { type: "string", pattern: "^inv_" },
+      amountMinor: { type: "integer", exclusiveMinimum: 0 },
+      currency: { type: "string", enum: ["EUR", "USD"] },
+      reason: { type: "string", minLength: 3, maxLength: 200 },
+      idempotencyKey: { type: "string", minLength: 8, maxLength: 100 },
+      notifyAt: { type: "string", format: "date-time" },
+      lines: { type: "array", maxItems: 2, items: { type: "object", properties: { sku: { type: "string" } }, required: ["sku"] } },
+    },
+    required: ["invoiceId", "amountMinor", "reason", "idempotencyKey"],
+    additionalProperties: false,
+  };
+  const REFUND: ToolFacts = {
+    server: "ledger",
+    name: "issueRefund",
+    annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
+    dataClass: "financial",
+    quarantined: false,
+    inputSchema: REFUND_SCHEMA,
+  };
+  const check = (code: string) =>
+    analyze(code, {
+      language: "javascript",
+      tools: [...TOOLS, REFUND],
+      declarations: "declare const tools: any;",
+    }).findings.filter((f) => f.code === "argument_invalid");
+
+  it("the refund with a 7-character idempotency key is found at the key, naming the argument and the rule", () => {
+    const findings = check(
+      'const r = await tools.ledger.issueRefund({ invoiceId: "inv_0001", amountMinor: 1, reason: "duplicate", idempotencyKey: "cs-1042" });',
+    );
+    expect(findings).toHaveLength(1);
+    expect(findings[0]).toMatchObject({ severity: "error", line: 1, column: 104 });
+    expect(findings[0]!.message).toBe("tools.ledger.issueRefund: idempotencyKey must NOT have fewer than 8 characters (minLength)");
+  });
+
+  it.each([
+    ["a pattern", '{ invoiceId: "x_1", amountMinor: 1, reason: "abc", idempotencyKey: "12345678" }', "invoiceId must match pattern"],
+    [
+      "a minimum through unary minus",
+      '{ invoiceId: "inv_1", amountMinor: -5, reason: "abc", idempotencyKey: "12345678" }',
+      "amountMinor must be > 0 (exclusiveMinimum)",
+    ],
+    [
+      "an enum",
+      '{ invoiceId: "inv_1", amountMinor: 1, currency: "GBP", reason: "abc", idempotencyKey: "12345678" }',
+      'currency must be one of "EUR", "USD" (enum)',
+    ],
+    [
+      "a format",
+      '{ invoiceId: "inv_1", amountMinor: 1, notifyAt: "tomorrow", reason: "abc", idempotencyKey: "12345678" }',
+      'notifyAt must match format "date-time"',
+    ],
+    [
+      "maxItems",
+      '{ invoiceId: "inv_1", amountMinor: 1, lines: [{ sku: "a" }, { sku: "b" }, { sku: "c" }], reason: "abc", idempotencyKey: "12345678" }',
+      "lines must NOT have more than 2 items (maxItems)",
+    ],
+    ["a missing required property", '{ invoiceId: "inv_1", amountMinor: 1, reason: "abc" }', "idempotencyKey is required (required)"],
+    [
+      "an unknown property",
+      '{ invoiceId: "inv_1", amountMinor: 1, reason: "abc", idempotencyKey: "12345678", force: true }',
+      "force is not an argument of this tool",
+    ],
+    [
+      "a template string and a same-scope const",
+      'const key = `short`;\nawait tools.ledger.issueRefund({ invoiceId: `inv_1`, amountMinor: 1, reason: "abc", idempotencyKey: key });',
+      "idempotencyKey must NOT have fewer than 8",
+    ],
+  ])("%s", (_, args, message) => {
+    const code = args.includes("tools.") ? args : `await tools.ledger.issueRefund(${args});`;
+    expect(
+      check(code)
+        .map((f) => f.message)
+        .join("\n"),
+    ).toContain(message);
+  });
+
+  it.each([
+    ["a valid call", 'await tools.ledger.issueRefund({ invoiceId: "inv_1", amountMinor: 100, reason: "duplicate", idempotencyKey: "refund-0001" });'],
+    [
+      "values known only at run time",
+      'const inv = await tools.ledger.listInvoices({});\nawait tools.ledger.issueRefund({ invoiceId: inv[0].id, amountMinor: inv[0].amount, reason: "dup", idempotencyKey: `k-${inv[0].id}` });',
+    ],
+    [
+      "a spread may supply the required properties",
+      'const base = { invoiceId: "inv_1", amountMinor: 1, reason: "abc", idempotencyKey: "12345678" };\nawait tools.ledger.issueRefund({ ...base });',
+    ],
+    ["a type assertion", "await tools.ledger.issueRefund({} as any);"],
+    [
+      "a const shadowed by a loop variable",
+      'const key = "short";\nfor (const key of ["long-enough-1"]) await tools.ledger.issueRefund({ invoiceId: "inv_1", amountMinor: 1, reason: "abc", idempotencyKey: key });',
+    ],
+    [
+      "a parameter of the same name",
+      'const key = "short";\nconst refund = async (key) => tools.ledger.issueRefund({ invoiceId: "inv_1", amountMinor: 1, reason: "abc", idempotencyKey: key });\nawait refund("long-enough-1");',
+    ],
+    [
+      "a let, which may change",
+      'let key = "short";\nkey += "-and-more";\nawait tools.ledger.issueRefund({ invoiceId: "inv_1", amountMinor: 1, reason: "abc", idempotencyKey: key });',
+    ],
+  ])("%s is not reported", (_, code) => {
+    expect(check(code)).toEqual([]);
+  });
+
+  it("a type error inside a tool call's arguments is argument_type_error; elsewhere it stays type_error", () => {
+    const result = analyze('await tools.ledger.getCustomer({ id: 42 });\nconst n: number = "x";\nreturn n;');
+    expect(at(result, "argument_type_error")).toEqual([[1, 34]]);
+    expect(at(result, "type_error")).toEqual([[2, 7]]);
   });
 });

@@ -26,6 +26,7 @@
 import ts from "typescript";
 import { finding, type Finding, type ScriptFacts, type ToolCallSites } from "@/lib/contracts/analysis";
 import { FINDING_RULES } from "@/lib/errors";
+import { checkToolArguments } from "@/lib/intake/arguments";
 import { parseScript, transpileScript, typeCheckScript } from "@/lib/intake/typecheck";
 import { walkScript, type WalkResult } from "@/lib/intake/walk";
 import type { DataClass } from "@/lib/contracts/data-classes";
@@ -341,18 +342,23 @@ function analyze(input: AnalysisInput): Analysis {
   const { javascript, syntaxErrors } = transpileScript(submitted, input.language);
   const walk = walkScript(submitted);
   const capabilitySet = [...new Set(walk.toolRefs.map((ref) => ref.capability))].sort();
+  const schemas = new Map(input.tools.flatMap((tool) => (tool.inputSchema ? [[`${tool.server}.${tool.name}`, tool.inputSchema] as const] : [])));
+  const toolArguments = checkToolArguments(submitted, schemas);
+  const inArguments = (offset: number) => toolArguments.argumentSpans.some(([start, end]) => offset >= start && offset < end);
 
   const findings: Finding[] = [
     ...syntaxErrors.map((d) => finding("syntax_error", d.message, d.line, d.column)),
     ...walk.findings,
     ...importFindings(walk, input.allowedPackages),
     ...registryFindings(walk, registry),
+    ...toolArguments.findings,
     ...hiddenCharacterFindings(submitted),
     ...confusableIdentifierFindings(submitted),
   ];
   if (input.language === "typescript" && syntaxErrors.length === 0) {
     const typeErrors = typeCheckScript(submitted, input.declarations);
-    for (const d of typeErrors.slice(0, MAX_TYPE_ERRORS)) findings.push(finding("type_error", d.message, d.line, d.column));
+    for (const d of typeErrors.slice(0, MAX_TYPE_ERRORS))
+      findings.push(finding(inArguments(d.offset) ? "argument_type_error" : "type_error", d.message, d.line, d.column));
     if (typeErrors.length > MAX_TYPE_ERRORS) {
       const last = typeErrors[MAX_TYPE_ERRORS]!;
       findings.push(finding("type_error", `${typeErrors.length - MAX_TYPE_ERRORS} more type errors not shown`, last.line, last.column));

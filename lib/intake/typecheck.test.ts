@@ -58,3 +58,34 @@ describe("the type-check program", () => {
     expect(implemented.sort()).toEqual([...SCRIPT_INPUT_METHODS].sort());
   });
 });
+
+describe("the declarations an agent and the type-checker read", () => {
+  it("carry every constraint of the input schema as JSDoc tags, enums as literal types, and `any` for a result without an outputSchema", () => {
+    const refund = tool(
+      "issueRefund",
+      {
+        type: "object",
+        properties: {
+          idempotencyKey: { type: "string", minLength: 8, maxLength: 100 },
+          invoiceId: { type: "string", pattern: "^inv_" },
+          amountMinor: { type: "integer", minimum: 1, maximum: 100000 },
+          currency: { type: "string", enum: ["EUR", "USD"] },
+          notifyAt: { type: "string", format: "date-time" },
+          lines: { type: "array", maxItems: 5, items: { type: "string" } },
+        },
+        required: ["idempotencyKey"],
+      },
+      null,
+    );
+    const text = generateDeclarations([refund]);
+    for (const tag of ["@minLength 8", "@maxLength 100", "@pattern ^inv_", "@minimum 1", "@maximum 100000", "@format date-time", "@maxItems 5"]) {
+      expect(text).toContain(tag);
+    }
+    expect(text).toContain('currency?: "EUR" | "USD";');
+    expect(text).toContain("issueRefund(args: {");
+    expect(text).toMatch(/\}\): Promise<any>;/);
+    // Nothing is known of such a result, so using it is not a type error.
+    const script = parseScript('const r = await tools.ledger.issueRefund({ idempotencyKey: "refund-0001" });\nreturn r.refund.id;', "typescript");
+    expect(typeCheckScript(script, text)).toEqual([]);
+  });
+});

@@ -88,7 +88,8 @@ function libSourceFile(fileName: string): ts.SourceFile | undefined {
   return sf;
 }
 
-export type ScriptDiagnostic = { message: string; line: number; column: number };
+/** `offset`: where in the submitted code (UTF-16 units), for telling which construct it is about. */
+export type ScriptDiagnostic = { message: string; line: number; column: number; offset: number };
 
 /**
  * A script is always a module (imports, top-level await); TypeScript only parses `await (x)`
@@ -180,11 +181,13 @@ export function typeCheckScript(submitted: ts.SourceFile, declarations: string):
     .getSemanticDiagnostics(script)
     .filter((d) => !IGNORED_CODES.has(d.code))
     .map((d) => {
-      const { line, character } = submitted.getLineAndCharacterOfPosition(toOriginal(d.start ?? 0));
+      const offset = toOriginal(d.start ?? 0);
+      const { line, character } = submitted.getLineAndCharacterOfPosition(offset);
       return {
         message: `TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`,
         line: line + 1,
         column: character + 1,
+        offset,
       };
     });
 }
@@ -202,6 +205,7 @@ export function transpileScript(submitted: ts.SourceFile, language: "typescript"
   const syntaxErrors = (out.diagnostics ?? []).map((d) => {
     const { line, character } = submitted.getLineAndCharacterOfPosition(d.start ?? 0);
     return {
+      offset: d.start ?? 0,
       message: `TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`,
       line: line + 1,
       column: character + 1,

@@ -1,0 +1,36 @@
+/**
+ * One JSON Schema validation for tool arguments and results, used by the broker before every
+ * call and by analysis before anyone reviews (lib/intake/arguments.ts), so that what analysis
+ * reports is what the broker would refuse. It is the MCP SDK's own Ajv configuration (strict off,
+ * formats validated, every error reported).
+ *
+ * Guarantees: `compileToolSchema` never throws — a schema Ajv cannot compile is an Error value the
+ * caller reports; a check returns the issues (empty when valid) with the JSON Pointer of each,
+ * and `issuesText` renders them exactly as the SDK's validator does ("data/x must …").
+ */
+import { Ajv, type ErrorObject } from "ajv";
+import addFormatsPlugin from "ajv-formats";
+import { sanitizeText } from "@/lib/untrusted/sanitize";
+
+export type SchemaIssue = { path: string; keyword: string; message: string; params: Record<string, unknown> };
+export type SchemaCheck = (value: unknown) => SchemaIssue[];
+
+const addFormats = addFormatsPlugin as unknown as (ajv: Ajv) => Ajv;
+const ajv = addFormats(new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true }));
+
+function issueOf(error: ErrorObject): SchemaIssue {
+  return { path: error.instancePath, keyword: error.keyword, message: error.message ?? "is invalid", params: { ...error.params } };
+}
+
+export function compileToolSchema(schema: Record<string, unknown>): SchemaCheck | Error {
+  try {
+    const validate = ajv.compile(schema);
+    return (value) => (validate(value) ? [] : (validate.errors ?? []).map(issueOf));
+  } catch (error) {
+    return new Error(`the tool's schema cannot be compiled: ${sanitizeText((error as Error).message, 300)}`);
+  }
+}
+
+export function issuesText(issues: readonly SchemaIssue[]): string {
+  return issues.map((issue) => `data${issue.path} ${issue.message}`).join(", ");
+}
