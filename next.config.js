@@ -8,6 +8,7 @@ const nextConfig = {
   experimental: { authInterrupts: true },
   // `npm run typecheck` (part of `npm test`) checks the whole project; the build does not repeat it.
   typescript: { ignoreBuildErrors: true },
+  // The Content-Security-Policy needs a nonce per request: proxy.ts sets it.
   async headers() {
     return [
       {
@@ -16,6 +17,9 @@ const nextConfig = {
           { key: "X-Frame-Options", value: "DENY" },
           { key: "X-Content-Type-Options", value: "nosniff" },
           { key: "Referrer-Policy", value: "same-origin" },
+          // The console needs no device or sensor; no other window may keep a handle on it.
+          { key: "Permissions-Policy", value: "camera=(), microphone=(), geolocation=(), payment=(), usb=(), browsing-topics=()" },
+          { key: "Cross-Origin-Opener-Policy", value: "same-origin" },
         ],
       },
     ];

@@ -99,6 +99,7 @@ function benchDecisions() {
     capabilitySet: ["ledger.getCustomer", "ledger.listInvoices"],
     inputDataClasses: ["public"],
     limits: { timeoutMs: 30_000, cpuSeconds: 60, heapMb: 128, maxToolCalls: 200 },
+    isolation: "strict",
   };
   const mix: PolicyRequestInput[] = [
     base,

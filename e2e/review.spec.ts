@@ -4,6 +4,10 @@
  * outcome. Refusals are checked at the server (HTTP status / typed action result), not by the
  * absence of a button.
  *
+ * The page stays readable and current: long lines wrap and every tool call is listed argument by
+ * argument, a half-typed comment survives a reload, Reject looks like the danger it is, a status
+ * has one colour on every list, and an open page follows a run to its end within seconds.
+ *
  * Independent of other specs and of test order: the seeded `reviewer@airlock.local` is used for
  * the first vote, and this spec creates its own extra reviewers (and an agent one of them owns)
  * directly in the e2e database, so e2e/auth.spec.ts locking `reviewer2@airlock.local` cannot
@@ -55,6 +59,25 @@ async function submitWrite(client: Client, purpose: string): Promise<string> {
   );
   expect(result).toMatchObject({ status: "pending_review", decision: "escalate", approvalsRequired: 2 });
   return result.runId as string;
+}
+
+/** Submits `code` as the demo agent; returns the run id and the status submit_run answered with. */
+async function submitCode(client: Client, code: string, purpose: string): Promise<{ runId: string; status: string }> {
+  const result = body(await client.callTool({ name: "submit_run", arguments: { code, purpose } }));
+  return { runId: result.runId as string, status: result.status as string };
+}
+
+/** The computed background colour of the first element `locator` finds. */
+function background(page: Page, selector: string): Promise<string> {
+  return page
+    .locator(selector)
+    .first()
+    .evaluate((element) => getComputedStyle(element).backgroundColor);
+}
+
+/** The count the badge shows, read from the server the badge polls. */
+async function waitingForMe(page: Page): Promise<number> {
+  return ((await (await page.request.get("/api/queue/count")).json()) as { waitingForYou: number }).waitingForYou;
 }
 
 async function signIn(page: Page, person: Person) {
@@ -304,5 +327,140 @@ test.describe("review console", () => {
     await page.getByLabel("Effect").selectOption("read_only");
     await expect(page).toHaveURL(/effect=read_only/);
     await expect(page.getByText(`Filtered ${suffix}`)).toHaveCount(0);
+  });
+
+  test("long lines wrap in the code, and every tool call is listed with its arguments", async ({ page, state }) => {
+    nonce++;
+    const code = [
+      `// e2e ${suffix} ${nonce}`,
+      `const note = "Friendly reminder";${" ".repeat(300)}await tools.ledger.sendReminderEmail({ invoiceId: "inv_0003", message: note + " (${nonce})" });`,
+      `return { sent: true };`,
+    ].join("\n");
+    const { runId, status } = await submitCode(agent, code, `Wide line ${suffix}`);
+    expect(status).toBe("pending_review");
+    await signIn(page, seeded(state, "reviewer@airlock.local"));
+    await new RunPage(page).goto(runId);
+
+    const script = page.getByRole("region", { name: "Script" });
+    await expect(script.locator('tr[data-line="2"]')).toContainText("sendReminderEmail");
+    // Nothing of the long line is off to the right: the block needs no horizontal scrolling, and the call is inside it.
+    expect(await script.evaluate((element) => element.scrollWidth <= element.clientWidth)).toBe(true);
+    const call = await script.locator('tr[data-line="2"] td').nth(1).boundingBox();
+    const frame = await script.boundingBox();
+    expect(call!.x + call!.width).toBeLessThanOrEqual(frame!.x + frame!.width + 1);
+
+    const rows = page.locator('[data-testid="tool-use"][data-tool="ledger.sendReminderEmail"]');
+    await expect(rows).toHaveCount(2);
+    await expect(rows.and(page.locator('[data-argument="invoiceId"]'))).toContainText('"inv_0003"');
+    await expect(rows.and(page.locator('[data-argument="invoiceId"]'))).toHaveAttribute("data-known", "true");
+    await expect(rows.and(page.locator('[data-argument="message"]'))).toContainText("computed at run time");
+    await expect(rows.and(page.locator('[data-argument="message"]'))).toContainText(`note + " (${nonce})"`);
+    await expect(page.locator('[data-testid="tool-use-call"][data-tool="ledger.sendReminderEmail"]')).toContainText("line 2, column");
+  });
+
+  test("Reject is a danger action, set apart from Approve and Request changes", async ({ page, state }) => {
+    const runId = await submitWrite(agent, `Buttons ${suffix}`);
+    await signIn(page, seeded(state, "reviewer@airlock.local"));
+    const run = new RunPage(page);
+    await run.goto(runId);
+    await expect(run.button("Reject")).toHaveAttribute("data-variant", "danger");
+    await expect(run.button("Approve")).not.toHaveAttribute("data-variant", "danger");
+    await expect(run.button("Request changes")).not.toHaveAttribute("data-variant", "danger");
+    const colours = await Promise.all(
+      (["Approve", "Request changes", "Reject"] as const).map((name) => run.button(name).evaluate((b) => getComputedStyle(b).backgroundColor)),
+    );
+    expect(new Set(colours).size).toBe(3);
+    // Red: a hue near 0 in oklch, or a red channel above the others.
+    const reject = colours[2]!;
+    const hue = /^oklch\([\d.]+%? [\d.]+ ([\d.]+)/.exec(reject)?.[1];
+    const rgb = /^rgba?\((\d+), (\d+), (\d+)/.exec(reject);
+    expect(hue !== undefined ? Number(hue) < 40 || Number(hue) > 340 : Number(rgb![1]) > Number(rgb![2]) + 60 && Number(rgb![1]) > Number(rgb![3]) + 60).toBe(
+      true,
+    );
+  });
+
+  test("a half-typed comment survives a reload and is gone once the decision is accepted", async ({ page, state }) => {
+    const runId = await submitWrite(agent, `Draft ${suffix}`);
+    await signIn(page, seeded(state, "reviewer@airlock.local"));
+    const run = new RunPage(page);
+    await run.goto(runId);
+    const draft = `Please do not email customers directly (${suffix})`;
+    await run.comment.pressSequentially(draft);
+    await page.reload();
+    await expect(run.comment).toHaveValue(draft);
+
+    await run.button("Request changes").click();
+    await expect(run.result).toContainText("requested changes");
+    const kept = await page.evaluate(() => Object.keys(sessionStorage).filter((key) => key.startsWith("airlock.review-comment.")));
+    expect(kept.filter((key) => key.includes(runId))).toEqual([]);
+    const view = body(await agent.callTool({ name: "get_run", arguments: { runId } }));
+    expect(view.comments).toEqual([expect.objectContaining({ verdict: "request_changes", comment: draft })]);
+  });
+
+  test("an open run page follows the run to its end within two seconds, and the queue badge follows the vote", async ({ page, state, browser, baseURL }) => {
+    const runId = await submitWrite(agent, `Fresh ${suffix}`);
+    await signIn(page, seeded(state, "reviewer@airlock.local"));
+    const run = new RunPage(page);
+    await run.goto(runId);
+    await expect(run.status).toHaveText("pending review");
+    const badge = new QueuePage(page).badge;
+    const before = await waitingForMe(page);
+    expect(before).toBeGreaterThan(0);
+    const shows = (count: number) => new RegExp(`^${count} `);
+    await expect(badge).toHaveText(shows(before));
+
+    await run.decide("Approve");
+    await expect(run.result).toContainText("1/2");
+    // The badge follows the vote at once, not a poll later.
+    if (before > 1) await expect(badge).toHaveText(shows(before - 1), { timeout: 1_500 });
+    else await expect(badge).toHaveCount(0, { timeout: 1_500 });
+
+    const second = await personPage(browser, baseURL!, extra.second);
+    const secondRun = new RunPage(second);
+    await secondRun.goto(runId);
+    await secondRun.decide("Approve");
+    await expect(secondRun.result).toContainText("queued");
+    const done = body(await agent.callTool({ name: "get_run", arguments: { runId, waitSeconds: 30 } }));
+    expect(done.status).toBe("succeeded");
+    // No reload on the first reviewer's page: it shows the end within two seconds of it.
+    await expect(run.status).toHaveText("succeeded", { timeout: 2_000 });
+    await expect(page.getByTestId("tool-call-1")).toBeVisible({ timeout: 1_000 });
+    await second.context().close();
+  });
+
+  test("a status has one colour on the run page, the runs list, the queue and the audit search", async ({ page, state, browser, baseURL }) => {
+    nonce++;
+    const finished = await submitCode(
+      agent,
+      `// e2e ${suffix} ${nonce}\nconst p = await tools.ledger.listInvoices({ limit: 2 });\nreturn p.invoices.length;`,
+      `Tone ${suffix}`,
+    );
+    expect(finished.status).toBe("succeeded");
+    const pending = await submitWrite(agent, `Tone pending ${suffix}`);
+    await signIn(page, seeded(state, "reviewer@airlock.local"));
+
+    const run = new RunPage(page);
+    await run.goto(finished.runId);
+    const succeeded = await background(page, '[data-testid="run-status"]');
+    await run.goto(pending);
+    const waiting = await background(page, '[data-testid="run-status"]');
+    expect(succeeded).not.toBe(waiting);
+
+    await page.goto("/runs");
+    expect(await background(page, `[data-testid="run-row-${finished.runId}"] [data-status="succeeded"]`)).toBe(succeeded);
+    expect(await background(page, `[data-testid="run-row-${pending}"] [data-status="pending_review"]`)).toBe(waiting);
+    await new QueuePage(page).goto();
+    expect(await background(page, `[data-testid="queue-row-${pending}"] [data-status="pending_review"]`)).toBe(waiting);
+
+    const db = createPrismaClient(state.databaseUrl);
+    const row = await db.run.findUniqueOrThrow({ where: { id: finished.runId } }).finally(() => db.$disconnect());
+    const compliance = await personPage(
+      browser,
+      baseURL!,
+      state.credentials.users.find((u) => u.role === "compliance")!,
+    );
+    await compliance.goto(`/audit?codeHash=${row.codeSha256}`);
+    expect(await background(compliance, '[data-status="succeeded"]')).toBe(succeeded);
+    await compliance.context().close();
   });
 });

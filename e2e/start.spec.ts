@@ -65,6 +65,7 @@ test("npm start: first start prints working credentials; SIGTERM stops everythin
   await first.ready;
   const banner = first.output();
   expect(banner).toContain(`Airlock is running at http://127.0.0.1:${port}`);
+  expect(banner).toContain("Sandbox isolation: strict (bubblewrap, Node permission model, prlimit).");
   const token = /Agent token for demo-agent \(shown once\):\s+(alk_\S+)/.exec(banner)?.[1];
   const adminPassword = /admin\s+admin@airlock\.local\s+(\S+)/.exec(banner)?.[1];
   expect(token).toBeDefined();

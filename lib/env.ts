@@ -3,6 +3,7 @@
  * problem is reported with the variable's name and how to fix it, and start-up stops there.
  * Unknown AIRLOCK_* variables are refused so that a typo cannot silently fall back to a default.
  */
+import { isIP } from "node:net";
 import { z } from "zod";
 
 const port = z.coerce.number().int().min(1).max(65535);
@@ -37,12 +38,32 @@ const schema = z
     AIRLOCK_DEMO_PASSWORD: optionalString.pipe(z.string().min(12, "must be at least 12 characters").optional()),
     AIRLOCK_CONFIG: optionalString,
     AIRLOCK_ALLOWED_HOSTS: optionalString,
-    AIRLOCK_LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
+    // The sign-in throttle (lib/auth/login-throttle.ts): failures before delays start, and the longest delay.
+    AIRLOCK_LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(3),
     AIRLOCK_LOGIN_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
+    AIRLOCK_TRUSTED_PROXIES: z
+      .string()
+      .default("")
+      .transform((value, ctx) => {
+        const entries = value
+          .split(",")
+          .map((entry) => entry.trim())
+          .filter(Boolean);
+        for (const entry of entries) {
+          const [address, bits, extra] = entry.split("/");
+          const family = isIP(address ?? "");
+          const maxBits = family === 6 ? 128 : 32;
+          if (!family || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits))) {
+            ctx.addIssue({ code: "custom", message: `has ${JSON.stringify(entry)}, which is not an IP address or CIDR block (like 10.0.0.1 or 10.0.0.0/8)` });
+          }
+        }
+        return entries;
+      }),
     AIRLOCK_MAX_CODE_BYTES: z.coerce.number().int().min(1024).max(10_000_000).default(100_000),
     AIRLOCK_BUDGET_RUNS_PER_HOUR: z.coerce.number().int().min(1).max(1_000_000).default(120),
     AIRLOCK_BUDGET_CONCURRENT_RUNS: z.coerce.number().int().min(1).max(10_000).default(4),
     AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY: z.coerce.number().int().min(1).max(100_000_000).default(3600),
+    AIRLOCK_BUDGET_PENDING_REVIEWS: z.coerce.number().int().min(1).max(10_000).default(10),
     AIRLOCK_LOOP_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
     AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(10),
     AIRLOCK_IN_PROCESS_WORKER: z

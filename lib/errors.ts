@@ -69,6 +69,9 @@ export const RUN_ERROR_RULES = {
   REVIEW_REJECTED: "A reviewer rejected the run; the comment says why.",
   REVIEW_EXPIRED: "No reviewer decided before the review expired.",
   CHANGES_REQUESTED: "A reviewer asked for changes; submit a new script.",
+  PREVIEW_FAILED: "The plan preview (a dry run with writes intercepted) failed before any reviewer was asked; the message is the preview's error.",
+  PLAN_DIVERGED:
+    "The run was about to make a write that is not the next one of its approved plan; it was stopped before that call. The calls already made are listed.",
   CAPABILITY_DENIED: "The script reached for a tool, module or resource outside what was approved.",
   TIMEOUT: "The run exceeded its wall-clock or CPU-time limit.",
   MEMORY_LIMIT: "The script ran out of its memory limit.",
@@ -76,7 +79,8 @@ export const RUN_ERROR_RULES = {
   TOOL_ERROR: "A tool call failed and the script did not handle it.",
   SCRIPT_ERROR: "The script threw, or the sandbox exited before reporting a result.",
   SANDBOX_UNAVAILABLE: "The sandbox could not be started with the required isolation, or its inputs could not be staged.",
-  BUDGET_EXCEEDED: "A budget or limit was reached: runs per hour, concurrent runs, CPU-seconds per day, total tool calls, or the approved calls of one tool.",
+  BUDGET_EXCEEDED:
+    "A budget or limit was reached: runs per hour, concurrent runs, runs waiting for review, CPU-seconds per day, total tool calls, or the approved calls of one tool.",
   CANCELLED: "The run was cancelled by the agent, a reviewer, or the agent's revocation.",
   EXECUTOR_LOST:
     "The process running the script stopped; it was not retried because a call that may have had an effect was made or in flight (or it was already retried once). A human decides whether to resubmit.",

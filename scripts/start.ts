@@ -1,7 +1,9 @@
 /**
  * `npm start` (and `npm run dev` with --dev): one command from a fresh clone to a running console.
  *
- *  1. validates the environment (lib/env.ts) and that PORT is free — each failure is one line, exit 1;
+ *  1. validates the environment (lib/env.ts) and that PORT is free, reads airlock.config.json and
+ *     probes the sandbox, printing the isolation level runs will use (`checkSandbox`); a level the
+ *     host cannot meet (without `sandbox.allowDegraded`) refuses to start — each failure is one line, exit 1;
  *  2. uses DATABASE_URL if set (never starting its own), otherwise starts the embedded PostgreSQL
  *     under AIRLOCK_DATA_DIR (data kept between starts);
  *  3. applies migrations as the owner (the embedded superuser, or AIRLOCK_MIGRATION_DATABASE_URL)
@@ -27,6 +29,10 @@ import { externalDatabaseUrls, migrateDatabase, prepareEmbeddedDatabase } from "
 import { createPrismaClient } from "@/lib/db";
 import { seedDemo, type DemoCredentials } from "@/lib/demo/seed";
 import { env, EnvError, setEnvForChildren, childProcessEnv } from "@/lib/env";
+import { ConfigError, type AirlockConfig } from "@/lib/broker/config";
+import { checkIsolation, describeIsolation, IsolationUnavailable, type IsolationCheck } from "@/lib/runs/isolation";
+import { resolveConfig } from "@/lib/runs/runtime";
+import type { HostFacts } from "@/lib/sandbox/host";
 
 const dev = process.argv.includes("--dev");
 const root = resolve(import.meta.dirname, "..");
@@ -51,6 +57,21 @@ async function assertPortFree(port: number, host: string): Promise<void> {
         : `cannot listen on ${host}:${port} (${error.code ?? error.message}); check PORT and AIRLOCK_HOST.`,
     );
   });
+}
+
+/**
+ * Probes the sandbox the web process's runs will use (`execute`: it runs them itself) and prints
+ * the isolation level; when the configured level cannot be met, refuses with one line, exit 1.
+ */
+export async function checkSandbox(sandbox: AirlockConfig["sandbox"], execute: boolean, probe?: () => Promise<HostFacts>): Promise<IsolationCheck> {
+  try {
+    const check = await checkIsolation(sandbox, { execute, probe });
+    console.log(describeIsolation(check));
+    return check;
+  } catch (error) {
+    if (error instanceof IsolationUnavailable) fail(error.message);
+    throw error;
+  }
 }
 
 /** A secret for session cookies: AUTH_SECRET, or one generated once and kept in the data dir. */
@@ -112,6 +133,12 @@ async function main() {
   const dataDir = resolve(config.AIRLOCK_DATA_DIR);
   await mkdir(dataDir, { recursive: true, mode: 0o711 });
   await assertPortFree(config.PORT, config.AIRLOCK_HOST);
+  try {
+    await checkSandbox(resolveConfig().sandbox, config.AIRLOCK_IN_PROCESS_WORKER);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.message);
+    throw error;
+  }
 
   let postgres: PostgresServer | null = null;
   let server: ChildProcess | null = null;
@@ -183,7 +210,7 @@ async function main() {
   }
 
   const db = createPrismaClient(databaseUrl);
-  const credentials = await seedDemo(db, { password: config.AIRLOCK_DEMO_PASSWORD });
+  const credentials = await seedDemo(db, { password: config.AIRLOCK_DEMO_PASSWORD, config: resolveConfig() });
   await db.$disconnect();
   const credentialsFile = join(dataDir, "demo-credentials.txt");
   if (credentials) {
@@ -228,7 +255,9 @@ async function main() {
   });
 }
 
-main().catch((error) => {
-  console.error(`airlock: ${error instanceof Error ? error.stack : String(error)}`);
-  process.exit(1);
-});
+if (import.meta.main) {
+  main().catch((error) => {
+    console.error(`airlock: ${error instanceof Error ? error.stack : String(error)}`);
+    process.exit(1);
+  });
+}

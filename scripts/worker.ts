@@ -3,12 +3,15 @@
  * them in the sandbox; start as many as you like, on any hosts that reach the database — they
  * coordinate only through PostgreSQL. SIGTERM / Ctrl-C drains: no new runs are taken, runs in
  * flight finish (or, past the drain time, fail explicitly with EXECUTOR_LOST), then it exits.
+ * At start it probes the sandbox and prints the isolation level it runs at; when the configured
+ * level cannot be met (and `sandbox.allowDegraded` is not set) it refuses with one line, exit 1.
  */
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { runningEmbeddedUrl } from "@/lib/cli/database";
 import { createPrismaClient } from "@/lib/db";
 import { env, EnvError } from "@/lib/env";
+import { describeIsolation } from "@/lib/runs/isolation";
 import { createRuntime, resolveConfig } from "@/lib/runs/runtime";
 
 async function main() {
@@ -30,7 +33,8 @@ async function main() {
   const db = createPrismaClient(databaseUrl);
   const executorId = `worker-${hostname()}-${process.pid}`;
   const runtime = await createRuntime(db, resolveConfig(), { databaseUrl, execute: true, executorId });
-  console.log(`airlock worker ${executorId} ready (isolation ${runtime.config.sandbox.isolation}, ${runtime.config.sandbox.poolSize} at a time)`);
+  console.log(describeIsolation(runtime.sandbox));
+  console.log(`airlock worker ${executorId} ready (isolation ${runtime.sandbox.level}, ${runtime.config.sandbox.poolSize} at a time)`);
 
   let stopping = false;
   const stop = async () => {

@@ -2,7 +2,9 @@ import type { ReactNode } from "react";
 import { redirect } from "next/navigation";
 import { NAV_ITEMS } from "@/components/console/nav-items";
 import { NavLink } from "@/components/console/nav-link";
+import { NavMenu } from "@/components/console/nav-menu";
 import { QueryProvider } from "@/components/console/query-provider";
+import { SandboxBanner } from "@/components/console/sandbox-banner";
 import { QueueBadge } from "@/components/queue/queue-badge";
 import { Button } from "@/components/ui/primitives";
 import { signOut } from "@/lib/auth/next-auth";
@@ -10,22 +12,35 @@ import { currentUser } from "@/lib/auth/session";
 import { hasScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { waitingForYouCount } from "@/lib/review/queue-presenter";
+import { isolationNotice } from "@/lib/runs/isolation";
+import { startedAppRuntime } from "@/lib/runs/runtime";
+
+/** The banner text while runs execute below strict; none while no runtime has started (nothing runs then). */
+async function sandboxNotice(): Promise<string | null> {
+  const runtime = startedAppRuntime();
+  if (!runtime) return null;
+  try {
+    return isolationNotice((await runtime).sandbox);
+  } catch {
+    return null; // the runtime failed to start: nothing runs
+  }
+}
 
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
   const user = await currentUser();
   if (!user) redirect("/login");
   const items = NAV_ITEMS.filter((item) => hasScope(user, item.scope));
   const waiting = hasScope(user, "runs:review") ? await waitingForYouCount(prisma(), user) : 0;
+  const notice = await sandboxNotice();
   async function signOutAction() {
     "use server";
     await signOut({ redirectTo: "/login" });
   }
   return (
     <QueryProvider>
-      <div className="flex min-h-screen">
-        <aside className="w-56 shrink-0 border-r border-slate-200 bg-white px-3 py-5">
-          <p className="px-3 text-lg font-semibold tracking-tight text-teal-800">Airlock</p>
-          <nav aria-label="Console" className="mt-6 space-y-1">
+      <div className="flex min-h-screen flex-col md:flex-row">
+        <NavMenu badge={hasScope(user, "runs:review") ? <QueueBadge initial={waiting} /> : undefined}>
+          <nav aria-label="Console" className="space-y-1">
             {items.map((item) => (
               <NavLink key={item.href} href={item.href} label={item.label} badge={item.href === "/queue" ? <QueueBadge initial={waiting} /> : undefined} />
             ))}
@@ -43,8 +58,11 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
               </Button>
             </form>
           </div>
-        </aside>
-        <main className="min-w-0 flex-1 px-8 py-6">{children}</main>
+        </NavMenu>
+        <main className="min-w-0 flex-1 px-4 py-5 md:px-8 md:py-6">
+          {notice ? <SandboxBanner notice={notice} /> : null}
+          {children}
+        </main>
       </div>
     </QueryProvider>
   );

@@ -6,6 +6,7 @@
 import { PlainCodeView } from "@/components/run/code-view";
 import { Inert } from "@/components/ui/inert";
 import { Badge, Card, EmptyState, Table, Td } from "@/components/ui/primitives";
+import { StatusBadge } from "@/components/ui/status-badge";
 import { Time } from "@/components/ui/time";
 
 export type RunTimelineView = {
@@ -41,7 +42,7 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
           <div>
             <dt className="text-slate-500">Status</dt>
             <dd>
-              <Badge>{run.status.replaceAll("_", " ")}</Badge> decision {run.decision ?? "—"}
+              <StatusBadge status={run.status} /> decision {run.decision ?? "—"}
             </dd>
           </div>
           <div className="md:col-span-2">

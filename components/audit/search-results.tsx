@@ -1,12 +1,10 @@
 /** Search results: one row per run, newest first; each run's full timeline is one click away. */
 import Link from "next/link";
 import { Inert } from "@/components/ui/inert";
-import { Badge, EmptyState, Table, Td } from "@/components/ui/primitives";
+import { EmptyState, Table, Td } from "@/components/ui/primitives";
+import { StatusBadge } from "@/components/ui/status-badge";
 import { Time } from "@/components/ui/time";
 import type { RunSearchItem } from "@/lib/audit/search";
-
-const tone = (status: string) =>
-  status === "succeeded" ? "good" : ["failed", "timed_out", "denied", "rejected"].includes(status) ? "bad" : status === "pending_review" ? "warn" : "neutral";
 
 export function AuditSearchResults({ rows, nextHref }: { rows: RunSearchItem[]; nextHref: string | null }) {
   if (rows.length === 0) return <EmptyState title="No runs match">Try fewer words or filters.</EmptyState>;
@@ -27,7 +25,7 @@ export function AuditSearchResults({ rows, nextHref }: { rows: RunSearchItem[]; 
             </Td>
             <Td>{row.decision ?? "—"}</Td>
             <Td>
-              <Badge tone={tone(row.status)}>{row.status.replaceAll("_", " ")}</Badge>
+              <StatusBadge status={row.status} />
             </Td>
             <Td className="font-mono text-xs">
               <span title={row.codeSha256}>{row.codeSha256.slice(0, 12)}…</span>

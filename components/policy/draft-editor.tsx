@@ -1,5 +1,5 @@
 "use client";
-/** Cedar draft editor: check (validation + replay against recent proposals), save, publish. */
+/** Cedar draft editor: check (validation + replay against recent proposals), save, propose (a second admin approves). */
 import { useActionState } from "react";
 import { Inert } from "@/components/ui/inert";
 import { Button } from "@/components/ui/primitives";
@@ -33,8 +33,8 @@ export function DraftEditor({ initialText, action }: { initialText: string; acti
         <Button type="submit" name="intent" value="save" variant="ghost" disabled={pending} className="border border-slate-300">
           Save draft
         </Button>
-        <Button type="submit" name="intent" value="publish" variant="ghost" disabled={pending} className="border border-teal-700 text-teal-800">
-          Publish
+        <Button type="submit" name="intent" value="propose" variant="ghost" disabled={pending} className="border border-teal-700 text-teal-800">
+          Propose
         </Button>
       </div>
       {state && !state.ok ? (
@@ -42,10 +42,10 @@ export function DraftEditor({ initialText, action }: { initialText: string; acti
           {state.error.message}
         </p>
       ) : null}
-      {data?.kind === "saved" || data?.kind === "published" ? (
+      {data?.kind === "saved" || data?.kind === "proposed" ? (
         <p role="status" className="text-sm text-emerald-800">
-          {data.kind === "published"
-            ? `Published as version ${data.version}; it decides new proposals from now on.`
+          {data.kind === "proposed"
+            ? `Proposed as version ${data.version}; it is published when a second admin approves it.`
             : `Saved as draft version ${data.version}.`}
         </p>
       ) : null}

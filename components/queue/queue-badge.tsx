@@ -1,12 +1,19 @@
 "use client";
-/** The navigation badge: runs the signed-in reviewer can still decide, refreshed every 3 s. */
-import { useQuery } from "@tanstack/react-query";
+/**
+ * The navigation badge: runs the signed-in reviewer can still decide. Polled every 3 s, and set
+ * from the server's count whenever the console re-renders (a decision, the run page's live
+ * refresh), so it follows what the page shows instead of lagging a poll behind.
+ */
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect } from "react";
 
 export const QUEUE_POLL_MS = 3_000;
+export const QUEUE_COUNT_KEY = ["queue-count"] as const;
 
 export function QueueBadge({ initial }: { initial: number }) {
+  const queryClient = useQueryClient();
   const { data } = useQuery({
-    queryKey: ["queue-count"],
+    queryKey: QUEUE_COUNT_KEY,
     queryFn: async () => {
       const response = await fetch("/api/queue/count", { cache: "no-store" });
       if (!response.ok) throw new Error(`queue count: HTTP ${response.status}`);
@@ -15,6 +22,9 @@ export function QueueBadge({ initial }: { initial: number }) {
     initialData: initial,
     refetchInterval: QUEUE_POLL_MS,
   });
+  useEffect(() => {
+    queryClient.setQueryData(QUEUE_COUNT_KEY, initial);
+  }, [initial, queryClient]);
   if (!data) return null;
   return (
     <span

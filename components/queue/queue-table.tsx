@@ -7,9 +7,11 @@
  */
 import Form from "next/form";
 import Link from "next/link";
-import { useQuery } from "@tanstack/react-query";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect } from "react";
 import { Inert } from "@/components/ui/inert";
 import { Badge, EmptyState, Table, Td } from "@/components/ui/primitives";
+import { StatusBadge } from "@/components/ui/status-badge";
 import type { QueueItem, QueueView } from "@/lib/review/dto";
 import { QUEUE_POLL_MS } from "./queue-badge";
 
@@ -30,6 +32,10 @@ const BLOCKED = {
   expired: "expired",
   already_voted: "you voted",
 } as const satisfies Record<NonNullable<QueueItem["blockedBecause"]>, string>;
+
+function queueKey(filters: QueueView["filters"]) {
+  return ["queue", filters.agent ?? "", filters.effect ?? ""];
+}
 
 function queueUrl(filters: QueueView["filters"]): string {
   const params = new URLSearchParams();
@@ -67,8 +73,10 @@ function Row({ item, now }: { item: QueueItem; now: string }) {
         </div>
       </Td>
       <Td>
-        <span data-testid="approvals">
-          {item.approvals.length}/{item.approvalsRequired}
+        {/* The queue lists pending runs only (queueView). */}
+        <StatusBadge status="pending_review" />{" "}
+        <span data-testid="approvals" className="whitespace-nowrap">
+          {item.approvals.length}/{item.approvalsRequired} approvals
         </span>
         {item.approvals.length > 0 ? <span className="block text-xs text-slate-500">{item.approvals.join(", ")}</span> : null}
       </Td>
@@ -80,8 +88,14 @@ function Row({ item, now }: { item: QueueItem; now: string }) {
 }
 
 export function QueueTable({ initial }: { initial: QueueView }) {
+  const queryClient = useQueryClient();
+  // Coming back to the queue, the server's fresh render replaces an older cached view at once.
+  useEffect(() => {
+    const cached = queryClient.getQueryData<QueueView>(queueKey(initial.filters));
+    if (!cached || cached.generatedAt < initial.generatedAt) queryClient.setQueryData(queueKey(initial.filters), initial);
+  }, [initial, queryClient]);
   const { data, isError } = useQuery({
-    queryKey: ["queue", initial.filters.agent ?? "", initial.filters.effect ?? ""],
+    queryKey: queueKey(initial.filters),
     queryFn: async (): Promise<QueueView> => {
       const response = await fetch(queueUrl(initial.filters), { cache: "no-store" });
       if (!response.ok) throw new Error(`queue: HTTP ${response.status}`);
@@ -150,7 +164,7 @@ export function QueueTable({ initial }: { initial: QueueView }) {
           {filtered ? "Clear the filters to see the whole queue." : "Escalated runs appear here as agents submit them; this list updates by itself."}
         </EmptyState>
       ) : (
-        <Table caption="Runs waiting for review, riskiest first, then oldest" headers={["Waiting", "Agent", "Purpose", "Risk", "Approvals", "You"]}>
+        <Table caption="Runs waiting for review, riskiest first, then oldest" headers={["Waiting", "Agent", "Purpose", "Risk", "Status", "You"]}>
           {view.items.map((item) => (
             <Row key={item.id} item={item} now={view.generatedAt} />
           ))}

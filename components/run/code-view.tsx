@@ -4,6 +4,10 @@
  * is line N of the findings) and are rendered through components/ui/inert.tsx: text nodes, and a
  * marker element for every hidden character — ESC, bidi controls, and the U+2028/U+2029 that end
  * a line (shown at the end of the line they end).
+ *
+ * Long lines wrap inside their numbered row (at any character when a token is longer than the
+ * row), so nothing is off to the right: a wrapped line keeps one number, and the next number starts
+ * the next JavaScript line.
  */
 import { Fragment } from "react";
 import { Inert } from "@/components/ui/inert";
@@ -31,7 +35,7 @@ const SEVERITY_CLASS: Record<string, string> = {
 export function CodeView({ lines, findingsByLine, label }: { lines: HighlightedLine[]; findingsByLine: Record<number, FindingItem[]>; label: string }) {
   return (
     <div role="region" aria-label={label} tabIndex={0} className="overflow-x-auto rounded-md bg-slate-950 py-2 font-mono text-xs leading-5 text-slate-100">
-      <table className="min-w-full border-collapse">
+      <table className="w-full border-collapse">
         <tbody>
           {lines.map((tokens, index) => {
             const line = index + 1;
@@ -42,7 +46,7 @@ export function CodeView({ lines, findingsByLine, label }: { lines: HighlightedL
                   <td className="w-10 select-none pr-3 pl-2 text-right align-top text-slate-500" aria-hidden="true">
                     {line}
                   </td>
-                  <td className="whitespace-pre pr-4">
+                  <td className="pr-4 whitespace-pre-wrap wrap-anywhere">
                     <span className="sr-only">line {line}: </span>
                     {tokens.map((token, k) => (
                       <span key={k} className={TOKEN_CLASS[token.kind]}>
@@ -94,7 +98,7 @@ export function DiffView({
       <p className="px-2 pb-1 font-sans text-slate-600">
         {diff.added} line{diff.added === 1 ? "" : "s"} added, {diff.removed} removed
       </p>
-      <table className="min-w-full border-collapse">
+      <table className="w-full border-collapse">
         <tbody>
           {diff.lines.map((line, i) => (
             <tr key={i} data-diff={line.kind} className={line.kind === "added" ? "bg-emerald-50" : line.kind === "removed" ? "bg-red-50" : undefined}>
@@ -104,7 +108,7 @@ export function DiffView({
                 <span aria-hidden="true">{line.kind === "added" ? "+" : line.kind === "removed" ? "−" : " "}</span>
                 <span className="sr-only">{line.kind === "same" ? "" : line.kind}</span>
               </td>
-              <td className="whitespace-pre pr-4">
+              <td className="pr-4 whitespace-pre-wrap wrap-anywhere">
                 <Inert text={line.text} />
               </td>
             </tr>

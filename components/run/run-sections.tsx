@@ -7,6 +7,7 @@ import Link from "next/link";
 import type { ReactNode } from "react";
 import { Inert, InertOr } from "@/components/ui/inert";
 import { Badge, Card, Table, Td } from "@/components/ui/primitives";
+import { StatusBadge } from "@/components/ui/status-badge";
 import { Time } from "@/components/ui/time";
 import type { RunDetail } from "@/lib/review/dto";
 import { touchesRegulatedData } from "@/lib/contracts/data-classes";
@@ -176,7 +177,7 @@ export function PolicyDecision({ run }: { run: RunDetail }) {
 export function Provenance({ run }: { run: RunDetail }) {
   const p = run.provenance;
   return (
-    <dl className="grid grid-cols-[auto_1fr] gap-x-4 gap-y-1 text-sm">
+    <dl className="grid grid-cols-[auto_minmax(0,1fr)] gap-x-4 gap-y-1 text-sm">
       <dt className="text-slate-500">Model</dt>
       <dd>
         <InertOr text={p.model} fallback="not stated" />
@@ -215,8 +216,7 @@ export function SameCode({ run }: { run: RunDetail }) {
             <Inert text={other.agent} />
           </Td>
           <Td>
-            <Badge>{other.status.replaceAll("_", " ")}</Badge>{" "}
-            {other.decision ? <span className="text-xs text-slate-500">policy: {other.decision}</span> : null}
+            <StatusBadge status={other.status} /> {other.decision ? <span className="text-xs text-slate-500">policy: {other.decision}</span> : null}
           </Td>
           <Td className="text-xs">{other.reviewers.length ? other.reviewers.join("; ") : "—"}</Td>
         </tr>

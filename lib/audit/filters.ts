@@ -1,15 +1,16 @@
 /**
  * The compliance search's filters: one closed schema shared by the console (URL query string),
  * the export route and the CLI (flags), so a shared link, a bookmark and an export all mean the
- * same thing. Unknown parameters are refused (strict), values are bounded, enums are closed, and
- * times without a zone are read as UTC.
+ * same thing. Unknown parameters are refused (strict), values are bounded, enums are closed, text
+ * PostgreSQL cannot store (U+0000, lone surrogates) is refused by name, and times without a zone
+ * are read as UTC.
  */
 import { z } from "zod";
 import { DataClass, Decision, RunStatus } from "@/lib/generated/prisma/enums";
+import { storableString } from "@/lib/untrusted/storable-schema";
 
 const text = (max: number) =>
-  z
-    .string()
+  storableString()
     .trim()
     .max(max)
     .transform((value) => (value === "" ? undefined : value))

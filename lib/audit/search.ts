@@ -62,6 +62,8 @@ export function encodeCursor(createdAt: Date | string, id: string): string {
 }
 
 export function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  // Buffer skips characters outside base64url; they would reach the audit event ("after") unread.
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) throw new AppError("bad_request", "The page cursor is not valid; start the search again.");
   const [iso, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
   const createdAt = new Date(iso ?? "");
   if (!id || !/^[0-9a-f-]{36}$/i.test(id) || Number.isNaN(createdAt.getTime())) {

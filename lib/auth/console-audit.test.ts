@@ -8,10 +8,10 @@ import { z } from "zod";
 import { setEnvForChildren } from "@/lib/env";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import type { Actor } from "@/lib/contracts/scopes";
-import { createUser, recordSignedOut } from "./users";
+import { createUser, endSessions } from "./users";
 
 const session = vi.hoisted(() => ({ userId: null as string | null }));
-vi.mock("@/lib/auth/next-auth", () => ({ auth: async () => (session.userId ? { user: { id: session.userId } } : null) }));
+vi.mock("@/lib/auth/next-auth", () => ({ auth: async () => (session.userId ? { user: { id: session.userId }, sessionVersion: 0 } : null) }));
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
@@ -94,17 +94,18 @@ describe("console refusals", () => {
 
 describe("auth.signed_out", () => {
   it("is recorded by the person who signed out; an unknown or malformed session id records nothing", async () => {
-    expect(await recordSignedOut(db.prisma, reviewer.id)).toBe(true);
-    expect(await recordSignedOut(db.prisma, "00000000-0000-4000-8000-000000000000")).toBe(false);
-    expect(await recordSignedOut(db.prisma, "not-a-uuid")).toBe(false);
+    const other = await db.prisma.$transaction((tx) => createUser(tx, system, { email: "leaving@example.com", role: "reviewer" }));
+    expect(await endSessions(db.prisma, other.id, 0)).toBe(true);
+    expect(await endSessions(db.prisma, "00000000-0000-4000-8000-000000000000", 0)).toBe(false);
+    expect(await endSessions(db.prisma, "not-a-uuid", 0)).toBe(false);
     const events = await db.prisma.auditEvent.findMany({ where: { action: "auth.signed_out" } });
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({
       actorType: "user",
-      actorId: reviewer.id,
+      actorId: other.id,
       subjectType: "user",
-      subjectId: reviewer.id,
-      data: { email: "reviewer@example.com" },
+      subjectId: other.id,
+      data: { email: "leaving@example.com" },
     });
   });
 });

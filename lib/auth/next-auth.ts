@@ -4,16 +4,28 @@
  * accounts: the provider must assert a verified email (`email_verified`), and it must belong to an
  * existing, enabled user, whose role an admin set.
  *
- * Sessions are JWTs holding only the user id; the role is re-read from the database on every
- * request (currentActor), so a role change or a disabled account takes effect at once.
- * Signing out is audited (`auth.signed_out`, by the person, through the signOut event); a failure
- * to record it is logged by next-auth and the session cookie is cleared anyway.
+ * Password sign-in is throttled per account at the client's address and per address
+ * (lib/auth/login-throttle.ts); the address comes from lib/auth/client-address.ts.
+ *
+ * Sessions are JWTs holding only the user id and the user's session version at sign-in; the role
+ * is re-read from the database on every request (currentUser, lib/auth/session.ts), which also
+ * treats a session of an older version as anonymous, so a role change, a disabled account or a
+ * sign-out takes effect at once. Signing out raises the version — ending the person's sessions on
+ * every device — and is audited (`auth.signed_out`, by the person, through the signOut event); a
+ * failure to record it is logged by next-auth and the session cookie is cleared anyway.
  */
 import NextAuth, { CredentialsSignin, type NextAuthConfig } from "next-auth";
 import Credentials from "next-auth/providers/credentials";
 import { env } from "@/lib/env";
 import { prisma } from "@/lib/db";
-import { recordSignedOut, signInWithPassword } from "./users";
+import { clientAddress } from "./client-address";
+import { endSessions, signInWithPassword } from "./users";
+
+declare module "next-auth" {
+  interface Session {
+    sessionVersion?: number;
+  }
+}
 
 export class RateLimitedSignin extends CredentialsSignin {
   code = "rate_limited";
@@ -24,8 +36,8 @@ function buildConfig(): NextAuthConfig {
   const providers: NextAuthConfig["providers"] = [
     Credentials({
       credentials: { email: { type: "email" }, password: { type: "password" } },
-      async authorize(credentials) {
-        const result = await signInWithPassword(prisma(), credentials?.email, credentials?.password);
+      async authorize(credentials, request) {
+        const result = await signInWithPassword(prisma(), credentials?.email, credentials?.password, { address: clientAddress(request.headers) });
         if (result.ok) return { id: result.user.id, email: result.user.email, name: result.user.name };
         if (result.reason === "rate_limited") throw new RateLimitedSignin();
         return null;
@@ -57,8 +69,8 @@ function buildConfig(): NextAuthConfig {
     providers,
     events: {
       async signOut(message) {
-        const userId = "token" in message ? message.token?.sub : undefined;
-        if (userId) await recordSignedOut(prisma(), userId);
+        const token = "token" in message ? message.token : null;
+        if (token?.sub && typeof token.sessionVersion === "number") await endSessions(prisma(), token.sub, token.sessionVersion);
       },
     },
     callbacks: {
@@ -73,12 +85,18 @@ function buildConfig(): NextAuthConfig {
         user.id = known.id;
         return true;
       },
-      jwt({ token, user }) {
-        if (user?.id) token.sub = user.id;
+      async jwt({ token, user }) {
+        // At sign-in only: the session is bound to the version the person has now.
+        if (user?.id) {
+          const row = await prisma().user.findUnique({ where: { id: user.id }, select: { sessionVersion: true } });
+          token.sub = user.id;
+          token.sessionVersion = row?.sessionVersion;
+        }
         return token;
       },
       session({ session, token }) {
         if (token.sub) session.user.id = token.sub;
+        if (typeof token.sessionVersion === "number") session.sessionVersion = token.sessionVersion;
         return session;
       },
     },

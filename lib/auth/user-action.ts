@@ -2,6 +2,9 @@
  * The one wrapper every console server action and JSON route goes through:
  * parse the input with a closed schema → the signed-in person (read from the database) → the
  * scope → the service function. Server actions are public endpoints, so none skips a step.
+ * Before any schema, text PostgreSQL cannot store (U+0000, a lone surrogate) anywhere in the input
+ * is refused as `bad_request` naming the field — one rule for every action, so no action's
+ * database write fails with a 500 on it.
  *
  * Guarantees: the result is a plain, typed value — `{ok: true, data}` or `{ok: false, error}` with
  * an AppError code (`forbidden`, `conflict`, …) and its safe message; anything that is not an
@@ -17,6 +20,7 @@ import { currentUser, type UserActor } from "@/lib/auth/session";
 import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { AppError, isAppError, toPublicError, type AppErrorCode } from "@/lib/errors";
+import { findUnstorable } from "@/lib/untrusted/storable-text";
 
 export type ActionError = { code: AppErrorCode; message: string; status: number; details?: Record<string, unknown> };
 export type ActionResult<T> = { ok: true; data: T } | { ok: false; error: ActionError };
@@ -40,6 +44,13 @@ export function userAction<S extends z.ZodType, T>(
   return async (raw: unknown): Promise<ActionResult<T>> => {
     let actor: UserActor | null = null;
     try {
+      const unstorable = findUnstorable(raw, "input");
+      if (unstorable) {
+        const field = unstorable.path.replace(/^input\.?/, "").trim() || "input";
+        throw new AppError("bad_request", `${field}: contains ${unstorable.character}, a character that cannot be stored`, {
+          details: { field, character: unstorable.character },
+        });
+      }
       const parsed = schema.safeParse(raw);
       if (!parsed.success) {
         const issue = parsed.error.issues[0];

@@ -16,7 +16,7 @@ import type { Actor } from "@/lib/contracts/scopes";
 import { createUser } from "./users";
 
 const session = vi.hoisted(() => ({ userId: null as string | null }));
-vi.mock("@/lib/auth/next-auth", () => ({ auth: async () => (session.userId ? { user: { id: session.userId } } : null) }));
+vi.mock("@/lib/auth/next-auth", () => ({ auth: async () => (session.userId ? { user: { id: session.userId }, sessionVersion: 0 } : null) }));
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;

@@ -4,6 +4,7 @@ import type { Actor } from "@/lib/contracts/scopes";
 import { createUser, signInWithPassword } from "./users";
 
 const system: Actor = { type: "system", name: "test" };
+const here = { address: "192.0.2.1" };
 let db: TestDatabase;
 
 beforeAll(async () => {
@@ -48,7 +49,7 @@ describe("createUser", () => {
 
 describe("signInWithPassword", () => {
   it("accepts the right password, case-insensitively on the email, and audits it", async () => {
-    const result = await signInWithPassword(db.prisma, "RITA@example.com", "correct horse battery");
+    const result = await signInWithPassword(db.prisma, "RITA@example.com", "correct horse battery", here);
     expect(result).toMatchObject({ ok: true, user: { email: "rita@example.com", role: "reviewer" } });
     const event = await db.prisma.auditEvent.findFirstOrThrow({
       where: { action: "auth.login_succeeded" },
@@ -58,28 +59,39 @@ describe("signInWithPassword", () => {
   });
 
   it("answers a wrong password and an unknown email the same way", async () => {
-    expect(await signInWithPassword(db.prisma, "rita@example.com", "wrong")).toEqual({ ok: false, reason: "invalid_credentials" });
-    expect(await signInWithPassword(db.prisma, "nobody@example.com", "wrong")).toEqual({ ok: false, reason: "invalid_credentials" });
-    expect(await signInWithPassword(db.prisma, { not: "a string" }, "x")).toEqual({ ok: false, reason: "invalid_credentials" });
+    expect(await signInWithPassword(db.prisma, "rita@example.com", "wrong", here)).toEqual({ ok: false, reason: "invalid_credentials" });
+    expect(await signInWithPassword(db.prisma, "nobody@example.com", "wrong", here)).toEqual({ ok: false, reason: "invalid_credentials" });
+    expect(await signInWithPassword(db.prisma, { not: "a string" }, "x", here)).toEqual({ ok: false, reason: "invalid_credentials" });
   });
 
-  it("locks an account after 5 failures, even against the right password", async () => {
+  it("after 3 failures makes the next attempt from that address wait, even with the right password, and audits the refusal", async () => {
     await db.prisma.$transaction((tx) => createUser(tx, system, { email: "target@example.com", role: "compliance", password: "the right password" }));
-    for (let i = 0; i < 5; i++) {
-      expect(await signInWithPassword(db.prisma, "target@example.com", `guess-${i}`)).toMatchObject({ ok: false });
+    const stranger = { address: "198.51.100.9" };
+    for (let i = 0; i < 3; i++) {
+      expect(await signInWithPassword(db.prisma, "target@example.com", `guess-${i}`, stranger)).toEqual({ ok: false, reason: "invalid_credentials" });
     }
-    expect(await signInWithPassword(db.prisma, "target@example.com", "the right password")).toEqual({
+    expect(await signInWithPassword(db.prisma, "target@example.com", "the right password", stranger)).toEqual({
       ok: false,
       reason: "rate_limited",
+      retryAfterSeconds: 1,
     });
-    const failures = await db.prisma.auditEvent.count({ where: { action: "auth.login_failed", data: { path: ["email"], equals: "target@example.com" } } });
-    expect(failures).toBe(6);
+    const refused = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "auth.login_failed" }, orderBy: { id: "desc" } });
+    expect(refused.data).toEqual({
+      email: "target@example.com",
+      address: "198.51.100.9",
+      reason: "rate_limited",
+      throttledBy: "account",
+      retryAfterSeconds: 1,
+    });
+    // The refused attempt checked no password and is not a failure of its own.
+    expect(await db.prisma.loginAttempt.count({ where: { email: "target@example.com" } })).toBe(3);
   });
 
   it("counts parallel guesses one at a time, so they cannot all slip under the limit", async () => {
     await db.prisma.$transaction((tx) => createUser(tx, system, { email: "racer@example.com", role: "reviewer", password: "the right password" }));
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => signInWithPassword(db.prisma, "racer@example.com", `guess-${i}`)));
-    expect(results.filter((r) => !r.ok && r.reason === "invalid_credentials")).toHaveLength(5);
-    expect(results.filter((r) => !r.ok && r.reason === "rate_limited")).toHaveLength(5);
+    const racer = { address: "198.51.100.10" };
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => signInWithPassword(db.prisma, "racer@example.com", `guess-${i}`, racer)));
+    expect(results.filter((r) => !r.ok && r.reason === "invalid_credentials")).toHaveLength(3);
+    expect(results.filter((r) => !r.ok && r.reason === "rate_limited")).toHaveLength(7);
   });
 });

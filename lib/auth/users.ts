@@ -2,16 +2,18 @@
  * People: creation and password sign-in.
  *
  * Guarantees: emails are normalized (trimmed, lower-cased); passwords are stored only as argon2id
- * hashes; every sign-in attempt (success or failure) is counted and audited in one transaction;
- * after AIRLOCK_LOGIN_MAX_FAILURES failures for an email within AIRLOCK_LOGIN_WINDOW_MINUTES, further
- * attempts are refused without checking the password. An unknown email costs the same argon2
- * verification as a known one, so timing does not reveal which accounts exist.
+ * hashes; every sign-in attempt (success or failure) is counted with its client address and
+ * audited in one transaction; an attempt the throttle delays (lib/auth/login-throttle.ts: growing
+ * delays per account at an address and per address, never a lockout of the account) is refused
+ * without checking the password. An unknown email costs the same argon2 verification as a known
+ * one, so timing does not reveal which accounts exist. Signing out ends every session of the person
+ * (`endSessions` raises User.sessionVersion, lib/auth/session.ts).
  */
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
-import { env } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 import type { Db, Tx } from "@/lib/db";
+import { lockLoginKeys, loginThrottle } from "./login-throttle";
 import { hashPassword, verifyPassword, MIN_PASSWORD_LENGTH } from "./passwords";
 import { requireScope, ROLES, type Actor, type Role } from "@/lib/contracts/scopes";
 
@@ -57,33 +59,35 @@ export async function createUser(tx: Tx, actor: Actor, input: NewUser): Promise<
 }
 
 export type SignInResult =
-  { ok: true; user: { id: string; email: string; name: string; role: Role } } | { ok: false; reason: "invalid_credentials" | "rate_limited" };
+  | { ok: true; user: { id: string; email: string; name: string; role: Role } }
+  | { ok: false; reason: "invalid_credentials" }
+  | { ok: false; reason: "rate_limited"; retryAfterSeconds: number };
+
+/** Where an attempt came from (lib/auth/client-address.ts; null when unknown) and, for tests, when. */
+export type SignInContext = { address: string | null; now?: Date };
 
 /** A valid argon2id hash of a random string, verified against when the email is unknown. */
 let dummyHash: Promise<string> | undefined;
 
-export async function signInWithPassword(db: Db, rawEmail: unknown, rawPassword: unknown): Promise<SignInResult> {
+export async function signInWithPassword(db: Db, rawEmail: unknown, rawPassword: unknown, context: SignInContext): Promise<SignInResult> {
   const email = emailSchema.safeParse(rawEmail);
   const password = z.string().min(1).max(1024).safeParse(rawPassword);
   if (!email.success || !password.success) return { ok: false, reason: "invalid_credentials" };
-
-  const { AIRLOCK_LOGIN_MAX_FAILURES, AIRLOCK_LOGIN_WINDOW_MINUTES } = env();
-  const since = new Date(Date.now() - AIRLOCK_LOGIN_WINDOW_MINUTES * 60_000);
+  const { address } = context;
   dummyHash ??= hashPassword(crypto.randomUUID());
   const dummy = await dummyHash;
 
-  // One attempt per email at a time: counting, checking and recording happen under a lock, so
-  // parallel guesses cannot all slip in under the limit.
+  // Attempts on one account, and from one address, are taken one at a time: counting, checking and
+  // recording happen under both locks, so parallel guesses cannot all slip in under the limit.
   return db.$transaction(
     async (tx) => {
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`login:${email.data}`}))`;
-      const recentFailures = await tx.loginAttempt.count({
-        where: { email: email.data, succeeded: false, at: { gte: since } },
-      });
+      await lockLoginKeys(tx, email.data, address);
+      const now = context.now ?? new Date();
+      const throttle = await loginThrottle(tx, email.data, address, now);
       let result: SignInResult;
       let userId: string | null = null;
-      if (recentFailures >= AIRLOCK_LOGIN_MAX_FAILURES) {
-        result = { ok: false, reason: "rate_limited" };
+      if (throttle.throttled) {
+        result = { ok: false, reason: "rate_limited", retryAfterSeconds: throttle.retryAfterSeconds };
       } else {
         const user = await tx.user.findUnique({ where: { email: email.data } });
         const valid = await verifyPassword(user?.passwordHash ?? dummy, password.data);
@@ -92,13 +96,18 @@ export async function signInWithPassword(db: Db, rawEmail: unknown, rawPassword:
           user && valid && !user.disabledAt
             ? { ok: true, user: { id: user.id, email: user.email, name: user.name, role: user.role } }
             : { ok: false, reason: "invalid_credentials" };
-        await tx.loginAttempt.create({ data: { email: email.data, succeeded: result.ok } });
+        await tx.loginAttempt.create({ data: { email: email.data, address, succeeded: result.ok, at: now } });
       }
       await recordAudit(tx, {
         actor: { type: "system", name: "auth" },
         action: result.ok ? "auth.login_succeeded" : "auth.login_failed",
         subject: { type: "user", id: userId },
-        data: { email: email.data, ...(result.ok ? {} : { reason: result.reason }) },
+        data: {
+          email: email.data,
+          address,
+          ...(result.ok ? {} : { reason: result.reason }),
+          ...(throttle.throttled ? { throttledBy: throttle.by, retryAfterSeconds: throttle.retryAfterSeconds } : {}),
+        },
       });
       return result;
     },
@@ -107,20 +116,23 @@ export async function signInWithPassword(db: Db, rawEmail: unknown, rawPassword:
 }
 
 /**
- * `auth.signed_out` for the person whose session just ended (next-auth's signOut event). The actor
- * is that person; a session of a user who no longer exists records nothing.
+ * Sign-out: ends every session of the person whose session `sessionVersion` was (next-auth's
+ * signOut event), by raising User.sessionVersion, and records `auth.signed_out` by that person in
+ * the same transaction. A session already ended (an older version), of a user who no longer
+ * exists, or a malformed id changes and records nothing: a stale cookie cannot sign anyone out.
  */
-export async function recordSignedOut(db: Db, userId: string): Promise<boolean> {
-  if (!z.uuid().safeParse(userId).success) return false;
-  const user = await db.user.findUnique({ where: { id: userId }, select: { id: true, email: true, role: true } });
-  if (!user) return false;
-  await db.$transaction((tx) =>
-    recordAudit(tx, {
+export async function endSessions(db: Db, userId: string, sessionVersion: number): Promise<boolean> {
+  if (!z.uuid().safeParse(userId).success || !Number.isInteger(sessionVersion)) return false;
+  return db.$transaction(async (tx) => {
+    const raised = await tx.user.updateMany({ where: { id: userId, sessionVersion }, data: { sessionVersion: { increment: 1 } } });
+    if (raised.count === 0) return false;
+    const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { id: true, email: true, role: true } });
+    await recordAudit(tx, {
       actor: { type: "user", id: user.id, email: user.email, role: user.role },
       action: "auth.signed_out",
       subject: { type: "user", id: user.id },
       data: { email: user.email },
-    }),
-  );
-  return true;
+    });
+    return true;
+  });
 }

@@ -24,9 +24,10 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 import type { AirlockConfig, ServerConfig } from "./config";
+import { previewHintsOf } from "@/lib/contracts/preview-hints";
 import { compileToolSchema, issuesText, type SchemaCheck } from "./schema-check";
 import { generateDeclarations } from "./declarations";
-import type { PinStore } from "./pins";
+import { NEVER_ACCEPTED, type PinStore } from "./pins";
 import type { ToolAnnotations } from "@/lib/contracts/tools";
 import type { BrokerCallRecord, ToolInfo } from "./types";
 import { canonicalJson } from "@/lib/canonical-json";
@@ -62,13 +63,17 @@ const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
 export const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
-export function toolHash(tool: { description?: unknown; inputSchema?: unknown; outputSchema?: unknown; annotations?: unknown }): string {
+export function toolHash(tool: { description?: unknown; inputSchema?: unknown; outputSchema?: unknown; annotations?: unknown; _meta?: unknown }): string {
+  const preview = previewHintsOf(tool._meta);
   return sha256(
     canonicalJson({
       description: tool.description ?? "",
       inputSchema: tool.inputSchema ?? null,
       outputSchema: tool.outputSchema ?? null,
       annotations: tool.annotations ?? null,
+      // What a preview answers and shows as money is part of what reviewers trust; a tool without
+      // hints keeps the hash it had before hints existed.
+      ...(preview ? { preview: { answer: preview.answer ?? null, money: preview.money } } : {}),
     }),
   );
 }
@@ -170,7 +175,7 @@ export class ToolBroker {
         if (pinned === undefined) await options.pins.set(tool.server, tool.name, tool.hash);
         else if (pinned !== tool.hash) {
           tool.quarantined = true;
-          tool.quarantineReason = "hash_changed";
+          tool.quarantineReason = pinned === NEVER_ACCEPTED ? "new_tool" : "hash_changed";
         }
       }
     } catch (error) {
@@ -216,6 +221,7 @@ export class ToolBroker {
         hash: toolHash(t),
         inputSchema: (t.inputSchema as Record<string, unknown>) ?? { type: "object" },
         outputSchema: (t.outputSchema as Record<string, unknown> | undefined) ?? null,
+        preview: previewHintsOf(t._meta),
       });
     }
     return tools;
@@ -258,7 +264,7 @@ export class ToolBroker {
    * here if the pin now matches what the upstream serves.
    */
   private async acceptedElsewhere(tool: ToolInfo): Promise<boolean> {
-    if (tool.quarantineReason !== "hash_changed") return false;
+    if (tool.quarantineReason !== "hash_changed" && tool.quarantineReason !== "new_tool") return false;
     if ((await this.pins.get(tool.server, tool.name)) !== tool.hash) return false;
     tool.quarantined = false;
     tool.quarantineReason = null;

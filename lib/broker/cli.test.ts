@@ -8,12 +8,13 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execCommand } from "@/lib/cli/exec";
 import type { CliIo } from "@/lib/cli/io";
+import { runCli } from "@/lib/cli/main";
 import { toolsCommand } from "@/lib/cli/tools";
 import type { Actor } from "@/lib/contracts/scopes";
 import { setEnvForChildren } from "@/lib/env";
 import { REPO_ROOT } from "@/lib/sandbox/host";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { acceptTool } from "./admin";
+import { createUser } from "@/lib/auth/users";
 
 const dir = mkdtempSync(join(tmpdir(), "airlock-cli-test-"));
 const ledger = {
@@ -96,10 +97,14 @@ describe("airlock exec", () => {
     const { out, io } = capture();
     expect(await execCommand([join(dir, "typo.ts"), "--allow", "ledger.listInvoices", "--config", config], io)).toBe(1);
     expect(out.stderr).toContain(`${join(dir, "typo.ts")}:1:`);
-    expect(out.stderr).toMatch(/error type_error: TS2322: Type 'string' is not assignable to type 'number'/);
+    expect(out.stderr).toMatch(/error argument_type_error: TS2322: Type 'string' is not assignable to type 'number'/);
+    expect(out.stderr).toContain("error argument_invalid: tools.ledger.listInvoices: limit must be integer (type)");
     const json = capture();
     await execCommand([join(dir, "typo.ts"), "--allow", "ledger.listInvoices", "--json", "--config", config], json.io);
-    expect(JSON.parse(json.out.stdout).findings).toEqual([expect.objectContaining({ code: "type_error", line: 1 })]);
+    expect(JSON.parse(json.out.stdout).findings).toEqual([
+      expect.objectContaining({ code: "argument_invalid", line: 1 }),
+      expect.objectContaining({ code: "argument_type_error", line: 1 }),
+    ]);
   });
 
   it("exits 1 when the run fails (a tool outside --allow is CAPABILITY_DENIED)", async () => {
@@ -137,7 +142,7 @@ describe("airlock tools", () => {
 });
 
 describe("tool pins", () => {
-  const admin: Actor = { type: "system", name: "test-admin" };
+  const system: Actor = { type: "system", name: "test" };
   const listsInvoices = join(dir, "list.js");
   writeFileSync(listsInvoices, `return (await tools.ledger.listInvoices({ limit: 1 })).invoices.length;`);
 
@@ -159,7 +164,7 @@ describe("tool pins", () => {
     expect(existsSync(pinFile)).toBe(false);
   });
 
-  it("are the database's: a changed tool is quarantined for the CLI and the console until an admin accepts it", async () => {
+  it("are the database's: a changed tool is quarantined for the CLI and the console until two admins accept it (one alone only asks)", async () => {
     // Every tool the CLI saw is pinned in the database (first sight, by the tests above).
     const rows = await db.prisma.upstreamTool.findMany({ where: { server: { name: "ledger" } } });
     expect(rows.map((r) => r.name)).toContain("listInvoices");
@@ -174,7 +179,40 @@ describe("tool pins", () => {
     expect(await execCommand([listsInvoices, "--allow-all", "--config", config], refused.io)).toBe(1);
     expect(refused.out.stdout).toContain("status: failed (CAPABILITY_DENIED)");
 
-    await acceptTool(db.prisma, admin, { server: "ledger", tool: "listInvoices", schemaHash: row.schemaHash });
+    // One admin alone only asks: the tool stays quarantined for the CLI.
+    await db.prisma.$transaction(async (tx) => {
+      await createUser(tx, system, { email: "ada@example.com", role: "admin" });
+      await createUser(tx, system, { email: "alan@example.com", role: "admin" });
+      await createUser(tx, system, { email: "rita@example.com", role: "reviewer" });
+    });
+    const accept = async (as: string, hash = row.schemaHash) => {
+      const { out, io } = capture();
+      const code = await runCli(["tools", "accept", "--server", "ledger", "--tool", "listInvoices", "--hash", hash, "--as", as], io);
+      return { code, ...out };
+    };
+    expect(await accept("ada@example.com")).toMatchObject({
+      code: 0,
+      stdout: "Asked to accept ledger.listInvoices; a second admin's accept of the same hash pins it.\n",
+    });
+    expect(await accept("ada@example.com")).toMatchObject({
+      code: 1,
+      stderr: "airlock: You asked to accept ledger.listInvoices; a second admin must accept it.\n",
+    });
+    const refusal = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "auth.forbidden" }, orderBy: { id: "desc" } });
+    expect(refusal.data).toMatchObject({ door: "cli:tools accept", reason: "own_request" });
+    expect(await accept("rita@example.com")).toMatchObject({ code: 1, stderr: expect.stringContaining("tools:manage") });
+    expect(await accept("alan@example.com", "a".repeat(64))).toMatchObject({ code: 1, stderr: expect.stringContaining("changed again") });
+    expect(await accept("alan@example.com", "not-a-hash")).toMatchObject({ code: 2 });
+    expect((await listed()).tools.find((t) => t.name === "listInvoices")).toMatchObject({ quarantined: true });
+    const alone = capture();
+    expect(await execCommand([listsInvoices, "--allow-all", "--config", config], alone.io)).toBe(1);
+    expect(alone.out.stdout).toContain("status: failed (CAPABILITY_DENIED)");
+
+    // A second admin's accept pins it.
+    expect(await accept("alan@example.com")).toMatchObject({
+      code: 0,
+      stdout: "Accepted ledger.listInvoices: its definition is pinned and the quarantine lifted.\n",
+    });
     const after = (await listed()).tools.find((t) => t.name === "listInvoices")!;
     expect(after).toMatchObject({ quarantined: false, quarantineReason: null });
     const run = capture();

@@ -1,6 +1,6 @@
 /**
  * `airlock.config.json`: the upstream MCP servers, their data classes, the package allowlist and
- * the default isolation. Parsed with closed (strict) zod schemas; every problem names its key path
+ * the sandbox (isolation level, pool size, whether start-up may degrade to permission-only). Parsed with closed (strict) zod schemas; every problem names its key path
  * (`servers.ledger.url: ...`). Credentials (env, headers) stay in the host process: they are
  * passed to the upstream transport and never to a sandbox. Relative commands and working
  * directories resolve against the config file's directory.
@@ -52,6 +52,8 @@ const configSchema = z
       .object({
         isolation: z.enum(ISOLATION_LEVELS).default("strict"),
         poolSize: z.number().int().min(0).max(64).default(2),
+        // Start at permission-only when `strict` cannot be met, instead of refusing to start (lib/runs/isolation.ts).
+        allowDegraded: z.boolean().optional(),
       })
       .strict()
       .default({ isolation: "strict", poolSize: 2 }),

@@ -1,11 +1,16 @@
 /**
- * Tool pinning: the hash an admin trusts for each upstream tool. A tool seen for the first time
- * is pinned (trust on first use); a tool whose description/schemas/annotations hash differs from
- * its pin is quarantined by the broker until `accept` re-pins it. Airlock keeps its pins in the
- * database (DbPinStore, lib/broker/db-registry.ts), for the server and the CLI alike.
+ * Tool pinning: the hash admins trust for each upstream tool. The broker asks `get` for each tool
+ * it lists: a hash different from the tool's quarantines it until `accept` re-pins it; `undefined`
+ * lets the broker pin the tool as it is (`set`). Airlock keeps its pins in the database (DbPinStore,
+ * lib/broker/db-registry.ts), for the server and the CLI alike; there `undefined` is answered only
+ * for the first listing of the servers of the first start, and a tool nobody accepted gets
+ * NEVER_ACCEPTED, so a tool an upstream adds later is quarantined until two admins accept it.
  */
 
 export interface PinStore {
   get(server: string, tool: string): Promise<string | undefined>;
   set(server: string, tool: string, hash: string): Promise<void>;
 }
+
+/** The pin of a tool no one accepted: never equal to a definition's hash, so the tool is quarantined. */
+export const NEVER_ACCEPTED = "never-accepted";

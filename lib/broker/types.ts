@@ -1,5 +1,6 @@
 /** Tool facts the broker publishes (consumed by policy/intake, the console and the CLI). */
 import type { DataClass } from "@/lib/contracts/data-classes";
+import type { PreviewHints } from "@/lib/contracts/preview-hints";
 import type { ToolAnnotations } from "@/lib/contracts/tools";
 
 export type ToolInfo = {
@@ -10,11 +11,13 @@ export type ToolInfo = {
   dataClass: DataClass;
   /** Calls are refused while true; see quarantineReason. */
   quarantined: boolean;
-  quarantineReason: "hash_changed" | "name_collision" | null;
-  /** sha256 over description + inputSchema + outputSchema + annotations (canonical JSON). */
+  quarantineReason: "hash_changed" | "new_tool" | "name_collision" | null;
+  /** sha256 over description + inputSchema + outputSchema + annotations (+ preview hints, when declared), canonical JSON. */
   hash: string;
   inputSchema: Record<string, unknown>;
   outputSchema: Record<string, unknown> | null;
+  /** The tool's `_meta` preview answer and money pointers (lib/contracts/preview-hints.ts), or null. */
+  preview: PreviewHints | null;
 };
 
 export type BrokerCallRecord = {

@@ -9,12 +9,13 @@
  * column. This is a developer/admin door: it applies no policy or review — those belong to the
  * run lifecycle. Without --config it uses the same configuration as the server (lib/runs/runtime),
  * and it always uses the server's tool pins, in the database (./upstreams.ts): a tool an admin
- * accepted is callable here, a changed one is quarantined here as there.
+ * accepted is callable here, a changed one is quarantined here as there. The sandbox's temporary
+ * directories (and its scratch mount) are gone before the command returns.
  */
 import { readFileSync } from "node:fs";
 import { extname } from "node:path";
 import { analyzeScript } from "@/lib/intake/analyze";
-import { ALLOWED_BUILTINS, ISOLATION_LEVELS, runInSandbox, type Envelope, type IsolationLevel, type StagedInput } from "@/lib/sandbox";
+import { ALLOWED_BUILTINS, ISOLATION_LEVELS, membersTornDown, runInSandbox, type Envelope, type IsolationLevel, type StagedInput } from "@/lib/sandbox";
 import { exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
 import { loadCliConfig, withCliBroker } from "./upstreams";
 
@@ -122,7 +123,9 @@ export async function execCommand(argv: string[], io: CliIo): Promise<number> {
       const { findings } = analyzeScript({
         code,
         language: args.language,
-        tools: broker.tools().map(({ server, name, annotations, dataClass, quarantined, inputSchema }) => ({ server, name, annotations, dataClass, quarantined, inputSchema })),
+        tools: broker
+          .tools()
+          .map(({ server, name, annotations, dataClass, quarantined, inputSchema }) => ({ server, name, annotations, dataClass, quarantined, inputSchema })),
         declarations: broker.declarations(),
         allowedPackages: [...config.packages, ...ALLOWED_BUILTINS],
       });
@@ -140,6 +143,8 @@ export async function execCommand(argv: string[], io: CliIo): Promise<number> {
         packages: config.packages,
         limits: args.timeoutMs === undefined ? {} : { timeoutMs: args.timeoutMs },
       });
+      // The CLI exits right after this command: wait until the sandbox's directories are removed.
+      await membersTornDown();
       io.stdout(args.json ? `${JSON.stringify({ ...env, findings }, null, 2)}\n` : formatEnvelope(env));
       return env.status === "succeeded" ? 0 : 1;
     });

@@ -44,7 +44,7 @@ describe("airlock CLI", () => {
     expect(await runCli(["user", "add", "--email", "ops@example.com", "--role", "admin", "--password-stdin"], io)).toBe(0);
     expect(io.out).toContain("Added admin ops@example.com");
     expect(io.out).not.toContain("a long enough password");
-    expect(await signInWithPassword(db.prisma, "ops@example.com", "a long enough password")).toMatchObject({ ok: true });
+    expect(await signInWithPassword(db.prisma, "ops@example.com", "a long enough password", { address: null })).toMatchObject({ ok: true });
   });
 
   it("adds an agent and prints a working token once; revoke stops it", async () => {
@@ -70,7 +70,7 @@ describe("airlock CLI", () => {
     expect(io.out).toBe("Database is up to date.\n");
   });
 
-  it("policy validate names the line and column of a broken draft; replay and publish work on a good one", async () => {
+  it("policy validate names the line and column of a broken draft; replay and publish (which proposes) work on a good one", async () => {
     const { mkdtemp, writeFile } = await import("node:fs/promises");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
@@ -88,8 +88,8 @@ describe("airlock CLI", () => {
     expect(await runCli(["policy", "replay", "--file", good, "--last", "5"], replayed)).toBe(0);
     expect(replayed.out).toContain("proposal(s) replayed, 0 would be decided differently");
     const published = capture();
-    expect(await runCli(["policy", "publish", "--file", good], published)).toBe(0);
-    expect(published.out).toMatch(/Published policy version \d+/);
+    expect(await runCli(["policy", "publish", "--file", good, "--as", "ops@example.com"], published)).toBe(0);
+    expect(published.out).toMatch(/Proposed policy version \d+; it is published when a second admin approves it/);
     expect(await runCli(["policy", "replay", "--file", good, "--last", "0"], capture())).toBe(2);
   });
 });

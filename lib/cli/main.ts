@@ -3,7 +3,8 @@
  * strict) and prints usage with exit code 2 when they are wrong (UsageError); typed failures print
  * one line and exit 1; success exits 0. Commands act as CLI_ACTOR (`system:cli`) — whoever can run
  * this has the host's database credentials already — and every change they make is audited like
- * any other. The shared pieces are in ./io.ts.
+ * any other; the four-eyes commands (policy propose and approve, tools accept) act as the admin
+ * named by --as EMAIL instead (./person.ts). The shared pieces are in ./io.ts.
  */
 import { createAgent, listAgents } from "@/lib/auth/agents";
 import { revokeAgentAndStopRuns } from "@/lib/runs/cancel";
@@ -25,7 +26,10 @@ Commands:
   db seed
   exec FILE [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all] [--isolation strict|permission-only] [--timeout-ms N] [--json]
   tools [--server S] [--dts] [--search Q]
-  policy validate|replay|publish --file draft.cedar [--last N] [--json]
+  tools accept --server S --tool T --hash HASH --as ADMIN_EMAIL            (asks; a second admin's accept pins it)
+  policy validate|replay --file draft.cedar [--last N] [--json]
+  policy propose --file draft.cedar --as ADMIN_EMAIL                         (publish is an alias: it proposes)
+  policy approve --version N --as OTHER_ADMIN_EMAIL                          (publishes it; not the proposer)
   audit verify [--from ID] [--json] | audit checkpoint | audit export --format jsonl|csv [filters]
 
 Without DATABASE_URL the commands use the embedded database under AIRLOCK_DATA_DIR (default ./.airlock).

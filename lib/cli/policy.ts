@@ -1,28 +1,49 @@
 /**
- * `airlock policy validate|replay|publish --file F`: work on Cedar policy drafts from the shell.
+ * `airlock policy validate|replay|propose|approve`: work on Cedar policy drafts from the shell.
  * validate prints each problem as FILE:LINE:COL; replay shows how the draft would have decided the
- * last N proposals against what was decided; publish makes the draft the deciding version (audited).
+ * last N proposals against what was decided; propose (alias: publish) makes the draft a proposed
+ * version, and approve, by a different admin, publishes a proposed version — both name the admin
+ * with --as EMAIL (./person.ts) and are audited; a person never publishes alone.
  */
 import { readFile } from "node:fs/promises";
 import { validatePolicyText } from "@/lib/policy/policy-set";
 import { replayDraft } from "@/lib/policy/replay";
-import { publishPolicyText } from "@/lib/policy/store";
+import { approvePolicyVersion, proposePolicyText } from "@/lib/policy/store";
 import { withCliDatabase } from "./database";
-import { CLI_ACTOR, parseCliArgs, UsageError, type CliIo } from "./io";
+import { parseCliArgs, requiredFlag, UsageError, type CliIo } from "./io";
+import { actingAs } from "./person";
 
-const USAGE = `Usage:
+export const POLICY_USAGE = `Usage:
   airlock policy validate --file draft.cedar
   airlock policy replay --file draft.cedar [--last N] [--json]
-  airlock policy publish --file draft.cedar
+  airlock policy propose --file draft.cedar --as ADMIN_EMAIL      (publish is an alias: it proposes)
+  airlock policy approve --version N --as OTHER_ADMIN_EMAIL      (publishes it; not the proposer)
 `;
+
+const SUBCOMMANDS = ["validate", "replay", "propose", "publish", "approve"] as const;
 
 export async function policyCommand(argv: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = argv;
-  if (sub !== "validate" && sub !== "replay" && sub !== "publish") throw new UsageError(`unknown policy command ${JSON.stringify(sub ?? "")}`, USAGE);
-  const { values } = parseCliArgs(rest, { file: { type: "string" }, last: { type: "string" }, json: { type: "boolean" } }, USAGE);
-  if (!values.file) throw new UsageError("--file is required", USAGE);
+  if (!(SUBCOMMANDS as readonly (string | undefined)[]).includes(sub))
+    throw new UsageError(`unknown policy command ${JSON.stringify(sub ?? "")}`, POLICY_USAGE);
+  const { values } = parseCliArgs(
+    rest,
+    { file: { type: "string" }, last: { type: "string" }, json: { type: "boolean" }, version: { type: "string" }, as: { type: "string" } },
+    POLICY_USAGE,
+  );
+  if (sub === "approve") {
+    const version = Number(values.version);
+    if (!Number.isInteger(version) || version < 1 || version > 2_147_483_647)
+      throw new UsageError("--version must be a policy version number (1 or more)", POLICY_USAGE);
+    const as = requiredFlag(values.as, "--as", POLICY_USAGE);
+    await withCliDatabase((db) => actingAs(db, as, "cli:policy approve", (actor) => db.$transaction((tx) => approvePolicyVersion(tx, actor, version))));
+    io.stdout(`Approved policy version ${version}; it is published and decides new proposals from now on.\n`);
+    return 0;
+  }
+  if (!values.file) throw new UsageError("--file is required", POLICY_USAGE);
+  const proposer = sub === "propose" || sub === "publish" ? requiredFlag(values.as, "--as", POLICY_USAGE) : null;
   const last = values.last === undefined ? 50 : Number(values.last);
-  if (!Number.isInteger(last) || last < 1 || last > 10_000) throw new UsageError("--last must be a whole number from 1 to 10000", USAGE);
+  if (!Number.isInteger(last) || last < 1 || last > 10_000) throw new UsageError("--last must be a whole number from 1 to 10000", POLICY_USAGE);
   let text: string;
   try {
     text = await readFile(values.file, "utf8");
@@ -39,9 +60,12 @@ export async function policyCommand(argv: string[], io: CliIo): Promise<number> 
     io.stdout(`${values.file}: valid\n`);
     return 0;
   }
-  if (sub === "publish") {
-    const published = await withCliDatabase((db) => db.$transaction((tx) => publishPolicyText(tx, CLI_ACTOR, text)));
-    io.stdout(`Published policy version ${published.version}.\n`);
+  if (proposer !== null) {
+    const proposed = await withCliDatabase((db) =>
+      actingAs(db, proposer, `cli:policy ${sub}`, (actor) => db.$transaction((tx) => proposePolicyText(tx, actor, text))),
+    );
+    io.stdout(`Proposed policy version ${proposed.version}; it is published when a second admin approves it:\n`);
+    io.stdout(`  airlock policy approve --version ${proposed.version} --as OTHER_ADMIN_EMAIL\n`);
     return 0;
   }
   const { rows, changed } = await withCliDatabase((db) => replayDraft(db, text, last));

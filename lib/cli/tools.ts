@@ -1,16 +1,25 @@
 /**
  * `airlock tools`: lists the configured upstreams' tools (with annotations, data class and
- * quarantine state), prints their TypeScript declarations (`--dts`) or searches them
+ * quarantine state with the hash of the definition served; annotations and data classes as two
+ * admins' overrides set them), prints their TypeScript declarations (`--dts`) or searches them
  * (`--search Q`, `--detail name|summary|full`). Quarantine is decided by the tool pins in the
- * database, as for the server (./upstreams.ts): like the server at start, it pins tools seen for
- * the first time and records what it listed in the tool registry; it calls no tool. Exit 0, 1 when
- * the config or an upstream cannot be used, 2 for bad arguments.
+ * database, as for the server (./upstreams.ts): a tool nobody accepted — changed, added by its
+ * upstream, or of a server added after first start — is quarantined (lib/broker/db-registry.ts);
+ * like the server at start, it records what it listed in the tool registry; it calls no tool.
+ * `airlock tools accept` is one admin's acceptance (named with --as EMAIL, ./person.ts) of a
+ * quarantined definition by its hash: the first asks, a second admin's pins it
+ * (lib/broker/admin.ts); it connects no upstream. Exit 0, 1 when the config, an upstream or the
+ * acceptance fails, 2 for bad arguments.
  */
 import type { SearchDetail, ToolInfo } from "@/lib/broker";
+import { acceptTool } from "@/lib/broker/admin";
+import { withCliDatabase } from "./database";
 import { exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
+import { actingAs } from "./person";
 import { loadCliConfig, withCliBroker } from "./upstreams";
 
 export const TOOLS_USAGE = `Usage: airlock tools [--server S] [--dts] [--search Q [--detail name|summary|full]] [--json] [--config PATH]
+       airlock tools accept --server S --tool T --hash HASH --as ADMIN_EMAIL   (asks; a second admin's accept pins it)
 `;
 
 const DETAILS = ["name", "summary", "full"] as const;
@@ -25,7 +34,31 @@ function effect(tool: ToolInfo): string {
   return parts.join(", ");
 }
 
+async function acceptCommand(argv: string[], io: CliIo): Promise<number> {
+  const { values } = parseCliArgs(
+    argv,
+    { server: { type: "string" }, tool: { type: "string" }, hash: { type: "string" }, as: { type: "string" } },
+    TOOLS_USAGE,
+    { command: "tools accept" },
+  );
+  const required = (flag: keyof typeof values) => {
+    const value = values[flag];
+    if (typeof value !== "string" || value.trim() === "") throw badArgs(`--${flag} is required`);
+    return value;
+  };
+  const [server, tool, hash, as] = [required("server"), required("tool"), required("hash"), required("as")];
+  if (!/^[0-9a-f]{64}$/.test(hash)) throw badArgs("--hash must be the tool's 64-character hash, as `airlock tools` lists it");
+  const result = await withCliDatabase((db) => actingAs(db, as, "cli:tools accept", (actor) => acceptTool(db, actor, { server, tool, schemaHash: hash })));
+  io.stdout(
+    result.outcome === "accepted"
+      ? `Accepted ${server}.${tool}: its definition is pinned and the quarantine lifted.\n`
+      : `Asked to accept ${server}.${tool}; a second admin's accept of the same hash pins it.\n`,
+  );
+  return 0;
+}
+
 export async function toolsCommand(argv: string[], io: CliIo): Promise<number> {
+  if (argv[0] === "accept") return exitOnUsageError(io, () => acceptCommand(argv.slice(1), io));
   return exitOnUsageError(io, async () => {
     const { values } = parseCliArgs(
       argv,
@@ -56,7 +89,7 @@ export async function toolsCommand(argv: string[], io: CliIo): Promise<number> {
         if (values.json) io.stdout(`${JSON.stringify(tools, null, 2)}\n`);
         else {
           for (const t of tools) {
-            const state = t.quarantined ? ` QUARANTINED (${t.quarantineReason})` : "";
+            const state = t.quarantined ? ` QUARANTINED (${t.quarantineReason}, hash ${t.hash})` : "";
             io.stdout(`${t.server}.${t.name}  [${effect(t)}] ${t.dataClass}${state}\n    ${t.description.split("\n")[0]}\n`);
           }
         }

@@ -68,6 +68,24 @@ export const RUN_COLUMN_SCHEMAS = {
       artifacts: z.array(z.object({ name: text, sizeBytes: count, sha256: text }).strict()),
     })
     .strict(),
+  /** The writes a plan preview intercepted, in order (lib/runs/plan.ts), and their digest, which approvals bind. */
+  plan: z
+    .object({
+      digest: text,
+      writes: z.array(
+        z
+          .object({
+            seq: count,
+            server: text,
+            tool: text,
+            arguments: z.json(),
+            answer: z.json(),
+            money: z.object({ amount: text, currency: text.nullable(), subject: text.nullable() }).strict().nullable(),
+          })
+          .strict(),
+      ),
+    })
+    .strict(),
   limits: z
     .object({
       timeoutMs: count,
@@ -80,6 +98,8 @@ export const RUN_COLUMN_SCHEMAS = {
 } as const;
 
 export type RunColumn = keyof typeof RUN_COLUMN_SCHEMAS;
+export type RunPlan = RunColumnValue<"plan">;
+export type PlanWrite = RunPlan["writes"][number];
 export type RunColumnValue<C extends RunColumn> = z.infer<(typeof RUN_COLUMN_SCHEMAS)[C]>;
 
 export class StoredRunInvalid extends AppError {

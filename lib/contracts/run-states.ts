@@ -9,7 +9,9 @@ export type { RunStatus };
 
 export const NEXT_STATES = {
   submitted: ["analyzed"],
-  analyzed: ["denied", "auto_approved", "pending_review"],
+  analyzed: ["denied", "auto_approved", "pending_review", "previewing"],
+  // previewing: a dry run builds the plan of writes (lib/runs/preview.ts); reads are real, writes intercepted.
+  previewing: ["pending_review", "failed", "cancelled"],
   pending_review: ["approved", "rejected", "changes_requested", "expired", "cancelled"],
   auto_approved: ["queued", "cancelled"],
   approved: ["queued", "cancelled"],
@@ -40,12 +42,13 @@ export function canTransition(from: RunStatus, to: RunStatus): boolean {
 }
 
 /** States from which a cancel stops a run without a sandbox to kill. */
-export const CANCELLABLE_BEFORE_START = ["pending_review", "auto_approved", "approved", "queued"] as const satisfies readonly RunStatus[];
+export const CANCELLABLE_BEFORE_START = ["previewing", "pending_review", "auto_approved", "approved", "queued"] as const satisfies readonly RunStatus[];
 
 /** States in which an agent waiting on get_run keeps waiting. */
 export const IN_PROGRESS_STATUSES = [
   "submitted",
   "analyzed",
+  "previewing",
   "pending_review",
   "auto_approved",
   "approved",

@@ -1,10 +1,18 @@
 /**
  * Demo data for a first start: one person per role (two reviewers, so the two-person rule can be
- * tried), and one agent with a token. Passwords come from AIRLOCK_DEMO_PASSWORD or are generated;
- * nothing is a constant in the code. Seeding happens once: if any user exists, it does nothing.
+ * tried; two admins, so a policy version or a quarantined tool can be proposed by one and approved
+ * by the other), and one agent with a token. The default policy is published by the seed itself
+ * (`system:seed`), the one publication without a second admin. Passwords come from
+ * AIRLOCK_DEMO_PASSWORD or are generated; nothing is a constant in the code. Given the config, the
+ * seed registers its upstream servers as the first start's (lib/broker/db-registry.ts): the first
+ * listing of their tools is accepted by `system:seed` (audited `tool.accepted`); a tool or server
+ * added later stays quarantined until two admins accept it. Seeding happens once: if any user
+ * exists, it does nothing.
  */
 import type { Db } from "@/lib/db";
 import { createAgent } from "@/lib/auth/agents";
+import type { AirlockConfig } from "@/lib/broker/config";
+import { registerServers } from "@/lib/broker/db-registry";
 import { generatePassword } from "@/lib/auth/passwords";
 import type { Actor, Role } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
@@ -14,6 +22,7 @@ import { createDataset } from "@/lib/runs/datasets";
 
 export const DEMO_USERS: { email: string; name: string; role: Role }[] = [
   { email: "admin@airlock.local", name: "Ada Admin", role: "admin" },
+  { email: "admin2@airlock.local", name: "Alan Admin", role: "admin" },
   { email: "reviewer@airlock.local", name: "Rita Reviewer", role: "reviewer" },
   { email: "reviewer2@airlock.local", name: "Rafael Reviewer", role: "reviewer" },
   { email: "compliance@airlock.local", name: "Carla Compliance", role: "compliance" },
@@ -44,8 +53,8 @@ export type DemoCredentials = {
   agent: { name: string; token: string };
 };
 
-export async function seedDemo(db: Db, options: { password?: string } = {}): Promise<DemoCredentials | null> {
-  const actor: Actor = { type: "system", name: "seed" };
+export async function seedDemo(db: Db, options: { password?: string; config?: AirlockConfig } = {}): Promise<DemoCredentials | null> {
+  const actor = { type: "system", name: "seed" } satisfies Actor;
   return db.$transaction(
     async (tx) => {
       if ((await tx.user.count()) > 0) return null;
@@ -58,6 +67,7 @@ export async function seedDemo(db: Db, options: { password?: string } = {}): Pro
       const agent = await createAgent(tx, actor, { name: DEMO_AGENT, ownerEmail: "admin@airlock.local" });
       await publishPolicyText(tx, actor, defaultPolicyText());
       for (const dataset of DEMO_DATASETS) await createDataset(tx, actor, dataset);
+      if (options.config) await registerServers(tx, options.config, actor);
       return { users, agent: { name: agent.name, token: agent.token } };
     },
     { timeout: 60_000 },

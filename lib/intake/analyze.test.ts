@@ -373,6 +373,18 @@ describe("type checking", () => {
     expect(result.findings).toEqual([]);
   });
 
+  it("lets an empty array grow with what is pushed, and takes untyped helpers as they are", () => {
+    const result = analyze(
+      [
+        "const rows = [];",
+        'for (const inv of await tools.ledger.listInvoices({ status: "open" })) rows.push(inv.id);',
+        "function total(items) { return items.length; }",
+        "return total(rows) + rows.length;",
+      ].join("\n"),
+    );
+    expect(result.findings).toEqual([]);
+  });
+
   it("does not report unresolvable imports as type errors (disallowed_import covers them)", () => {
     const result = analyze('import x from "left-pad";\nreturn x;');
     expect(codes(result)).toEqual(["disallowed_import"]);

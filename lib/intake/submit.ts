@@ -5,12 +5,19 @@
  * Guarantees:
  * - the body is validated with a closed schema; oversize code is refused with the limit named;
  * - the same idempotency key with the same body returns the same run; with a different body it is
- *   a conflict (the key is unique per agent in the database, so two racing submits cannot both win);
+ *   a conflict. The key is looked up again under the agent's lock before the run is stored, so of
+ *   racing submits one stores the run and every other gets it back or a conflict, never a run of
+ *   another body;
  * - agent text (code, purpose, provenance, idempotencyKey, inputs) holding U+0000 or a lone
  *   surrogate is refused naming the field, never repaired (PostgreSQL cannot store either);
  * - a refused submission leaves a `run.refused` audit event;
- * - budgets (runs per hour, concurrent runs, sandbox CPU-seconds per day) and the loop breaker (the
- *   same code failing N times in a window) refuse with BUDGET_EXCEEDED before any work is done;
+ * - budgets (runs per hour, concurrent runs, sandbox CPU-seconds per day, runs waiting for review)
+ *   and the loop breaker (the same code failing N times in a window) refuse with BUDGET_EXCEEDED;
+ *   they are checked before any work is done and again under a per-agent lock in the transaction
+ *   that stores the run, so parallel submissions cannot overrun them. CPU-seconds count what runs
+ *   that finished in the last day used plus the whole CPU limit of every run approved and not yet
+ *   finished, this one included; the cap on runs waiting for review applies to a run that would
+ *   escalate;
  * - analysis and policy see only server-side facts (the tool registry, dataset classes), never the
  *   agent's claims; the decision, its reasons, the policy version and the Cedar request are stored
  *   with the run, with the limits it is decided on (lib/runs/limits.ts), and every state
@@ -33,7 +40,7 @@ import { analyzeScript } from "@/lib/intake/analyze";
 import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
 import { buildPolicyRequest } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
-import { notifyEscalation } from "@/lib/review/notify";
+import { notifyEscalation } from "@/lib/runs/notify";
 import { decideRunLimits } from "@/lib/runs/limits";
 import { presentRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
 import { transitionRun } from "@/lib/runs/states";
@@ -97,12 +104,20 @@ function parseSubmit(raw: unknown) {
   return parsed.data;
 }
 
-async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string): Promise<void> {
+/** Statuses of a run that is approved and not finished: it counts against the concurrency budget and reserves its CPU limit. */
+// A run in its plan preview counts against the cap on runs waiting for review (and runs per hour), not here.
+const IN_FLIGHT = ["auto_approved", "approved", "queued", "running"] as const;
+
+/** What the run being submitted would add: its CPU limit, and whether it would wait for review (unknown before policy decides). */
+type Proposed = { cpuSeconds: number; escalates: boolean };
+
+async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, proposed: Proposed): Promise<void> {
   const config = env();
   const hourAgo = new Date(Date.now() - 3_600_000);
-  const [lastHour, active, failures, cpu] = await Promise.all([
+  const [lastHour, active, pending, failures, cpu] = await Promise.all([
     db.run.count({ where: { agentId, createdAt: { gte: hourAgo } } }),
-    db.run.count({ where: { agentId, status: { in: ["auto_approved", "approved", "queued", "running"] } } }),
+    db.run.count({ where: { agentId, status: { in: [...IN_FLIGHT] } } }),
+    db.run.count({ where: { agentId, status: { in: ["previewing", "pending_review"] } } }),
     db.run.count({
       where: {
         agentId,
@@ -111,9 +126,13 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string):
         createdAt: { gte: new Date(Date.now() - config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES * 60_000) },
       },
     }),
-    db.$queryRaw<{ ms: number | null }[]>`
-      SELECT COALESCE(SUM((execution->>'cpuMs')::numeric), 0)::float8 AS ms FROM "Run"
-      WHERE "agentId" = ${agentId}::uuid AND "finishedAt" >= now() - interval '1 day'`,
+    // Finished runs count what they used; runs in flight reserve their whole CPU limit.
+    db.$queryRaw<{ usedMs: number; reservedMs: number }[]>`
+      SELECT
+        COALESCE(SUM((execution->>'cpuMs')::numeric) FILTER (WHERE NOT status::text = ANY(${[...IN_FLIGHT]}::text[])), 0)::float8 AS "usedMs",
+        COALESCE(SUM(COALESCE((limits->>'cpuSeconds')::numeric, ${RUN_LIMIT_DEFAULTS.cpuSeconds}) * 1000) FILTER (WHERE status::text = ANY(${[...IN_FLIGHT]}::text[])), 0)::float8 AS "reservedMs"
+      FROM "Run"
+      WHERE "agentId" = ${agentId}::uuid AND ("finishedAt" >= now() - interval '1 day' OR status::text = ANY(${[...IN_FLIGHT]}::text[]))`,
   ]);
   if (lastHour >= config.AIRLOCK_BUDGET_RUNS_PER_HOUR) {
     throw new BudgetExceeded(`This agent submitted ${lastHour} runs in the last hour; the budget is ${config.AIRLOCK_BUDGET_RUNS_PER_HOUR}.`);
@@ -121,15 +140,22 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string):
   if (active >= config.AIRLOCK_BUDGET_CONCURRENT_RUNS) {
     throw new BudgetExceeded(`This agent has ${active} runs queued or running; the budget is ${config.AIRLOCK_BUDGET_CONCURRENT_RUNS} at once.`);
   }
+  if (proposed.escalates && pending >= config.AIRLOCK_BUDGET_PENDING_REVIEWS) {
+    throw new BudgetExceeded(
+      `This agent has ${pending} runs waiting for review; the budget is ${config.AIRLOCK_BUDGET_PENDING_REVIEWS}. Wait for reviewers to decide, or cancel some of them.`,
+    );
+  }
   if (failures >= config.AIRLOCK_LOOP_BREAKER_FAILURES) {
     throw new BudgetExceeded(
       `This exact script failed or was refused ${failures} times in the last ${config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES} minutes; change the approach instead of resubmitting it.`,
     );
   }
-  const cpuSeconds = (cpu[0]?.ms ?? 0) / 1000;
-  if (cpuSeconds >= config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY) {
+  const used = (cpu[0]?.usedMs ?? 0) / 1000;
+  const reserved = (cpu[0]?.reservedMs ?? 0) / 1000;
+  if (used + reserved + proposed.cpuSeconds > config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY) {
     throw new BudgetExceeded(
-      `This agent used ${Math.round(cpuSeconds)} sandbox CPU-seconds today; the budget is ${config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY}.`,
+      `This agent used ${Math.round(used)} sandbox CPU-seconds today and its runs not finished yet may use ${Math.round(reserved)} more; ` +
+        `this run may use up to ${proposed.cpuSeconds}, and the budget is ${config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY} a day.`,
     );
   }
 }
@@ -179,9 +205,9 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): P
 
   if (input.idempotencyKey) {
     const existing = await db.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
-    if (existing) return sameOrConflict(db, existing, requestDigest);
+    if (existing) return presentRun(db, sameRequest(existing, requestDigest));
   }
-  await enforceBudgets(db, actor.id, codeSha256);
+  await enforceBudgets(db, actor.id, codeSha256, { cpuSeconds: RUN_LIMIT_DEFAULTS.cpuSeconds, escalates: false });
 
   if (input.inputs.length > 0) requireScope(actor, "inputs:read");
   const datasets = await db.dataset.findMany({ where: { name: { in: input.inputs } }, select: { id: true, name: true, sha256: true, dataClass: true } });
@@ -210,6 +236,7 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): P
     capabilitySet: analysis.capabilitySet,
     inputDataClasses: [...new Set(inputs.map((i) => i.dataClass as DataClass))],
     limits: RUN_LIMIT_DEFAULTS,
+    isolation: deps.isolation,
   });
   const decision: PolicyDecision = policy
     ? decide(policyRequest, policy.prepared)
@@ -218,97 +245,97 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): P
         approvalsRequired: 0,
         reasons: [{ policyId: BUILTIN_REASONS.defaultDeny, text: "No policy version is published, so nothing may run.", source: "" }],
       };
-  const status = STATUS_BY_DECISION[decision.decision];
+  // An escalated run that calls tools that are not read-only is previewed first (lib/runs/preview.ts).
+  const status = decision.decision === "escalate" && analysis.facts.effect !== "read_only" ? "previewing" : STATUS_BY_DECISION[decision.decision];
   const limits = decideRunLimits(analysis.callSites, decision.maxWritesPerTool);
 
-  const run = await db
-    .$transaction(async (tx) => {
-      // Checked again under a per-agent lock, so parallel submissions cannot overrun the budgets.
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`budget:${actor.id}`}))`;
-      await enforceBudgets(tx, actor.id, codeSha256);
-      const created = await tx.run.create({
-        data: {
-          agentId: actor.id,
-          status: "submitted",
-          language: input.language,
-          code: input.code,
-          codeSha256,
-          purpose: input.purpose,
-          provenance: runColumnValue("provenance", input.provenance),
-          inputs: runColumnValue("inputs", inputs),
-          inputsDigest,
-          idempotencyKey: input.idempotencyKey ?? null,
-          requestDigest,
-        },
-      });
-      const runId = created.id;
-      await recordAudit(tx, {
-        actor,
-        action: "run.submitted",
-        subject: { type: "run", id: runId },
-        data: { codeSha256, purpose: input.purpose, inputsDigest, language: input.language },
-      });
-      await transitionRun(
-        tx,
-        { type: "system", name: "analysis" },
-        {
-          runId,
-          from: "submitted",
-          to: "analyzed",
-          data: {
-            capabilitySet: runColumnValue("capabilitySet", analysis.capabilitySet),
-            findings: runColumnValue("findings", analysis.findings),
-            facts: runColumnValue("facts", analysis.facts),
-            javascript: analysis.javascript,
-          },
-          audit: { capabilitySet: analysis.capabilitySet, facts: analysis.facts, findings: analysis.findings.map((f) => f.code) },
-        },
-      );
-      await transitionRun(
-        tx,
-        { type: "system", name: "policy" },
-        {
-          runId,
-          from: "analyzed",
-          to: status,
-          data: {
-            decision: decision.decision,
-            decisionReasons: runColumnValue("decisionReasons", decision.reasons),
-            approvalsRequired: decision.approvalsRequired,
-            reviewerRole: decision.reviewerRole ?? null,
-            policyVersionId: policy?.id ?? null,
-            policyRequest: runColumnValue("policyRequest", policyRequest as RunColumnValue<"policyRequest">),
-            limits: runColumnValue("limits", limits),
-            reviewExpiresAt: status === "pending_review" ? new Date(Date.now() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000) : null,
-          },
-          audit: {
-            decision: decision.decision,
-            policyVersion: policy?.version ?? null,
-            reasons: decision.reasons.map((r) => r.policyId),
-            approvalsRequired: decision.approvalsRequired,
-            limits,
-          },
-        },
-      );
-      if (status === "auto_approved") await transitionRun(tx, { type: "system", name: "runs" }, { runId, from: "auto_approved", to: "queued" });
-      return tx.run.findUniqueOrThrow({ where: { id: runId } });
-    })
-    .catch(async (error: unknown) => {
-      // Two submits with the same key raced; the loser answers like a retry.
-      if (input.idempotencyKey && (error as { code?: string }).code === "P2002") {
-        const winner = await db.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
-        if (winner) return winner;
-      }
-      throw error;
+  const stored = await db.$transaction(async (tx) => {
+    // Checked again under a per-agent lock, so parallel submissions cannot overrun the budgets
+    // or store a run under a key another submission has just used.
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`budget:${actor.id}`}))`;
+    if (input.idempotencyKey) {
+      const existing = await tx.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
+      if (existing) return { run: sameRequest(existing, requestDigest), created: false };
+    }
+    await enforceBudgets(tx, actor.id, codeSha256, { cpuSeconds: limits.cpuSeconds, escalates: status === "pending_review" || status === "previewing" });
+    const created = await tx.run.create({
+      data: {
+        agentId: actor.id,
+        status: "submitted",
+        language: input.language,
+        code: input.code,
+        codeSha256,
+        purpose: input.purpose,
+        provenance: runColumnValue("provenance", input.provenance),
+        inputs: runColumnValue("inputs", inputs),
+        inputsDigest,
+        idempotencyKey: input.idempotencyKey ?? null,
+        requestDigest,
+      },
     });
-  if (run.status === "queued") deps.startExecution(run.id);
-  if (run.status === "pending_review") void notifyEscalation(run.id, db);
+    const runId = created.id;
+    await recordAudit(tx, {
+      actor,
+      action: "run.submitted",
+      subject: { type: "run", id: runId },
+      data: { codeSha256, purpose: input.purpose, inputsDigest, language: input.language },
+    });
+    await transitionRun(
+      tx,
+      { type: "system", name: "analysis" },
+      {
+        runId,
+        from: "submitted",
+        to: "analyzed",
+        data: {
+          capabilitySet: runColumnValue("capabilitySet", analysis.capabilitySet),
+          findings: runColumnValue("findings", analysis.findings),
+          facts: runColumnValue("facts", analysis.facts),
+          javascript: analysis.javascript,
+        },
+        audit: { capabilitySet: analysis.capabilitySet, facts: analysis.facts, findings: analysis.findings.map((f) => f.code) },
+      },
+    );
+    await transitionRun(
+      tx,
+      { type: "system", name: "policy" },
+      {
+        runId,
+        from: "analyzed",
+        to: status,
+        data: {
+          decision: decision.decision,
+          decisionReasons: runColumnValue("decisionReasons", decision.reasons),
+          approvalsRequired: decision.approvalsRequired,
+          reviewerRole: decision.reviewerRole ?? null,
+          policyVersionId: policy?.id ?? null,
+          policyRequest: runColumnValue("policyRequest", policyRequest as RunColumnValue<"policyRequest">),
+          limits: runColumnValue("limits", limits),
+          reviewExpiresAt: status === "pending_review" || status === "previewing" ? new Date(Date.now() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000) : null,
+        },
+        audit: {
+          decision: decision.decision,
+          policyVersion: policy?.version ?? null,
+          reasons: decision.reasons.map((r) => r.policyId),
+          approvalsRequired: decision.approvalsRequired,
+          limits,
+        },
+      },
+    );
+    if (status === "auto_approved") await transitionRun(tx, { type: "system", name: "runs" }, { runId, from: "auto_approved", to: "queued" });
+    return { run: await tx.run.findUniqueOrThrow({ where: { id: runId } }), created: true };
+  });
+  const { run } = stored;
+  if (stored.created && run.status === "queued") deps.startExecution(run.id);
+  if (stored.created && run.status === "previewing") deps.startPreview(run.id);
+  if (stored.created && run.status === "pending_review") void notifyEscalation(run.id, db);
   return presentRun(db, run);
 }
 
-async function sameOrConflict(db: Db, existing: Run, requestDigest: string): Promise<RunView> {
+/** The run stored under the key, if it was stored for this very request; otherwise a conflict. */
+function sameRequest(existing: Run, requestDigest: string): Run {
   if (existing.requestDigest !== requestDigest) {
     throw new AppError("conflict", "This idempotencyKey was already used with a different request; use a new key for a new script.");
   }
-  return presentRun(db, existing);
+  return existing;
 }

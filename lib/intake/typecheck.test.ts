@@ -21,6 +21,7 @@ const tool = (name: string, inputSchema: Record<string, unknown>, outputSchema: 
   hash: "x",
   inputSchema,
   outputSchema,
+  preview: null,
 });
 
 const TOOLS = [

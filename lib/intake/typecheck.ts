@@ -29,6 +29,7 @@ const WRAPPER_TAIL = "\n}\n";
 
 /** Cannot find module / its types: reported as disallowed_import by the walk instead. */
 const IGNORED_CODES = new Set([2307, 2792, 7016]);
+const IMPLICIT_ANY = (code: number) => code >= 7000 && code < 7100;
 
 const CHECK_OPTIONS: ts.CompilerOptions = {
   target: ts.ScriptTarget.ES2023,
@@ -38,8 +39,10 @@ const CHECK_OPTIONS: ts.CompilerOptions = {
   lib: ["lib.es2024.d.ts"],
   types: [],
   strict: true,
-  // Agents write small helpers without annotations; that is not worth blocking a run over.
-  noImplicitAny: false,
+  // On so that `const rows = []` grows with what is pushed (off, it is never[] and every push is an
+  // error); its own complaints (TS7xxx, implicit any) are dropped: agents write small helpers
+  // without annotations, and that is not worth holding a run over.
+  noImplicitAny: true,
   verbatimModuleSyntax: true,
   noResolve: true,
   noEmit: true,
@@ -179,7 +182,7 @@ export function typeCheckScript(submitted: ts.SourceFile, declarations: string):
   };
   return program
     .getSemanticDiagnostics(script)
-    .filter((d) => !IGNORED_CODES.has(d.code))
+    .filter((d) => !IGNORED_CODES.has(d.code) && !IMPLICIT_ANY(d.code))
     .map((d) => {
       const offset = toOriginal(d.start ?? 0);
       const { line, character } = submitted.getLineAndCharacterOfPosition(offset);

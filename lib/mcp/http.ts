@@ -4,8 +4,9 @@
  * Each request is handled by a fresh MCP server and a stateless transport: nothing about one
  * request (its agent, its scopes) can leak into another, and any number of web processes can
  * serve the same agent. Per request, in this order:
- *  1. DNS-rebinding guard: the Host header (and Origin, when sent) must name this deployment —
- *     loopback names, AIRLOCK_PUBLIC_URL's host, or AIRLOCK_ALLOWED_HOSTS — else 403;
+ *  1. DNS-rebinding guard: the Host header (exactly `name[:port]`) and the Origin, when sent, must
+ *     name this deployment — loopback names, AIRLOCK_HOST, AIRLOCK_PUBLIC_URL's host, or
+ *     AIRLOCK_ALLOWED_HOSTS (lib/auth/hosts.ts, as for the console) — else 403;
  *  2. bearer authentication: a missing, unknown, revoked or expired token gets the same 401 with
  *     `WWW-Authenticate: Bearer resource_metadata=…` (RFC 9728) — callers cannot tell them apart;
  *     every token sent and refused is audited as `auth.token_rejected`, aggregated per token
@@ -14,49 +15,17 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { authenticateAgentToken } from "@/lib/auth/agents";
+import { hostViolation, originViolation } from "@/lib/auth/hosts";
 import { tokenRejections } from "@/lib/auth/token-rejections";
 import { prisma } from "@/lib/db";
 import { env } from "@/lib/env";
 import { createMcpServer } from "./server";
 
-const LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]", "::1"];
 export const MAX_MCP_BODY_BYTES = 1024 * 1024;
 
-function allowedHostnames(): Set<string> {
-  const config = env();
-  const hosts = new Set(LOOPBACK_HOSTS);
-  if (config.AIRLOCK_PUBLIC_URL) hosts.add(new URL(config.AIRLOCK_PUBLIC_URL).hostname.toLowerCase());
-  for (const host of config.AIRLOCK_ALLOWED_HOSTS?.split(",") ?? []) {
-    if (host.trim()) hosts.add(host.trim().toLowerCase());
-  }
-  return hosts;
-}
-
-function hostnameOf(hostHeader: string): string | null {
-  try {
-    return new URL(`http://${hostHeader}`).hostname.toLowerCase();
-  } catch {
-    return null;
-  }
-}
-
-/** null when the request names this deployment; otherwise why not. */
+/** null when the request names this deployment (lib/auth/hosts.ts); otherwise why not. */
 export function rebindingViolation(request: Request): string | null {
-  const allowed = allowedHostnames();
-  const host = request.headers.get("host");
-  const hostname = host ? hostnameOf(host) : null;
-  if (!hostname || !allowed.has(hostname)) return `Host ${JSON.stringify(host)} is not allowed`;
-  const origin = request.headers.get("origin");
-  if (origin !== null) {
-    let originHost: string | null = null;
-    try {
-      originHost = new URL(origin).hostname.toLowerCase();
-    } catch {
-      /* unparseable origin: refused below */
-    }
-    if (!originHost || !allowed.has(originHost)) return `Origin ${JSON.stringify(origin)} is not allowed`;
-  }
-  return null;
+  return hostViolation(request) ?? originViolation(request);
 }
 
 /** The public base URL: AIRLOCK_PUBLIC_URL, or what the (already validated) request was sent to. */

@@ -33,6 +33,7 @@ const TASK_STATUS = {
   approved: "working",
   queued: "working",
   running: "working",
+  previewing: "working",
   pending_review: "input_required",
   succeeded: "completed",
   denied: "failed",
@@ -45,6 +46,7 @@ const TASK_STATUS = {
 } as const satisfies Record<Run["status"], Task["status"]>;
 
 function statusMessage(run: Run): string | undefined {
+  if (run.status === "previewing") return "Building the plan of writes reviewers will approve (a dry run; nothing is written).";
   if (run.status === "pending_review") return `Waiting for ${run.approvalsRequired} reviewer approval(s).`;
   if (run.status === "queued") return "Approved; waiting for an executor.";
   if (run.status === "running") return "Running in the sandbox.";

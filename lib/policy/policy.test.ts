@@ -24,6 +24,7 @@ function request(overrides: Partial<PolicyRequestInput> = {}) {
     capabilitySet: ["docs.search"],
     inputDataClasses: [],
     limits: { timeoutMs: 30_000, cpuSeconds: 60, heapMb: 128, maxToolCalls: 100 },
+    isolation: "strict",
     ...overrides,
   });
 }
@@ -43,6 +44,14 @@ function decideScript(code: string, allowedPackages: string[] = []) {
 }
 
 describe("the default policy set", () => {
+  it("denies a tool call whose arguments break the schema or the declared types, and escalates other type errors", () => {
+    expect(ids(decideScript("await tools.docs.search({ query: 42 });\nreturn 1;"))).toEqual(["deny-invalid-arguments"]);
+    const typo = decideScript('const hits = await tools.docs.search({ query: "x" });\nconst n: number = hits;\nreturn n;');
+    expect(typo.decision).toBe("escalate");
+    expect(ids(typo)).toContain("review-type-errors");
+    expect(decideScript('const hits = await tools.docs.search({ query: "x" });\nreturn hits.length;').decision).toBe("allow");
+  });
+
   it("validates against the schema without errors or warnings", () => {
     expect(validatePolicyText(defaultPolicyText())).toEqual({ ok: true, errors: [], warnings: [] });
   });

@@ -5,7 +5,9 @@
  * principal `Agent::"<id>"` (with its owning `User`), action `Action::"run"`, resource
  * `Proposal::"submitted"` carrying everything policy may look at: effect class, open world,
  * data classes of tools and inputs, finding codes and counts, the capability set and the
- * requested limits. Every attribute is required, so a policy never needs `has`.
+ * requested limits, and the sandbox isolation level the run is decided on (the level this
+ * deployment executes at, lib/runs/isolation.ts). Every attribute is required, so a policy never
+ * needs `has`.
  *
  * Guarantees: the request is plain JSON (it can be stored with the decision and replayed
  * against a draft later), and it is built only from analysis output and server-side facts;
@@ -19,9 +21,9 @@ import type { EntityJson, EntityUidJson } from "@cedar-policy/cedar-wasm/nodejs"
 import type { DataClass } from "@/lib/contracts/data-classes";
 import type { ScriptFacts } from "@/lib/contracts/analysis";
 import type { Finding } from "@/lib/contracts/analysis";
-import type { RunLimits } from "@/lib/sandbox/types";
+import type { IsolationLevel, RunLimits } from "@/lib/sandbox/types";
 
-export const POLICY_REQUEST_VERSION = 1;
+export const POLICY_REQUEST_VERSION = 2;
 
 /** Name under which the schema is pre-parsed inside the Cedar module. */
 export const SCHEMA_NAME = `airlock-v${POLICY_REQUEST_VERSION}`;
@@ -61,6 +63,8 @@ entity Proposal = {
     heapMb: Long,
     maxToolCalls: Long,
   },
+  // the sandbox level runs execute at: "strict" (bubblewrap) or "permission-only" (degraded)
+  isolation: String,
 };
 
 action run appliesTo {
@@ -77,6 +81,7 @@ export type PolicyRequestInput = {
   capabilitySet: readonly string[];
   inputDataClasses: readonly DataClass[];
   limits: RunLimits;
+  isolation: IsolationLevel;
 };
 
 export type PolicyRequest = {
@@ -129,6 +134,7 @@ export function buildPolicyRequest(input: PolicyRequestInput): PolicyRequest {
             heapMb: input.limits.heapMb,
             maxToolCalls: input.limits.maxToolCalls,
           },
+          isolation: input.isolation,
         },
         parents: [],
       },
@@ -138,9 +144,11 @@ export function buildPolicyRequest(input: PolicyRequestInput): PolicyRequest {
 
 /**
  * Proposal attributes added after version 1, by the version that added them, with the value an
- * older stored request takes for them on replay. Empty while the schema is at version 1.
+ * older stored request takes for them on replay. Version 2 added `isolation`; requests decided
+ * before it replay as `strict`, the default level (a deployment configured for permission-only
+ * before then replays as if it had been strict).
  */
-const ADDED_ATTRIBUTES: Readonly<Record<number, Readonly<Record<string, unknown>>>> = {};
+const ADDED_ATTRIBUTES: Readonly<Record<number, Readonly<Record<string, unknown>>>> = { 2: { isolation: "strict" } };
 
 /** A stored request brought to the current schema version, for replay against a draft. */
 export function upgradePolicyRequest(stored: PolicyRequest): PolicyRequest {

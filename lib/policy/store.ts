@@ -4,11 +4,19 @@
  * Guarantees: exactly one version is published at a time (publishing retires the previous one in
  * the same transaction, audited); a prepared Cedar set is cached per version id, so deciding costs
  * one indexed read; with no published version every proposal is denied with a reason (fail closed).
+ * Four eyes: a person never publishes alone. An admin proposes a version (`policy.proposed`); a
+ * different admin approves it, which publishes it (`policy.published`, naming both).
+ *
+ * Refuses (AppError "forbidden", `details.reason`, recorded by the door as `auth.forbidden`): a
+ * person publishing directly (`four_eyes`), an actor that is not a person proposing or approving
+ * (`person_required`), the proposer approving their own version (`own_proposal`). Approving a
+ * version that is not proposed is a conflict; drafts with errors are refused with line and column.
  */
 import { recordAudit } from "@/lib/audit/record";
 import type { Actor } from "@/lib/contracts/scopes";
 import { requireScope } from "@/lib/contracts/scopes";
 import type { Db, Tx } from "@/lib/db";
+import { AppError } from "@/lib/errors";
 import { preparePolicySet, type PreparedPolicySet } from "./policy-set";
 
 export type PublishedPolicy = { id: string; version: number; prepared: PreparedPolicySet };
@@ -26,8 +34,13 @@ export async function publishedPolicy(db: Db | Tx): Promise<PublishedPolicy | nu
   return { id: row.id, version: row.version, prepared: set };
 }
 
-async function nextVersion(tx: Tx): Promise<number> {
+/** Serializes new versions and publications (an arbitrary constant naming the advisory lock). */
+async function lockVersions(tx: Tx): Promise<void> {
   await tx.$executeRaw`SELECT pg_advisory_xact_lock(7231004418)`;
+}
+
+async function nextVersion(tx: Tx): Promise<number> {
+  await lockVersions(tx);
   const last = await tx.policyVersion.findFirst({ orderBy: { version: "desc" }, select: { version: true } });
   return (last?.version ?? 0) + 1;
 }
@@ -44,15 +57,28 @@ export async function saveDraft(tx: Tx, actor: Actor, text: string): Promise<{ i
   return row;
 }
 
-/** Creates a new version from `text` and publishes it at once (the console's, seed's and CLI's path). */
+/** The person behind a proposal or an approval: a system actor or an agent is refused. */
+function requirePerson(actor: Actor, doing: string): Extract<Actor, { type: "user" }> {
+  if (actor.type === "user") return actor;
+  throw new AppError("forbidden", `Only a signed-in admin can ${doing}; with the CLI, name yourself with --as EMAIL.`, {
+    details: { reason: "person_required" },
+  });
+}
+
+/**
+ * Creates a new version from `text` and publishes it at once, without a second person: only for
+ * Airlock's own system actors (the demo seed's default policy on a first start). People propose.
+ */
 export async function publishPolicyText(tx: Tx, actor: Actor, text: string): Promise<{ id: string; version: number }> {
   requireScope(actor, "policies:manage");
+  if (actor.type !== "system") {
+    throw new AppError("forbidden", "A policy version is published by a second admin's approval; propose it instead.", { details: { reason: "four_eyes" } });
+  }
   preparePolicySet(text); // throws a typed validation error with line and column
   const version = await nextVersion(tx);
-  const createdById = actor.type === "user" ? actor.id : null;
   await tx.policyVersion.updateMany({ where: { status: "published" }, data: { status: "retired" } });
   const row = await tx.policyVersion.create({
-    data: { version, text, status: "published", createdById, publishedById: createdById, publishedAt: new Date() },
+    data: { version, text, status: "published", publishedAt: new Date() },
     select: { id: true, version: true },
   });
   await recordAudit(tx, {
@@ -62,4 +88,49 @@ export async function publishPolicyText(tx: Tx, actor: Actor, text: string): Pro
     data: { version, lines: text.split("\n").length },
   });
   return row;
+}
+
+/** An admin proposes `text` as the next version; it decides nothing until a second admin approves it. */
+export async function proposePolicyText(tx: Tx, actor: Actor, text: string): Promise<{ id: string; version: number }> {
+  requireScope(actor, "policies:manage");
+  const person = requirePerson(actor, "propose a policy");
+  preparePolicySet(text); // throws a typed validation error with line and column
+  const version = await nextVersion(tx);
+  const row = await tx.policyVersion.create({
+    data: { version, text, status: "proposed", createdById: person.id },
+    select: { id: true, version: true },
+  });
+  await recordAudit(tx, {
+    actor,
+    action: "policy.proposed",
+    subject: { type: "policy_version", id: row.id },
+    data: { version, lines: text.split("\n").length },
+  });
+  return row;
+}
+
+/**
+ * A second admin approves proposed version `version`: it is published and the previous published
+ * version retired, in one transaction serialized with every other new or published version.
+ */
+export async function approvePolicyVersion(tx: Tx, actor: Actor, version: number): Promise<{ id: string; version: number }> {
+  requireScope(actor, "policies:manage");
+  const person = requirePerson(actor, "approve a policy");
+  await lockVersions(tx);
+  const row = await tx.policyVersion.findUnique({ where: { version }, select: { id: true, status: true, text: true, createdById: true } });
+  if (!row) throw new AppError("not_found", `No policy version ${version}.`);
+  if (row.status !== "proposed") throw new AppError("conflict", `Version ${version} is ${row.status}; only a proposed version can be approved.`);
+  if (row.createdById === person.id) {
+    throw new AppError("forbidden", `You proposed version ${version}; a second admin must approve it.`, { details: { reason: "own_proposal" } });
+  }
+  preparePolicySet(row.text);
+  await tx.policyVersion.updateMany({ where: { status: "published" }, data: { status: "retired" } });
+  await tx.policyVersion.update({ where: { id: row.id }, data: { status: "published", publishedById: person.id, publishedAt: new Date() } });
+  await recordAudit(tx, {
+    actor,
+    action: "policy.published",
+    subject: { type: "policy_version", id: row.id },
+    data: { version, lines: row.text.split("\n").length, proposedById: row.createdById, approvedById: person.id },
+  });
+  return { id: row.id, version };
 }

@@ -2,6 +2,7 @@
  * The review console's DTO types, for components. Type-only re-exports: nothing of the
  * server-only presenters reaches a client bundle through this file.
  */
+export type { CallArgument, ToolUse, ToolUses } from "./tool-uses";
 export type { DecisionBlocker, DecisionBlockerCode } from "./decision-rules";
 export type { DiffLine, LineDiff } from "@/lib/untrusted/diff";
 export type { HighlightedLine, Token, TokenKind } from "./highlight";

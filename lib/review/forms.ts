@@ -16,6 +16,7 @@ export const decisionFormSchema = z
     capabilitySet: field,
     inputsDigest: field,
     policyVersionId: field.optional(),
+    planDigest: field.optional(),
   })
   .strict()
   .transform((form, ctx) => {
@@ -35,6 +36,7 @@ export const decisionFormSchema = z
         capabilitySet,
         inputsDigest: form.inputsDigest,
         policyVersionId: form.policyVersionId ? form.policyVersionId : null,
+        planDigest: form.planDigest ? form.planDigest : null,
       },
     };
   });

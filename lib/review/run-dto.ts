@@ -8,6 +8,7 @@
  * marked, never dropped.
  */
 import type { DecidedRunLimits } from "@/lib/runs/limits";
+import type { ToolUses } from "./tool-uses";
 import type { DecisionBlockerCode } from "./decision-rules";
 import type { LineDiff } from "@/lib/untrusted/diff";
 import type { HighlightedLine } from "./highlight";
@@ -65,8 +66,16 @@ export type OutcomeView = {
   isolation: string | null;
 };
 
+/** The writes a plan preview intercepted, as reviewers approve them (lib/runs/plan.ts). */
+export type PlanView = {
+  digest: string;
+  writes: { seq: number; tool: string; arguments: string; money: { amount: string; currency: string | null; subject: string | null } | null }[];
+  /** Per currency: "3 refunds, 30.00 EUR, invoices inv_0001, …". */
+  totals: { currency: string | null; total: string; count: number; subjects: string[] }[];
+};
+
 /** The facts an approval is bound to, sent back with the decision as hidden fields. */
-export type DecisionBinding = { codeSha256: string; capabilitySet: string[]; inputsDigest: string; policyVersionId: string | null };
+export type DecisionBinding = { codeSha256: string; capabilitySet: string[]; inputsDigest: string; policyVersionId: string | null; planDigest: string | null };
 
 export type ViewerView = {
   /** Holds runs:review (sees the decision panel; the form itself only when canDecide). */
@@ -91,7 +100,11 @@ export type RunDetail = {
   reviewExpiresAt: string | null;
   startedAt: string | null;
   finishedAt: string | null;
+  /** The plan of writes from the preview; null when the run had none (read-only, or not escalated). */
+  plan: PlanView | null;
   code: CodeView;
+  /** Every tool reference in the code, with the arguments of each call (./tool-uses.ts). */
+  toolUses: ToolUses;
   findings: FindingItem[];
   facts: RunFacts;
   risk: Risk;

@@ -9,14 +9,16 @@
  * decision form, the cancel button), with ./decision-rules.ts decisionBlocker — the same rule
  * decideRun enforces again on the server, so the page's reason is the refusal's words.
  */
-import { runColumn } from "@/lib/contracts/run-columns";
+import { runColumn, type RunPlan } from "@/lib/contracts/run-columns";
 import "server-only";
 import type { UserActor } from "@/lib/auth/session";
 import type { Db } from "@/lib/db";
 import { parseRunLimits } from "@/lib/runs/limits";
+import { moneyTotals } from "@/lib/runs/plan";
 import { inertText } from "@/lib/untrusted/inert";
+import { toolUses } from "./tool-uses";
 import { riskOf, runFacts } from "./risk";
-import type { RunDetail } from "./run-dto";
+import type { PlanView, RunDetail } from "./run-dto";
 import {
   capabilityItems,
   codeView,
@@ -110,6 +112,22 @@ async function loadActorNames(db: Db, events: { actorType: string; actorId: stri
   return { emails: new Map(users.map((u) => [u.id, u.email])), agents: new Map(agents.map((a) => [a.id, a.name])) };
 }
 
+function planView(plan: RunPlan | null): PlanView | null {
+  if (!plan) return null;
+  return {
+    digest: plan.digest,
+    writes: plan.writes.map((write) => ({
+      seq: write.seq,
+      tool: `${write.server}.${write.tool}`,
+      arguments: inertText(JSON.stringify(write.arguments, null, 2), 8_000),
+      money: write.money
+        ? { amount: write.money.amount, currency: write.money.currency, subject: write.money.subject && inertText(write.money.subject, 200) }
+        : null,
+    })),
+    totals: moneyTotals(plan).map((total) => ({ ...total, subjects: total.subjects.map((subject) => inertText(subject, 200)) })),
+  };
+}
+
 export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<RunDetail | null> {
   if (!UUID.test(id)) return null;
   const run = await loadRun(db, id);
@@ -129,6 +147,7 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
 
   const findings = findingItems(runColumn(run, "findings") ?? []);
   const facts = runFacts(runColumn(run, "facts"));
+  const plan = runColumn(run, "plan");
   return {
     id: run.id,
     status: run.status,
@@ -140,7 +159,9 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     reviewExpiresAt: run.reviewExpiresAt?.toISOString() ?? null,
     startedAt: run.startedAt?.toISOString() ?? null,
     finishedAt: run.finishedAt?.toISOString() ?? null,
+    plan: planView(plan),
     code: codeView(run.code, findings),
+    toolUses: toolUses(run.code, run.language),
     findings,
     facts,
     risk: riskOf(facts, findings),
@@ -158,7 +179,13 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     timeline: timelineItems(events, names),
     outcome: outcomeView(run),
     toolCalls: toolCallItems(run.toolCalls),
-    binding: { codeSha256: run.codeSha256, capabilitySet, inputsDigest: run.inputsDigest, policyVersionId: run.policyVersionId },
+    binding: {
+      codeSha256: run.codeSha256,
+      capabilitySet,
+      inputsDigest: run.inputsDigest,
+      policyVersionId: run.policyVersionId,
+      planDigest: plan?.digest ?? null,
+    },
     viewer: viewerView(run, viewer),
   };
 }

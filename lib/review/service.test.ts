@@ -17,7 +17,7 @@ import { createRuntime, demoConfig, type Runtime } from "@/lib/runs/runtime";
 import { submitRun } from "@/lib/intake/submit";
 import { getRun, type AgentActor } from "@/lib/runs/service";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { notifyEscalation } from "./notify";
+import { notifyEscalation } from "@/lib/runs/notify";
 import { expireReviews } from "@/lib/runs/expiry";
 import { decideRun, type ReviewDeps } from "./service";
 
@@ -43,7 +43,7 @@ async function user(email: string, role: User["role"]): Promise<User> {
 /** A fresh pending run (two approvals: it emails a customer, pii + open world). */
 async function pendingRun(): Promise<{
   runId: string;
-  seen: { codeSha256: string; capabilitySet: string[]; inputsDigest: string; policyVersionId: string | null };
+  seen: { codeSha256: string; capabilitySet: string[]; inputsDigest: string; policyVersionId: string | null; planDigest: string | null };
 }> {
   nonce++;
   const view = await submitRun(runtime, agent, {
@@ -51,11 +51,22 @@ async function pendingRun(): Promise<{
     purpose: `Remind a customer (${nonce})`,
     provenance: { model: "test-model", conversationId: "conv-1" },
   });
-  expect(view).toMatchObject({ status: "pending_review", approvalsRequired: 2 });
+  // A write is previewed first; the wait ends when its plan is ready for reviewers.
+  expect(view).toMatchObject({ status: "previewing", approvalsRequired: 2 });
+  expect(await getRun(runtime, agent, { runId: view.runId, waitSeconds: 30 })).toMatchObject({
+    status: "pending_review",
+    plan: [{ tool: "sendReminderEmail" }],
+  });
   const run = await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } });
   return {
     runId: run.id,
-    seen: { codeSha256: run.codeSha256, capabilitySet: run.capabilitySet as string[], inputsDigest: run.inputsDigest, policyVersionId: run.policyVersionId },
+    seen: {
+      codeSha256: run.codeSha256,
+      capabilitySet: run.capabilitySet as string[],
+      inputsDigest: run.inputsDigest,
+      policyVersionId: run.policyVersionId,
+      planDigest: (run.plan as { digest: string }).digest,
+    },
   };
 }
 
@@ -108,6 +119,7 @@ describe("decideRun", () => {
     expect(await actions(runId)).toEqual([
       "run.submitted",
       "run.analyzed",
+      "run.previewing",
       "run.pending_review",
       "run.reviewed",
       "run.reviewed",

@@ -21,7 +21,7 @@
  * - after the commit, the one transaction that queued the run hands it to the executor, once,
  *   through the `startExecution` its caller passes in (this module does not reach the runtime).
  *
- * Expiring pending reviews is lib/runs/expiry.ts. Notifications (lib/review/notify.ts) are sent
+ * Expiring pending reviews is lib/runs/expiry.ts. Notifications (lib/runs/notify.ts) are sent
  * after commit and never change the outcome.
  */
 import { runColumn } from "@/lib/contracts/run-columns";
@@ -33,8 +33,9 @@ import { AppError } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import type { RunDeps } from "@/lib/runs/service";
 import { transitionRun } from "@/lib/runs/states";
+import { storableString } from "@/lib/untrusted/storable-schema";
 import { decisionBlocker, decisionRefusal } from "./decision-rules";
-import { notifyDecision } from "./notify";
+import { notifyDecision } from "@/lib/runs/notify";
 
 export const VERDICTS = ["approve", "reject", "request_changes"] as const;
 export type Verdict = (typeof VERDICTS)[number];
@@ -46,6 +47,12 @@ export const seenSchema = z
     capabilitySet: z.array(z.string().min(1).max(300)).max(1_000),
     inputsDigest: z.string().regex(/^[0-9a-f]{64}$/, "inputsDigest must be a sha256 hex digest"),
     policyVersionId: z.uuid().nullable(),
+    /** The digest of the plan the page showed (lib/runs/preview.ts); null for a run without one. */
+    planDigest: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, "planDigest must be a sha256 hex digest")
+      .nullable()
+      .default(null),
   })
   .strict();
 
@@ -55,8 +62,7 @@ export const decisionSchema = z
   .object({
     runId: z.uuid("runId must be a run id"),
     verdict: z.enum(VERDICTS),
-    comment: z
-      .string()
+    comment: storableString()
       .trim()
       .max(5_000, "comment is limited to 5000 characters")
       .optional()
@@ -106,12 +112,13 @@ function sameSet(a: readonly string[], b: readonly string[]): boolean {
 }
 
 /** The fields of `seen` that no longer match the run (empty when the binding holds). */
-export function bindingChanges(run: Pick<Run, "id" | "codeSha256" | "capabilitySet" | "inputsDigest" | "policyVersionId">, seen: SeenFacts): string[] {
+export function bindingChanges(run: Pick<Run, "id" | "codeSha256" | "capabilitySet" | "inputsDigest" | "policyVersionId" | "plan">, seen: SeenFacts): string[] {
   const changed: string[] = [];
   if (run.codeSha256 !== seen.codeSha256) changed.push("codeSha256");
   if (!sameSet(runColumn(run, "capabilitySet") ?? [], seen.capabilitySet)) changed.push("capabilitySet");
   if (run.inputsDigest !== seen.inputsDigest) changed.push("inputsDigest");
   if ((run.policyVersionId ?? null) !== seen.policyVersionId) changed.push("policyVersionId");
+  if ((runColumn(run, "plan")?.digest ?? null) !== seen.planDigest) changed.push("planDigest");
   return changed;
 }
 

@@ -24,7 +24,8 @@ export type CallRow = {
   args: Prisma.InputJsonValue;
   result: Prisma.InputJsonValue | null;
   durationMs: number;
-  outcome: "ok" | "error";
+  /** "refused": not made (it left the approved plan); written once, like a completed call. */
+  outcome: "ok" | "error" | "refused";
   error: string | null;
   /** True once the "started" row is committed; its completion is then an update. */
   started: boolean;

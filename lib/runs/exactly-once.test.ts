@@ -77,8 +77,9 @@ async function finished(runId: string): Promise<RunView> {
   throw new Error(`run ${runId} did not finish`);
 }
 
-/** Approves an escalated run through the state machine (the review service is tested on its own). */
+/** Approves an escalated run, once its plan preview is done, through the state machine (the review service is tested on its own). */
 async function approve(runId: string): Promise<void> {
+  expect((await getRun(runtime, agent, { runId, waitSeconds: 30 })).status).toBe("pending_review");
   await db.prisma.$transaction(async (tx) => {
     await transitionRun(tx, system, { runId, from: "pending_review", to: "approved" });
     await transitionRun(tx, system, { runId, from: "approved", to: "queued" });
@@ -105,11 +106,10 @@ describe("the run always ends, once", () => {
 return "all good";`,
       purpose: "a refund whose record the database refuses",
     });
-    expect(view.status).toBe("pending_review");
     await approve(view.runId);
     const done = await finished(view.runId);
     expect(done).toMatchObject({ status: "failed", error: { code: "STORAGE_REJECTED" } });
-    expect(await db.prisma.runToolCall.count({ where: { runId: view.runId } })).toBe(0);
+    expect(await db.prisma.runToolCall.count({ where: { runId: view.runId, phase: "apply" } })).toBe(0);
     const refunds = (await runtime.broker.callTool("ledger", "listRefunds", { invoiceId, limit: 100 }, new AbortController().signal)) as {
       refunds: { reason: string }[];
     };
@@ -125,7 +125,7 @@ return "all good";`,
     const done = await finished(view.runId);
     expect(done.error ?? null).toBeNull();
     expect(done).toMatchObject({ status: "succeeded", result: "recorded first" });
-    const calls = await db.prisma.runToolCall.findMany({ where: { runId: view.runId } });
+    const calls = await db.prisma.runToolCall.findMany({ where: { runId: view.runId, phase: "apply" } });
     expect(calls).toHaveLength(1);
     expect(calls[0]).toMatchObject({ tool: "issueRefund", readOnly: false, outcome: "ok" });
     // Completed once: the trigger refuses any further change.

@@ -6,10 +6,16 @@
  *   nothing and walks away. Every later write (heartbeat, call records, the terminal state) is
  *   fenced by status, executor id and attempt, so an executor that was declared lost cannot write
  *   into the retry that replaced it;
+ * - a run decided at `strict` never executes below it: an executor that runs at permission-only
+ *   (started degraded, lib/runs/isolation.ts) fails such a run with SANDBOX_UNAVAILABLE unrun;
  * - the sandbox gets exactly what was approved: the capability set, the JavaScript analysis
  *   produced, copies of the datasets named at intake (verified by sha256 here), and the limits
  *   policy decided (`Run.limits`: wall clock, CPU, heap, total tool calls, per-tool caps for tools
  *   that are not read-only);
+ * - a run with an approved plan (lib/runs/preview.ts) follows it: every call to a tool that is not
+ *   read-only must be the next planned write with the same arguments (lib/runs/plan.ts); otherwise
+ *   the call is not made, the run stops and ends `failed` with PLAN_DIVERGED, listing the calls
+ *   already made;
  * - the record comes before the effect: a call to a tool that is not read-only is committed as
  *   "started" before it is forwarded, and if that record cannot be written the call is not made
  *   and the run fails with STORAGE_REJECTED (lib/runs/call-recorder.ts);
@@ -34,9 +40,11 @@ import { runColumn, runColumnValue } from "@/lib/contracts/run-columns";
 import { jsonDigest, sha256Hex } from "@/lib/digest";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
+import type { IsolationLevel } from "@/lib/sandbox/types";
 import { CONTENT_NORMALIZED_FLAG, normalizeContent } from "@/lib/untrusted/storable-text";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
 import { parseRunLimits } from "./limits";
+import { PlanFollower } from "./plan";
 import { transitionRun } from "./states";
 
 export type ExecutorDeps = {
@@ -47,6 +55,8 @@ export type ExecutorDeps = {
   callTool: CallTool;
   /** Identifies this executor in `Run.executorId`. */
   executorId: string;
+  /** The level this executor's sandboxes run at; a run decided at a stricter one is not run here. */
+  isolation: IsolationLevel;
   heartbeatMs?: number;
 };
 
@@ -54,7 +64,8 @@ export type ExecutorDeps = {
 const MAX_STORED_CALL_BYTES = 64 * 1024;
 const SYSTEM = { type: "system", name: "executor" } as const;
 
-function keep(value: unknown): Prisma.InputJsonValue {
+/** A call's args or result as stored: canonical JSON, replaced by its size past MAX_STORED_CALL_BYTES. */
+export function keep(value: unknown): Prisma.InputJsonValue {
   const text = canonicalJson(value ?? null);
   return (Buffer.byteLength(text) <= MAX_STORED_CALL_BYTES ? JSON.parse(text) : { truncated: true, bytes: Buffer.byteLength(text) }) as Prisma.InputJsonValue;
 }
@@ -73,7 +84,8 @@ async function claim(db: Db, runId: string, executorId: string) {
   });
 }
 
-async function stageInputs(db: Db, inputs: { name: string; datasetId: string; sha256: string }[]) {
+/** Copies of the run's datasets in a fresh directory, each verified against the sha256 approved at intake. */
+export async function stageInputs(db: Db, inputs: { name: string; datasetId: string; sha256: string }[]) {
   const dir = await mkdtemp(join(tmpdir(), "airlock-inputs-"));
   const staged = [];
   for (const input of inputs) {
@@ -101,12 +113,21 @@ function failedEnvelope(code: "SANDBOX_UNAVAILABLE" | "STORAGE_REJECTED", messag
   };
 }
 
-/** Heartbeats while the run is held; aborts when a cancel was requested from any process. */
-function startHeartbeat(db: Db, fence: RunFence, controller: AbortController, everyMs: number): () => void {
+/**
+ * Heartbeats while the run is held in `status` (running, or previewing for a preview); aborts when
+ * a cancel was requested from any process, or when the run is no longer held.
+ */
+export function startHeartbeat(
+  db: Db,
+  fence: RunFence,
+  controller: AbortController,
+  everyMs: number,
+  status: "running" | "previewing" = "running",
+): () => void {
   const timer = setInterval(() => {
     void db.$queryRaw<{ cancelRequestedAt: Date | null }[]>`
       UPDATE "Run" SET "heartbeatAt" = now()
-      WHERE id = ${fence.runId}::uuid AND status = 'running' AND "executorId" = ${fence.executorId} AND attempt = ${fence.attempt}
+      WHERE id = ${fence.runId}::uuid AND status = ${status}::"RunStatus" AND "executorId" = ${fence.executorId} AND attempt = ${fence.attempt}
       RETURNING "cancelRequestedAt"`
       .then((rows) => {
         // No row: the run was taken from this executor (declared lost); stop working on it.
@@ -141,6 +162,10 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   let calls = 0;
   let normalized = false;
   let storageFailure: StorageRejected | null = null;
+  const plan = runColumn(run, "plan");
+  const follower = plan ? new PlanFollower(plan) : null;
+  let divergence: string | null = null;
+  const made: string[] = [];
 
   const callTool: CallTool = async (server, tool, args, signal) => {
     const seq = seqBase + ++calls;
@@ -162,6 +187,19 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       error: null,
       started: false,
     };
+    let plannedSeq: number | null = null;
+    if (!row.readOnly && follower) {
+      const checked = follower.check(server, tool, safeArgs.value as JsonValue);
+      if (!checked.ok) {
+        divergence ??= checked.reason;
+        row.outcome = "refused";
+        row.error = `not made: the run left its approved plan (${checked.reason})`.slice(0, 2000);
+        recorder.add(row);
+        controller.abort();
+        throw new Error(`PLAN_DIVERGED: ${checked.reason}`);
+      }
+      plannedSeq = checked.seq;
+    }
     if (!row.readOnly) {
       try {
         await recorder.start(row);
@@ -176,6 +214,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       normalized ||= result.changed;
       row.resultDigest = jsonDigest(result.value);
       row.result = keep(result.value);
+      if (plannedSeq !== null) follower?.made(plannedSeq, result.value as JsonValue);
       return result.value;
     } catch (error) {
       const message = normalizeContent(error instanceof Error ? error.message : String(error));
@@ -186,12 +225,17 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
     } finally {
       row.durationMs = Math.round(performance.now() - started);
       recorder.add(row);
+      made.push(`${seq} ${server}.${tool} (${row.outcome})`);
     }
   };
 
   let envelope: Envelope;
   let stagingDir: string | null = null;
+  const decidedAt = decidedIsolation(run);
   try {
+    if (decidedAt === "strict" && deps.isolation !== "strict") {
+      throw new Error(`the run was decided for strict isolation, and this executor runs at ${deps.isolation}; it was not run`);
+    }
     const { dir, staged } = await stageInputs(db, runColumn(run, "inputs") ?? []);
     stagingDir = dir;
     envelope = await deps.runScript({
@@ -218,6 +262,9 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   }
   if (storageFailure) {
     envelope = { ...envelope, status: "failed", result: null, error: { code: "STORAGE_REJECTED", message: storageFailure.message, untrusted: false } };
+  } else if (divergence) {
+    const message = `The run left its approved plan and was stopped before that call: ${divergence}. Calls made: ${made.join(", ") || "none"}.`;
+    envelope = { ...envelope, status: "failed", result: null, error: { code: "PLAN_DIVERGED", message: message.slice(0, 4000), untrusted: true } };
   } else if (controller.signal.aborted && envelope.status !== "succeeded") {
     envelope = shutdown?.aborted
       ? { ...envelope, status: "failed", error: { code: "EXECUTOR_LOST", message: "The executor shut down before the run finished.", untrusted: false } }
@@ -225,6 +272,14 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   }
   await finish(db, fence, normalizeEnvelope(envelope, normalized));
   return true;
+}
+
+/** The isolation level policy decided the run at (requests stored before the attribute existed were strict). */
+function decidedIsolation(run: { id: string; policyRequest: unknown }): string {
+  const request = runColumn(run, "policyRequest");
+  const proposal = request?.entities.find((entity) => entity.uid.type === "Proposal");
+  const level = proposal?.attrs.isolation;
+  return typeof level === "string" ? level : "strict";
 }
 
 /** The one normalization of what a script produced, before it is stored, sealed or returned. */

@@ -63,6 +63,7 @@ permit (principal, action == Action::"run", resource) when { resource.tools.cont
         capabilitySet: analysis.capabilitySet,
         inputDataClasses: [],
         limits: RUN_LIMIT_DEFAULTS,
+        isolation: "strict",
       }),
       preparePolicySet(text),
     );
@@ -99,6 +100,7 @@ describe("policy request versions", () => {
       capabilitySet: [],
       inputDataClasses: [],
       limits: RUN_LIMIT_DEFAULTS,
+      isolation: "strict",
     });
     expect(built.schemaVersion).toBe(POLICY_REQUEST_VERSION);
     const { schemaVersion: _dropped, ...legacy } = built;

@@ -11,11 +11,22 @@
  * the run with a conditional update (queued → running). A duplicate or retried job finds nothing
  * to claim. Job keys (= run id) keep the queue itself from filling with duplicates.
  *
+ * Before the claim, a job takes one of the cluster's executor slots for its run, or defers the run
+ * while its agent has its fair share and another agent's run waits (./fair-share.ts): the job then
+ * completes without claiming, and the run is enqueued again when a slot is taken or given back.
+ * Each queue registers its slots and heartbeats them while it runs.
+ *
+ * Plan previews (./preview.ts) are jobs of their own (`preview_run`, keyed by run id); a preview
+ * is claimed conditionally on `previewing` and no live heartbeat, so a duplicate job finds nothing.
+ *
  * The maintenance sweep (every minute, and on start) expires stale reviews, re-enqueues queued
- * runs whose job was lost, and hands runs whose executor stopped heartbeating to ./recovery.ts
- * (retried at most once, and only when nothing with an effect could have happened). Every ten minutes
- * one worker verifies the audit chain since the last checkpoint and signs a new one (lib/audit).
+ * runs whose job was lost (deferred ones included) and previews whose job or executor was lost (a
+ * preview writes nothing, so running it again is safe), hands runs whose executor stopped heartbeating
+ * to ./recovery.ts (retried at most once, and only when nothing with an effect could have
+ * happened), and prunes silent executors and the slots of ended runs. Every ten minutes one worker
+ * verifies the audit chain since the last checkpoint and signs a new one (lib/audit).
  */
+import { randomUUID } from "node:crypto";
 import { run as runWorker, type Runner } from "graphile-worker";
 import { z } from "zod";
 import { CHECKPOINT_INTERVAL_MINUTES, checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
@@ -23,10 +34,13 @@ import { checkpointAudited } from "@/lib/audit/service";
 import { expireReviews } from "./expiry";
 import type { Db } from "@/lib/db";
 import { executeRun, type ExecutorDeps } from "./executor";
+import { PREVIEW_LOST_AFTER_MS, previewRun, type PreviewDeps } from "./preview";
+import { EXECUTOR_HEARTBEAT_MS, forgetSlot, heartbeatExecutor, pruneSlots, registerExecutor, releaseSlot, takeSlot, unregisterExecutor } from "./fair-share";
 import { quietQueueLogger } from "@/lib/db/queue-logger";
 import { recoverLostRun } from "./recovery";
 
 export const EXECUTE_RUN = "execute_run";
+export const PREVIEW_RUN = "preview_run";
 export const MAINTENANCE = "runs_maintenance";
 export const AUDIT_CHECKPOINT = "audit_checkpoint";
 
@@ -34,6 +48,7 @@ const payloadSchema = z.object({ runId: z.uuid() }).strict();
 
 export type RunQueue = {
   enqueue(runId: string): Promise<void>;
+  enqueuePreview(runId: string): Promise<void>;
   /** Stops taking jobs and waits for the runs in flight to reach a terminal state. */
   stop(): Promise<void>;
 };
@@ -47,8 +62,10 @@ export type MaintenanceOptions = {
 
 export const DEFAULT_MAINTENANCE: MaintenanceOptions = { heartbeatTimeoutMs: 30_000, requeueAfterMs: 30_000 };
 
+export type Enqueue = { execute(runId: string): Promise<void>; preview(runId: string): Promise<void> };
+
 /** One sweep; returns what it did. Safe to run from any number of processes at once. */
-export async function runMaintenance(db: Db, enqueue: (runId: string) => Promise<void>, options: MaintenanceOptions, now = new Date()) {
+export async function runMaintenance(db: Db, enqueue: Enqueue, options: MaintenanceOptions, now = new Date()) {
   const expired = (await expireReviews(db, now)).length;
   const lostCutoff = new Date(now.getTime() - options.heartbeatTimeoutMs);
   const lost = await db.run.findMany({ where: { status: "running", heartbeatAt: { lt: lostCutoff } }, select: { id: true } });
@@ -59,7 +76,8 @@ export async function runMaintenance(db: Db, enqueue: (runId: string) => Promise
     const outcome = await recoverLostRun(db, run.id, lostCutoff, now);
     if (outcome === "requeued") {
       retried++;
-      await enqueue(run.id);
+      await forgetSlot(db, run.id);
+      await enqueue.execute(run.id);
     } else if (outcome === "failed") failed++;
     else if (outcome === "cancelled") cancelled++;
   }
@@ -67,13 +85,25 @@ export async function runMaintenance(db: Db, enqueue: (runId: string) => Promise
     where: { status: "queued", updatedAt: { lt: new Date(now.getTime() - options.requeueAfterMs) } },
     select: { id: true },
   });
-  for (const run of stale) await enqueue(run.id);
-  return { expired, failed, retried, cancelled, requeued: stale.length };
+  for (const run of stale) await enqueue.execute(run.id);
+  const lostPreviews = await db.run.findMany({
+    where: {
+      status: "previewing",
+      OR: [
+        { heartbeatAt: { lt: new Date(now.getTime() - PREVIEW_LOST_AFTER_MS) } },
+        { heartbeatAt: null, updatedAt: { lt: new Date(now.getTime() - options.requeueAfterMs) } },
+      ],
+    },
+    select: { id: true },
+  });
+  for (const run of lostPreviews) await enqueue.preview(run.id);
+  await pruneSlots(db, now);
+  return { expired, failed, retried, cancelled, requeued: stale.length, previews: lostPreviews.length };
 }
 
 export async function startRunQueue(options: {
   databaseUrl: string;
-  executor: Omit<ExecutorDeps, "db">;
+  executor: Omit<ExecutorDeps, "db"> & Pick<PreviewDeps, "tool" | "onPendingReview">;
   db: Db;
   concurrency: number;
   /** How long stop() lets runs in flight finish before aborting them (they then fail EXECUTOR_LOST). */
@@ -86,6 +116,25 @@ export async function startRunQueue(options: {
     if (!runner) throw new Error("the run queue is not started");
     await runner.addJob(EXECUTE_RUN, { runId }, { jobKey: `run:${runId}`, maxAttempts: 3 });
   };
+  const enqueuePreview = async (runId: string) => {
+    if (!runner) throw new Error("the run queue is not started");
+    await runner.addJob(PREVIEW_RUN, { runId }, { jobKey: `preview:${runId}`, maxAttempts: 3 });
+  };
+  const enqueueBoth: Enqueue = { execute: enqueue, preview: enqueuePreview };
+  // A run left waiting by a failed wake is enqueued again by the maintenance sweep.
+  const wake = (runIds: string[]) => {
+    for (const runId of runIds) enqueue(runId).catch((error: unknown) => console.error(`run ${runId}: waking it failed`, error));
+  };
+  const executor = { id: randomUUID(), name: options.executor.executorId, slots: options.concurrency };
+  const waiting = await registerExecutor(options.db, executor);
+  const heartbeat = setInterval(() => {
+    heartbeatExecutor(options.db, executor).catch((error: unknown) => console.error("executor heartbeat failed", error));
+  }, EXECUTOR_HEARTBEAT_MS);
+  heartbeat.unref();
+  const unregister = async () => {
+    clearInterval(heartbeat);
+    await unregisterExecutor(options.db, executor.id);
+  };
   runner = await runWorker({
     connectionString: options.databaseUrl,
     concurrency: options.concurrency,
@@ -96,23 +145,40 @@ export async function startRunQueue(options: {
     taskList: {
       [EXECUTE_RUN]: async (payload, helpers) => {
         const { runId } = payloadSchema.parse(payload);
-        await executeRun({ db: options.db, ...options.executor }, runId, helpers.abortSignal);
+        const slot = await takeSlot(options.db, executor.id, runId);
+        if (slot.outcome !== "held") return;
+        wake(slot.wake);
+        try {
+          await executeRun({ db: options.db, ...options.executor }, runId, helpers.abortSignal);
+        } finally {
+          await releaseSlot(options.db, executor.id, runId).then(wake, (error: unknown) => console.error(`run ${runId}: giving its slot back failed`, error));
+        }
+      },
+      [PREVIEW_RUN]: async (payload, helpers) => {
+        const { runId } = payloadSchema.parse(payload);
+        await previewRun({ db: options.db, ...options.executor }, runId, helpers.abortSignal);
       },
       [MAINTENANCE]: async () => {
-        await runMaintenance(options.db, enqueue, maintenance);
+        await runMaintenance(options.db, enqueueBoth, maintenance);
       },
       [AUDIT_CHECKPOINT]: async () => {
         const { report } = await checkpointAudited(options.db, { type: "system", name: "audit-checkpointer" }, checkpointConfigFromEnv());
         if (!report.ok) console.error(`audit chain verification failed: ${JSON.stringify(report.broken)}`);
       },
     },
+  }).catch(async (error: unknown) => {
+    await unregister();
+    throw error;
   });
-  await runMaintenance(options.db, enqueue, maintenance).catch((error: unknown) => console.error("run maintenance failed", error));
+  await runMaintenance(options.db, enqueueBoth, maintenance).catch((error: unknown) => console.error("run maintenance failed", error));
+  wake(waiting);
   return {
     enqueue,
+    enqueuePreview,
     async stop() {
       await runner?.stop();
       runner = null;
+      await unregister();
     },
   };
 }

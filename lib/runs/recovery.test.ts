@@ -123,6 +123,7 @@ describe("recoverLostRun", () => {
       {
         db: db.prisma,
         executorId: "late",
+        isolation: "strict",
         runScript: () => Promise.reject(new Error("must not run")),
         callTool: () => Promise.reject(new Error("must not call")),
       },
@@ -131,5 +132,51 @@ describe("recoverLostRun", () => {
     expect(executed).toBe(false);
     expect((await events(runId)).at(-1)).toMatchObject({ action: "run.cancelled", data: { toolCalls: 1 } });
     expect((await verifyAuditChain(db.prisma, { checkpoints: null })).broken).toBeNull();
+  });
+});
+
+describe("an executor below the decided isolation", () => {
+  it("does not run a run decided at strict: it fails SANDBOX_UNAVAILABLE, and the sandbox is never asked", async () => {
+    const proposal = { uid: { type: "Proposal", id: "submitted" }, attrs: { isolation: "strict" }, parents: [] };
+    const request = {
+      schemaVersion: 2,
+      principal: { type: "Agent", id: "a" },
+      action: { type: "Action", id: "run" },
+      resource: { type: "Proposal", id: "submitted" },
+      context: {},
+      entities: [proposal],
+    };
+    const run = await db.prisma.run.create({
+      data: {
+        agentId,
+        status: "queued",
+        language: "javascript",
+        code: "return 1;",
+        codeSha256: "x",
+        purpose: "strict only",
+        inputsDigest: "x",
+        requestDigest: "x",
+        policyRequest: request,
+      },
+    });
+    let asked = false;
+    const executed = await executeRun(
+      {
+        db: db.prisma,
+        executorId: "degraded",
+        isolation: "permission-only",
+        runScript: () => {
+          asked = true;
+          return Promise.reject(new Error("must not run"));
+        },
+        callTool: () => Promise.reject(new Error("must not call")),
+      },
+      run.id,
+    );
+    expect(executed).toBe(true);
+    expect(asked).toBe(false);
+    const ended = await db.prisma.run.findUniqueOrThrow({ where: { id: run.id } });
+    expect(ended).toMatchObject({ status: "failed", error: { code: "SANDBOX_UNAVAILABLE" } });
+    expect((ended.error as { message: string }).message).toContain("decided for strict isolation, and this executor runs at permission-only");
   });
 });

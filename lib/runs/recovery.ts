@@ -28,7 +28,8 @@ export async function recoverLostRun(db: Db, runId: string, cutoff: Date, now: D
       WHERE id = ${runId}::uuid AND status = 'running' AND "heartbeatAt" < ${cutoff} FOR UPDATE`;
     const run = locked[0];
     if (!run) return "gone";
-    const effectful = await tx.runToolCall.count({ where: { runId, readOnly: false } });
+    // A preview's intercepted writes were never made: only calls of the run itself count.
+    const effectful = await tx.runToolCall.count({ where: { runId, readOnly: false, phase: "apply" } });
     const base = { runId, from: "running" as const, where: { attempt: run.attempt } };
     const lost = { reason: "EXECUTOR_LOST", executorId: run.executorId, attempt: run.attempt };
 

@@ -1,8 +1,9 @@
 /**
  * The process-wide pieces a web process (or worker) needs to take runs end to end: the tool
  * broker connected to the configured upstreams (pins and registry in PostgreSQL) and, when this
- * process executes runs, a warm sandbox pool at the configured isolation level and a run-queue
- * worker (lib/runs/queue.ts). A process that does not execute only enqueues.
+ * process executes runs, a warm sandbox pool at the isolation level the host provides (the
+ * configured one, or permission-only when allowed to degrade: lib/runs/isolation.ts, which refuses
+ * otherwise) and a run-queue worker (lib/runs/queue.ts). A process that does not execute only enqueues.
  *
  * Configuration: AIRLOCK_CONFIG, else ./airlock.config.json, else the built-in demo configuration
  * (the `ledger` upstream from lib/demo/ledger, its state kept under AIRLOCK_DATA_DIR). A config
@@ -20,11 +21,13 @@ import { loadConfig, parseConfig, ToolBroker, type AirlockConfig } from "@/lib/b
 import { DbPinStore, syncRegistry, upsertServers } from "@/lib/broker/db-registry";
 import { ALLOWED_BUILTINS, createSandboxPool, type SandboxPool } from "@/lib/sandbox";
 import { quickAddJob, runMigrations as migrateQueue } from "graphile-worker";
-import { EXECUTE_RUN, startRunQueue, type MaintenanceOptions, type RunQueue } from "./queue";
+import { notifyEscalation } from "./notify";
+import { checkIsolation, type IsolationCheck } from "./isolation";
+import { EXECUTE_RUN, PREVIEW_RUN, startRunQueue, type MaintenanceOptions, type RunQueue } from "./queue";
 import { quietQueueLogger } from "@/lib/db/queue-logger";
 import type { RunDeps } from "./service";
 
-export type Runtime = RunDeps & { broker: ToolBroker; config: AirlockConfig; close(): Promise<void> };
+export type Runtime = RunDeps & { broker: ToolBroker; config: AirlockConfig; sandbox: IsolationCheck; close(): Promise<void> };
 
 export type RuntimeOptions = {
   databaseUrl: string;
@@ -69,6 +72,8 @@ export function resolveConfig(): AirlockConfig {
 }
 
 export async function createRuntime(db: Db, config: AirlockConfig, options: RuntimeOptions): Promise<Runtime> {
+  // Refuses (IsolationUnavailable) before anything starts when the configured level cannot be met.
+  const sandbox = await checkIsolation(config.sandbox, { execute: options.execute });
   await upsertServers(db, config);
   const broker = await ToolBroker.connect(config, { pins: new DbPinStore(db) });
   await syncRegistry(db, broker.tools());
@@ -85,7 +90,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
     );
   });
   if (options.execute) {
-    const sandboxPool = createSandboxPool({ size: config.sandbox.poolSize, isolation: config.sandbox.isolation, packages: config.packages });
+    const sandboxPool = createSandboxPool({ size: config.sandbox.poolSize, isolation: sandbox.level, packages: config.packages });
     pool = sandboxPool;
     queue = await startRunQueue({
       databaseUrl: options.databaseUrl,
@@ -95,31 +100,42 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       maintenance: options.maintenance,
       executor: {
         executorId: options.executorId ?? `${hostname()}-${process.pid}`,
+        isolation: sandbox.level,
         callTool: broker.callTool,
         runScript: (request) => sandboxPool.run(request),
+        tool: (server, name) => broker.tool(server, name),
+        onPendingReview: (runId) => notifyEscalation(runId, db),
       },
     });
   }
+  /** A job for another process's queue, when this one does not execute. */
+  const addJob = (task: string, jobKey: string, runId: string) =>
+    quickAddJob({ connectionString: options.databaseUrl, logger: quietQueueLogger }, task, { runId }, { jobKey, maxAttempts: 3 }).then(() => undefined);
   const runtime: Runtime = {
     db,
     broker,
     config,
+    sandbox,
+    isolation: sandbox.level,
     registry: {
-      toolFacts: () => broker.tools().map(({ server, name, annotations, dataClass, quarantined }) => ({ server, name, annotations, dataClass, quarantined })),
+      toolFacts: () =>
+        broker
+          .tools()
+          .map(({ server, name, annotations, dataClass, quarantined, inputSchema }) => ({ server, name, annotations, dataClass, quarantined, inputSchema })),
       declarations: () => broker.declarations(),
       allowedImports: () => allowedImports,
     },
     startExecution(runId) {
-      const added = queue
-        ? queue.enqueue(runId)
-        : quickAddJob(
-            { connectionString: options.databaseUrl, logger: quietQueueLogger },
-            EXECUTE_RUN,
-            { runId },
-            { jobKey: `run:${runId}`, maxAttempts: 3 },
-          ).then(() => undefined);
       // A lost enqueue is recovered by the maintenance sweep, which re-enqueues stale queued runs.
-      added.catch((error: unknown) => console.error(`run ${runId}: enqueue failed`, error));
+      (queue ? queue.enqueue(runId) : addJob(EXECUTE_RUN, `run:${runId}`, runId)).catch((error: unknown) =>
+        console.error(`run ${runId}: enqueue failed`, error),
+      );
+    },
+    startPreview(runId) {
+      // A lost enqueue is recovered by the maintenance sweep, which re-enqueues lost previews.
+      (queue ? queue.enqueuePreview(runId) : addJob(PREVIEW_RUN, `preview:${runId}`, runId)).catch((error: unknown) =>
+        console.error(`run ${runId}: enqueueing its preview failed`, error),
+      );
     },
     async close() {
       await queue?.stop();
@@ -131,6 +147,11 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
 }
 
 const cache = globalThis as typeof globalThis & { __airlockRuntime?: Promise<Runtime> };
+
+/** The web process's runtime if it was started (at boot or by a request); never starts one. */
+export function startedAppRuntime(): Promise<Runtime> | undefined {
+  return cache.__airlockRuntime;
+}
 
 /** The web process's runtime, created on first use. A failed start is retried on the next call. */
 export function appRuntime(db: Db): Promise<Runtime> {

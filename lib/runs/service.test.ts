@@ -108,9 +108,13 @@ describe("submitRun → policy → sandbox", () => {
       code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" }); return "sent";`,
       purpose: "Remind a customer",
     });
-    expect(view).toMatchObject({ status: "pending_review", decision: "escalate", approvalsRequired: 2, approvals: { approvedBy: [], required: 2 } });
+    expect(view).toMatchObject({ status: "previewing", decision: "escalate", approvalsRequired: 2, approvals: { approvedBy: [], required: 2 } });
     expect(view.reasons.map((r) => r.policyId)).toContain("review-open-world");
-    expect(await db.prisma.runToolCall.count({ where: { runId: view.runId } })).toBe(0);
+    // The preview intercepts the email instead of sending it; the run then waits for reviewers.
+    const pending = await getRun(runtime, agent, { runId: view.runId, waitSeconds: 30 });
+    expect(pending).toMatchObject({ status: "pending_review", plan: [{ server: "ledger", tool: "sendReminderEmail", arguments: { invoiceId: "inv_0001" } }] });
+    const calls = await db.prisma.runToolCall.findMany({ where: { runId: view.runId } });
+    expect(calls.map((c) => [c.phase, c.outcome])).toEqual([["preview", "intercepted"]]);
   });
 
   it("denies eval-like code with the deciding policy's id and text", async () => {
@@ -256,7 +260,8 @@ when { resource.tools.contains("ledger.sendReminderEmail") };
       code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", message: "x" });`,
       purpose: "remind",
     });
-    expect(pending.status).toBe("pending_review");
+    // Revoked while its plan is previewed or once it waits for review: either way it never runs.
+    expect(["previewing", "pending_review"]).toContain((await db.prisma.run.findUniqueOrThrow({ where: { id: pending.runId } })).status);
     await db.prisma.$transaction((tx) => revokeAgentAndStopRuns(tx, system, "doomed"));
     const run = await db.prisma.run.findUniqueOrThrow({ where: { id: pending.runId } });
     expect(run).toMatchObject({ status: "cancelled", error: { code: "CANCELLED" } });

@@ -13,6 +13,7 @@ import type { Db } from "@/lib/db";
 import { AppError, type RunErrorCode } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import { runColumn } from "@/lib/contracts/run-columns";
+import type { IsolationLevel } from "@/lib/sandbox/types";
 
 export type AgentActor = Extract<Actor, { type: "agent" }>;
 
@@ -29,6 +30,10 @@ export type RunDeps = {
   };
   /** Starts executing a queued run (in this process or through the job queue); never throws. */
   startExecution(runId: string): void;
+  /** Starts the plan preview of a `previewing` run (lib/runs/preview.ts) through the job queue; never throws. */
+  startPreview(runId: string): void;
+  /** The sandbox level runs execute at, which policy decides on (lib/runs/isolation.ts). */
+  isolation: IsolationLevel;
 };
 
 /** Bytes of result JSON an agent gets back; the audit log keeps all of it. */
@@ -45,6 +50,8 @@ export type RunView = {
   findings: Pick<Finding, "code" | "severity" | "message" | "line" | "column">[];
   comments: { verdict: string; comment: string; at: string }[];
   error?: { code: RunErrorCode; message: string; untrusted: boolean };
+  /** The writes its plan preview intercepted, in order: what reviewers approve and the run must follow (lib/runs/preview.ts). */
+  plan?: { seq: number; server: string; tool: string; arguments: unknown }[];
   result?: unknown;
   logs?: { level: string; text: string }[];
   stats?: { wallMs: number; cpuMs: number; peakRssMb: number; toolCalls: number };
@@ -86,15 +93,19 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     findings: (runColumn(run, "findings") ?? []).map(({ code, severity, message, line, column }) => ({ code, severity, message, line, column })),
     comments: reviews.filter((r) => r.comment).map((r) => ({ verdict: r.verdict, comment: r.comment!, at: r.createdAt.toISOString() })),
   };
+  const plan = runColumn(run, "plan");
+  if (plan) view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({ seq, server, tool, arguments: args }));
   if (run.decision === "escalate") {
     view.approvalsRequired = run.approvalsRequired;
     view.approvals = { approvedBy: reviews.filter((r) => r.verdict === "approve").map((r) => r.reviewer.email), required: run.approvalsRequired };
   }
   const statusError = ERROR_BY_STATUS[run.status];
   if (statusError) {
+    const blocking = view.findings.filter((f) => f.severity === "critical" || f.severity === "error").slice(0, 5);
+    const findingsText = blocking.map((f) => ` Line ${f.line}:${f.column} ${f.code}: ${f.message}`).join("");
     const message =
       statusError === "POLICY_DENIED"
-        ? `Denied by policy: ${reasons.map((r) => r.text).join(" ")}`
+        ? `Denied by policy: ${reasons.map((r) => r.text).join(" ")}${findingsText ? ` Findings to fix:${findingsText}` : ""}`
         : statusError === "REVIEW_EXPIRED"
           ? "No reviewer decided before the review expired."
           : `A reviewer decided: ${run.status.replaceAll("_", " ")}.`;
@@ -129,10 +140,14 @@ export async function getRun(deps: Pick<RunDeps, "db">, actor: AgentActor, raw: 
   if (!parsed.success) throw new AppError("bad_request", parsed.error.issues[0]?.message ?? "invalid arguments");
   const { runId, waitSeconds } = parsed.data;
   const deadline = Date.now() + waitSeconds * 1000;
+  let previewing = false;
   for (;;) {
     const run = await deps.db.run.findFirst({ where: { id: runId, agentId: actor.id } });
     if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
-    const waiting = (IN_PROGRESS_STATUSES as readonly string[]).includes(run.status);
+    // A wait that began during the plan preview ends when the plan is ready, so the agent sees it.
+    const planReady = previewing && run.status !== "previewing";
+    previewing ||= run.status === "previewing";
+    const waiting = (IN_PROGRESS_STATUSES as readonly string[]).includes(run.status) && !planReady;
     if (!waiting || Date.now() >= deadline || signal?.aborted) return presentRun(deps.db, run);
     await new Promise((resolve) => setTimeout(resolve, Math.min(250, Math.max(0, deadline - Date.now()))));
   }

@@ -52,7 +52,7 @@ describe("run state machine", () => {
       .sort();
     const enabled = RUN_STATUSES.flatMap((from) => (NEXT_STATES[from] as readonly string[]).map((to) => `${from} → ${to}`)).sort();
     expect(documented).toEqual(enabled);
-    expect(rows.filter((r) => !r.enabled).length).toBeGreaterThan(5);
+    expect(rows.filter((r) => !r.enabled).length).toBeGreaterThanOrEqual(4);
   });
 
   it("performs every transition in the table, audited in the same transaction", async () => {

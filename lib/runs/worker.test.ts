@@ -127,10 +127,13 @@ describe("worker processes", () => {
     const worker = startWorker();
     await worker.ready;
     const view = await submitRun(runtime, agent, {
-      code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "late" }); await new Promise((r) => setTimeout(r, 20000));`,
+      // The plan preview answers with a placeholder id; only the real run pauses after the email.
+      code: `const sent = await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "late" });
+if (!sent.reminderId.startsWith("@plan:")) await new Promise((r) => setTimeout(r, 20000));`,
       purpose: "remind, then pause",
     });
-    expect(view.status).toBe("pending_review");
+    expect(view.status).toBe("previewing");
+    await waitForStatus(view.runId, "pending_review");
     // Stand-in for the reviewers' approval (tested with the review service), through the state machine.
     await db.prisma.$transaction(async (tx) => {
       await transitionRun(tx, system, { runId: view.runId, from: "pending_review", to: "approved" });
@@ -138,12 +141,12 @@ describe("worker processes", () => {
     });
     runtime.startExecution(view.runId);
     // The call was recorded (as "started") before it reached the upstream.
-    await expect.poll(() => db.prisma.runToolCall.count({ where: { runId: view.runId, readOnly: false } }), { timeout: 20_000 }).toBe(1);
+    await expect.poll(() => db.prisma.runToolCall.count({ where: { runId: view.runId, readOnly: false, phase: "apply" } }), { timeout: 20_000 }).toBe(1);
     process.kill(-worker.child.pid!, "SIGKILL");
     await worker.exited;
     const swept = await runMaintenance(
       db.prisma,
-      async () => {},
+      { execute: async () => {}, preview: async () => {} },
       { heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, requeueAfterMs: 60_000 },
       afterHeartbeatTimeout(),
     );
@@ -170,7 +173,7 @@ describe("worker processes", () => {
     await second.ready;
     const swept = await runMaintenance(
       db.prisma,
-      async (runId) => runtime.startExecution(runId),
+      { execute: async (runId) => runtime.startExecution(runId), preview: async () => {} },
       { heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, requeueAfterMs: 60_000 },
       afterHeartbeatTimeout(),
     );

@@ -9,7 +9,7 @@ import { createSocket } from "node:dgram";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createSandboxPool, type CallTool, type Envelope, type RunRequest } from "./index";
+import { createSandboxPool, runInSandbox, type CallTool, type Envelope, type RunRequest } from "./index";
 
 const echo: CallTool = async (_server, _tool, args) => ({ args });
 // Attacks run in warm members (the production path); benign follow-up runs use a second pool.
@@ -130,6 +130,11 @@ describe("processes, native code and code generation", () => {
     expectDenied(await attack(code), pattern);
   });
 
+  it("node:ffi does not exist in the sandbox (started with --no-experimental-ffi)", async () => {
+    const env = await attack(`const ffi = process.getBuiltinModule("node:ffi"); return typeof ffi === "undefined" ? "absent" : ffi.dlopen("libc.so.6");`);
+    expect(env.result).toBe("absent");
+  });
+
   it.each([
     ["vm via getBuiltinModule", `return process.getBuiltinModule("vm").runInNewContext("1");`],
     ["vm via import", `const vm = await import("node:vm"); return 1;`],
@@ -189,6 +194,14 @@ describe("environment, host information and signals", () => {
     expectDenied(await attack(`process.kill(${process.pid}, "SIGKILL"); return 1;`), /ESRCH/);
   });
 
+  it("a script that sends itself SIGXCPU dies of it, and that is a SCRIPT_ERROR, not a TIMEOUT", async () => {
+    const env = await attack(`process.kill(process.pid, "SIGXCPU"); await new Promise(() => setInterval(() => {}, 1000));`);
+    expect(env.status).toBe("failed");
+    expect(env.error?.code).toBe("SCRIPT_ERROR");
+    expect(env.error?.message).toMatch(/^the sandbox exited \(SIGXCPU\) before reporting a result/);
+    expect(env.stats.cpuMs).toBeLessThan(60_000);
+  });
+
   it("killing its parent or pid 1 has no effect outside the namespace", async () => {
     const env = await attack(`process.kill(process.ppid, "SIGKILL"); process.kill(1, "SIGKILL"); await new Promise((r) => setTimeout(r, 50)); return "alive";`);
     expect(env.result).toBe("alive");
@@ -201,6 +214,24 @@ describe("resource limits", () => {
     expect(env.status).toBe("timed_out");
     expect(env.error?.code).toBe("TIMEOUT");
     expect(env.stats.cpuMs).toBeGreaterThan(100);
+  });
+
+  it("a CPU loop is a TIMEOUT when the CPU time the host measured reaches cpuSeconds", async () => {
+    const env = await runInSandbox({ code: `for (;;) {}`, allowedTools: [], callTool: echo, limits: { cpuSeconds: 1, timeoutMs: 15_000 } });
+    expect(env.status).toBe("timed_out");
+    expect(env.error?.code).toBe("TIMEOUT");
+    expect(env.error?.message).toMatch(/^the script used \d+ ms of CPU time; its limit is 1 s$/);
+    expect(env.stats.cpuMs).toBeGreaterThanOrEqual(1000);
+    expect(env.stats.wallMs).toBeLessThan(5000);
+  });
+
+  it("a stderr flood is an OUTPUT_LIMIT at the stderr cap: the host stops reading at once", async () => {
+    const before = process.memoryUsage().rss;
+    const env = await attack(`const fs = process.getBuiltinModule("fs"); const s = "x".repeat(65536); for (;;) fs.writeSync(2, s);`);
+    expect(env.error).toEqual({ code: "OUTPUT_LIMIT", message: "the script wrote more than 65536 bytes to stderr", untrusted: false });
+    // Not the 15 s wall clock: the cap ended it.
+    expect(env.stats.wallMs).toBeLessThan(5000);
+    expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
   });
 
   it("a heap bomb is a MEMORY_LIMIT", async () => {
@@ -310,6 +341,19 @@ describe("the RPC channel", () => {
   ])("%s fails the run", async (_name, code, expected) => {
     const env = await attack(`${code} await new Promise((r) => setTimeout(r, 2000)); return "not reached";`);
     expect(env.error?.code).toBe(expected);
+  });
+
+  const forged = (error: Record<string, string>) => write(`${JSON.stringify({ t: "done", ok: false, error: { name: "SandboxError", ...error } })}\n`);
+  it.each([
+    ["a forged done frame claiming the permission model is missing", forged({ code: "NO_PERMISSION_MODEL", message: "process.permission is missing" })],
+    ["a forged done frame claiming a permission is too wide", forged({ code: "PERMISSION_TOO_WIDE", message: "--allow-net is in effect" })],
+    ["a forged done frame naming an infrastructure code", forged({ code: "SANDBOX_UNAVAILABLE", message: "host down" })],
+    ["an ENOSPC the scratch did not see", `throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });`],
+    ["an EFBIG the scratch did not see", `throw Object.assign(new Error("EFBIG: file too large"), { code: "EFBIG" });`],
+  ])("%s is the script's own SCRIPT_ERROR", async (_name, code) => {
+    const env = await attack(`${code} await new Promise(() => setInterval(() => {}, 1000));`);
+    expect(env.status).toBe("failed");
+    expect(env.error).toMatchObject({ code: "SCRIPT_ERROR", untrusted: true });
   });
 
   it("frames after a refused call (even in the same write) never reach upstream", async () => {

@@ -1,5 +1,6 @@
 /**
- * Facts about the host the sandbox runs on, detected once per process and cached.
+ * Facts about the host the sandbox runs on, detected once per process and cached; a probe that
+ * found a layer missing (or failed) is repeated, at most every 30 s (REPROBE_AFTER_MS).
  *
  * Guarantees: the Node binary handed to the launcher is a real ELF binary (symlinks resolved) of
  * version >= MIN_NODE; bubblewrap is reported usable only if a probe sandbox actually started;
@@ -39,6 +40,9 @@ export type HostFacts = {
   prlimitPath: string | null;
   /** Whether this process may switch the sandbox to SANDBOX_UID (it is root). */
   canDropPrivileges: boolean;
+  /** mount(8) and umount(8): as root the host mounts each sandbox's scratch itself (stage.ts). */
+  mountPath: string | null;
+  umountPath: string | null;
   cgroup: CgroupSupport;
 };
 
@@ -119,24 +123,39 @@ async function bwrapWorks(bwrap: string, facts: Omit<HostFacts, "bwrapPath">): P
   }
 }
 
-let cached: Promise<HostFacts> | undefined;
-let cachedFor: string | undefined;
+/** After a probe that found a layer missing (no working bubblewrap, no prlimit, no usable Node), the earliest time to probe again. */
+export const REPROBE_AFTER_MS = 30_000;
+
+/**
+ * Caches a host probe: a probe that found every layer is kept for the process's life; one that
+ * found a layer missing (or failed) is kept for REPROBE_AFTER_MS by `now`, then the next call probes
+ * again, so installing bubblewrap takes effect without a restart. Calls while a probe runs share it.
+ */
+export function cachedHostProbe(probe: (nodePath?: string) => Promise<HostFacts>, now: () => number = Date.now): (nodePath?: string) => Promise<HostFacts> {
+  let cached: { key: string; facts: Promise<HostFacts>; retryAt: number } | undefined;
+  return (nodePath) => {
+    const key = nodePath ?? "";
+    if (!cached || cached.key !== key || now() >= cached.retryAt) {
+      const entry = { key, facts: probe(nodePath), retryAt: Infinity };
+      cached = entry;
+      entry.facts.then(
+        (facts) => {
+          if (!facts.bwrapPath || !facts.prlimitPath) entry.retryAt = now() + REPROBE_AFTER_MS;
+        },
+        () => {
+          entry.retryAt = now() + REPROBE_AFTER_MS;
+        },
+      );
+    }
+    return cached.facts;
+  };
+}
 
 /**
  * Finds a Node >= MIN_NODE: the explicit path, else this process's binary, else the repo's pinned
  * `node` package. Returns null facts' nodePath never: throws with the reason instead.
  */
-export function detectHost(nodePath?: string): Promise<HostFacts> {
-  const key = nodePath ?? "";
-  if (!cached || cachedFor !== key) {
-    cachedFor = key;
-    cached = detect(nodePath);
-    cached.catch(() => {
-      cached = undefined;
-    });
-  }
-  return cached;
-}
+export const detectHost = cachedHostProbe(detect);
 
 async function detect(explicit?: string): Promise<HostFacts> {
   const candidates = explicit ? [explicit] : [process.execPath, join(REPO_ROOT, "node_modules", "node", "bin", "node")];
@@ -161,6 +180,8 @@ async function detect(explicit?: string): Promise<HostFacts> {
     libraryBinds: await libraryBindsOf(found.path),
     prlimitPath: which("prlimit"),
     canDropPrivileges: process.getuid?.() === 0,
+    mountPath: which("mount"),
+    umountPath: which("umount"),
     cgroup: detectCgroup(),
   };
   const bwrap = which("bwrap");

@@ -6,6 +6,8 @@
  * isolation level asked for is the one used or the run fails with SANDBOX_UNAVAILABLE (never a
  * silent downgrade); each sandbox process runs exactly one script and is destroyed; scripts with
  * imports outside the allowlist are refused before a sandbox is spent (CAPABILITY_DENIED).
+ * A finished sandbox's directories and scratch mount are removed after its envelope is returned;
+ * `membersTornDown()` waits for that (a process about to exit calls it).
  */
 import { SandboxMember, type MemberJob } from "./member";
 import { SandboxUnavailable, SPAWN_LIMIT_KEYS, isolationReport, type MemberOptions } from "./member-command";
@@ -15,6 +17,7 @@ import { DEFAULT_PACKAGES } from "@/lib/contracts/packages";
 
 export * from "./types";
 export { ALLOWED_BUILTINS } from "./script";
+export { membersTornDown } from "./member";
 export { sanitizeText, looksLikeInstructions } from "@/lib/untrusted/sanitize";
 export { toSafeJson, parseSafeJson, SafeJsonError, type JsonValue } from "@/lib/untrusted/safe-json";
 

@@ -4,18 +4,23 @@
  *
  *  - L0: Node >= 26 with --permission: read only the bootstrap, the allowlisted packages, the
  *    member's code/inputs and its scratch; write only the scratch; no child processes, workers,
- *    addons, WASI, inspector, network; no code generation from strings; `__proto__` throws;
- *    heap cap; SIGUSR1 disabled; empty environment; only fds 0-2 (libuv marks every other fd
- *    close-on-exec).
+ *    addons, WASI, inspector, network, FFI (and node:ffi switched off); no code generation from
+ *    strings; `__proto__` throws; heap cap; SIGUSR1 disabled; empty environment; only fds 0-2
+ *    (libuv marks every other fd close-on-exec).
  *  - L1 (`strict`): bubblewrap with every namespace unshared, --die-with-parent, --clearenv,
  *    --new-session, a root containing only the node binary and its shared libraries, the
- *    bootstrap, the packages, code and inputs read-only, a size-capped tmpfs scratch; no /proc,
- *    no /dev, no host sockets. bwrap itself is started as uid/gid 65534 when we are root, so the
+ *    bootstrap, the packages, code and inputs read-only, the scratch (as root the host's tmpfs
+ *    with an inode cap, stage.ts, else bubblewrap's size-capped tmpfs); no /proc, no /dev, no
+ *    host sockets. bwrap itself is started as uid/gid 65534 when we are root, so the
  *    sandbox is unprivileged on the host as well as inside the user namespace.
- *  - L2 (kernel part): prlimit (nofile, fsize, core=0, cpu, data). The wall-clock kill and the
- *    stream caps are the member's (member.ts); quotas and tool caps the session's (rpc-session.ts).
+ *  - L2 (kernel part): prlimit (nofile, fsize, core=0, cpu, data). RLIMIT_CPU is a backstop one
+ *    second above cpuSeconds: the host ends the run at cpuSeconds by its own measurement, so a
+ *    CPU-time TIMEOUT never rests on a signal the script could send itself. The wall-clock kill,
+ *    the CPU measurement and the stream caps are the member's (member.ts); quotas and tool caps
+ *    the session's (rpc-session.ts).
  * Refuses: a missing layer is an error (SandboxUnavailable), never a downgrade: checkAvailable
- * fails without prlimit, or for `strict` without a working bubblewrap, before any command is built.
+ * fails without prlimit, for `strict` without a working bubblewrap, or as root without mount and
+ * umount (the host mounts the scratch), before any command is built.
  */
 import { dirname } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -95,6 +100,7 @@ export function buildCommand(facts: HostFacts, opts: MemberOptions, dirs: Member
     "--disable-proto=throw",
     "--disable-sigusr1",
     "--no-addons",
+    "--no-experimental-ffi",
     `--max-old-space-size=${limits.heapMb}`,
     strict ? INSIDE.bootstrap : BOOTSTRAP_PATH,
   ];
@@ -102,7 +108,7 @@ export function buildCommand(facts: HostFacts, opts: MemberOptions, dirs: Member
     `--nofile=${limits.maxOpenFiles}`,
     `--fsize=${limits.maxArtifactBytes}`,
     "--core=0",
-    `--cpu=${limits.cpuSeconds}`,
+    `--cpu=${limits.cpuSeconds + 1}`,
     `--data=${limits.dataMb * 1024 * 1024}`,
     "--",
   ];
@@ -113,9 +119,16 @@ export function buildCommand(facts: HostFacts, opts: MemberOptions, dirs: Member
   bwrap.push("--ro-bind", facts.nodePath, INSIDE.node, "--ro-bind", BOOTSTRAP_PATH, INSIDE.bootstrap);
   for (const p of packages) bwrap.push("--ro-bind", p.dir, `${INSIDE.modules}/${p.name}`);
   bwrap.push("--ro-bind", dirs.code, INSIDE.code, "--ro-bind", dirs.inputs, INSIDE.inputs);
-  // Scratch: the artifacts cap plus room for the out/ directory entries.
-  bwrap.push("--size", String(limits.maxArtifactBytes + 1024 * 1024), "--tmpfs", INSIDE.work, "--chdir", INSIDE.work);
+  // Scratch: the host's tmpfs when it could mount one (root), else bubblewrap's (no inode cap).
+  if (dirs.umount) bwrap.push("--bind", dirs.work, INSIDE.work);
+  else bwrap.push("--size", String(scratchBytes(limits)), "--tmpfs", INSIDE.work);
+  bwrap.push("--chdir", INSIDE.work);
   return { file: facts.prlimitPath!, args: [...prlimit, facts.bwrapPath!, ...bwrap, ...node], cwd: dirs.root, env, identity, layout };
+}
+
+/** The scratch size: the artifacts cap plus room for the out/ directory entries. */
+export function scratchBytes(limits: SandboxLimits): number {
+  return limits.maxArtifactBytes + 1024 * 1024;
 }
 
 export function isolationReport(facts: HostFacts | null, level: IsolationLevel): IsolationReport {
@@ -142,6 +155,9 @@ export async function checkAvailable(opts: MemberOptions): Promise<HostFacts> {
   if (!facts.prlimitPath) throw new SandboxUnavailable("prlimit is not installed: resource limits (L2) cannot be applied");
   if (opts.isolation === "strict" && !facts.bwrapPath) {
     throw new SandboxUnavailable("isolation 'strict' needs bubblewrap (bwrap), which is missing or cannot create namespaces here");
+  }
+  if (facts.canDropPrivileges && (!facts.mountPath || !facts.umountPath)) {
+    throw new SandboxUnavailable("running as root, the host mounts each sandbox's scratch: mount and umount are needed");
   }
   return facts;
 }

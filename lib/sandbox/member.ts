@@ -6,27 +6,34 @@
  *
  * Guarantees: a job's outcome is always an envelope, built by RpcSession, which validates every
  * frame from the hostile child; the host-side part of L2: a wall-clock kill of the whole process
- * group (SIGKILL), byte caps on stdout and each frame (OUTPUT_LIMIT, see stdout-lines.ts), a cap
- * on the stderr kept, and a cap on tool results the child leaves unread (RPC_VIOLATION); the
- * process tree is killed at the end of every run and the member's directories are removed once it
- * is gone, also for a member that dies unused.
+ * group (SIGKILL), the CPU limit on the host's own measurement of the process tree (sampled while
+ * it runs), byte caps on stdout and each frame (OUTPUT_LIMIT, see stdout-lines.ts), a byte cap on
+ * stderr (past it stderr is no longer read and the run ends with OUTPUT_LIMIT), and a cap on tool
+ * results the child leaves unread (RPC_VIOLATION); the process tree is killed at the end of every
+ * run and the member's directories (and its scratch mount) are removed once it is gone, also for
+ * a member that dies unused; membersTornDown() waits for those removals.
+ * Outcomes that blame a limit come from the host, never from the child's word: TIMEOUT from the
+ * wall-clock timer or the measured CPU time (a SIGXCPU death below the limit, e.g. self-sent, is
+ * SCRIPT_ERROR); OUTPUT_LIMIT for the scratch from the host's measurement of the tmpfs it mounted;
+ * SANDBOX_UNAVAILABLE only for a child that refused or failed before `ready` (before the script is
+ * loaded). A frame after `ready` is the script's and cannot claim them (rpc-session.ts).
  * Refuses: a second job (it throws); a line on stdout that is not a JSON object with a string `t`
- * (RPC_VIOLATION); more than a few frames before the job is sent (the member is killed). A member
+ * (RPC_VIOLATION); any frame before its job other than `ready` (the member is killed). A member
  * that exits or cannot start before it is ready fails with SandboxUnavailable, never a downgrade.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { constants } from "node:os";
 import { join } from "node:path";
 import type { RunErrorCode } from "@/lib/errors";
 import type { HostFacts } from "./host";
-import { SandboxUnavailable, buildCommand, checkAvailable, isolationReport, type Layout, type MemberOptions } from "./member-command";
-import { procTreeStats } from "./process-stats";
+import { SandboxUnavailable, buildCommand, checkAvailable, isolationReport, scratchBytes, type Layout, type MemberOptions } from "./member-command";
+import { procTreeStats, type ProcessUsage } from "./process-stats";
 import { RpcSession, type Outcome, type SessionChannel, type SessionPolicy } from "./rpc-session";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 import { ALLOWED_BUILTINS } from "./script";
-import { createMemberDirs, removeMemberDirs, stageInputs, type MemberDirs } from "./stage";
+import { SCRATCH_INODES, createMemberDirs, measureScratch, removeMemberDirs, stageInputs, writeStagedFile, type MemberDirs, type ScratchUsage } from "./stage";
 import { readLines } from "./stdout-lines";
-import type { Envelope, IsolationReport, StagedInput } from "./types";
+import type { Envelope, IsolationReport, SandboxLimits, StagedInput } from "./types";
 
 export type MemberJob = SessionPolicy & {
   module: string;
@@ -35,28 +42,50 @@ export type MemberJob = SessionPolicy & {
   signal?: AbortSignal;
 };
 
+/** How often the host reads the process tree's CPU time while a job runs. */
+const CPU_SAMPLE_MS = 250;
+
+/** How a job ended: an outcome (the host's, or the child's `done`), or the process exiting first. */
+type Ending = Outcome | { kind: "exit" };
+
+const teardowns = new Set<Promise<void>>();
+
+/** Resolves once every member torn down so far is gone, with its directories and scratch mount. */
+export async function membersTornDown(): Promise<void> {
+  while (teardowns.size > 0) await Promise.all([...teardowns]);
+}
+
+function tracked(teardown: Promise<void>): Promise<void> {
+  const done = teardown.catch((error: unknown) => console.error("airlock: a sandbox's directories could not be removed", error));
+  teardowns.add(done);
+  void done.finally(() => teardowns.delete(done));
+  return done;
+}
+
 export class SandboxMember implements SessionChannel {
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
   private readonly child: ChildProcess;
-  private readonly dirs: MemberDirs;
   private readonly layout: Layout;
   private used = false;
   private dead = false;
   private readyResolve!: () => void;
   private readyReject!: (e: Error) => void;
   private stderr = "";
+  private stderrBytes = 0;
   private frameHandler: ((frame: Record<string, unknown>, bytes: number) => void) | null = null;
   private streamFailure: ((code: RunErrorCode, message: string) => void) | null = null;
-  private earlyFrames: Record<string, unknown>[] = [];
   private readySeen = false;
+  /** What the bootstrap said when it refused to start (a frame before `ready`). */
+  private startupRefusal: string | null = null;
+  private teardown: Promise<void> | null = null;
 
   private constructor(
     private readonly facts: HostFacts,
     private readonly opts: MemberOptions,
+    private readonly dirs: MemberDirs,
   ) {
-    this.dirs = createMemberDirs(facts.canDropPrivileges);
-    const cmd = buildCommand(facts, opts, this.dirs);
+    const cmd = buildCommand(facts, opts, dirs);
     this.layout = cmd.layout;
     this.ready = new Promise<void>((resolve, reject) => {
       this.readyResolve = resolve;
@@ -67,35 +96,50 @@ export class SandboxMember implements SessionChannel {
     this.exited = new Promise<void>((resolve) => this.child.once("close", () => resolve()));
     // A member that dies unused (start-up failure, killed while waiting) cleans up after itself.
     void this.exited.then(() => {
-      if (!this.used) removeMemberDirs(this.dirs);
+      if (!this.used) void this.destroy();
     });
     this.child.once("exit", () => {
       this.dead = true;
-      this.readyReject(new SandboxUnavailable(`sandbox exited during start-up: ${sanitizeText(this.stderr, 2000)}`));
+      this.readyReject(new SandboxUnavailable(`sandbox exited during start-up: ${this.startupRefusal ?? sanitizeText(this.stderr, 2000)}`));
     });
     this.child.once("error", (error) => {
       this.dead = true;
       this.readyReject(new SandboxUnavailable(`sandbox could not start: ${error.message}`, { cause: error }));
     });
     this.child.stdin!.on("error", () => undefined);
+    const maxStderr = opts.limits.maxStderrBytes;
     this.child.stderr!.on("data", (chunk: Buffer) => {
-      if (this.stderr.length < opts.limits.maxStderrBytes) this.stderr += chunk.toString("utf8").slice(0, opts.limits.maxStderrBytes - this.stderr.length);
+      this.stderrBytes += chunk.length;
+      if (this.stderr.length < maxStderr) this.stderr += chunk.toString("utf8").slice(0, maxStderr - this.stderr.length);
+      if (this.stderrBytes > maxStderr) {
+        // Stop reading: a child must not make the host read (or buffer) an endless stream.
+        this.child.stderr!.destroy();
+        this.fail("OUTPUT_LIMIT", `the script wrote more than ${maxStderr} bytes to stderr`);
+      }
     });
     // Lines are never held beyond maxFrameBytes; an overflow fails the run (or kills a waiting member).
     readLines(
       this.child.stdout!,
       opts.limits,
       (line, bytes) => this.onLine(line, bytes),
-      (message) => {
-        if (this.streamFailure) this.streamFailure("OUTPUT_LIMIT", message);
-        else this.kill();
-      },
+      (message) => this.fail("OUTPUT_LIMIT", message),
     );
   }
 
   static async create(opts: MemberOptions): Promise<SandboxMember> {
     const facts = await checkAvailable(opts);
-    return new SandboxMember(facts, opts);
+    let dirs: MemberDirs;
+    try {
+      dirs = await createMemberDirs(facts, scratchBytes(opts.limits));
+    } catch (cause) {
+      throw new SandboxUnavailable(`the sandbox's directories could not be prepared: ${(cause as Error).message}`, { cause });
+    }
+    try {
+      return new SandboxMember(facts, opts, dirs);
+    } catch (cause) {
+      await tracked(removeMemberDirs(dirs));
+      throw new SandboxUnavailable(`the sandbox could not be started: ${(cause as Error).message}`, { cause });
+    }
   }
 
   get alive(): boolean {
@@ -111,24 +155,33 @@ export class SandboxMember implements SessionChannel {
     try {
       frame = JSON.parse(line);
     } catch {
-      return this.violation("a line on stdout is not a JSON frame");
+      return this.fail("RPC_VIOLATION", "a line on stdout is not a JSON frame");
     }
     if (frame === null || typeof frame !== "object" || Array.isArray(frame) || typeof (frame as { t?: unknown }).t !== "string") {
-      return this.violation("a frame is not an object with a string 't'");
+      return this.fail("RPC_VIOLATION", "a frame is not an object with a string 't'");
     }
     const f = frame as Record<string, unknown>;
-    if (f.t === "ready" && !this.readySeen) {
+    if (!this.readySeen) return this.onStartupFrame(f);
+    // After `ready` nothing speaks before its job is sent.
+    if (this.frameHandler) this.frameHandler(f, bytes);
+    else this.kill();
+  }
+
+  /** Before `ready` no script is loaded: a frame other than `ready` is the bootstrap refusing to start. */
+  private onStartupFrame(f: Record<string, unknown>): void {
+    if (f.t === "ready") {
       this.readySeen = true;
       this.readyResolve();
       return;
     }
-    if (this.frameHandler) this.frameHandler(f, bytes);
-    else if (this.earlyFrames.length < 4) this.earlyFrames.push(f);
-    else this.kill();
+    const error = (f.t === "done" && typeof f.error === "object" && f.error !== null ? f.error : {}) as Record<string, unknown>;
+    this.startupRefusal = sanitizeText(`${String(error.code ?? `a '${String(f.t)}' frame`)}: ${String(error.message ?? "")}`, 2000);
+    this.fail("SANDBOX_UNAVAILABLE", `the sandbox refused to start: ${this.startupRefusal}`);
   }
 
-  private violation(message: string): void {
-    if (this.streamFailure) this.streamFailure("RPC_VIOLATION", message);
+  /** Ends the running job with a host-side failure, or kills a member that has no job yet. */
+  private fail(code: RunErrorCode, message: string): void {
+    if (this.streamFailure) this.streamFailure(code, message);
     else this.kill();
   }
 
@@ -143,11 +196,16 @@ export class SandboxMember implements SessionChannel {
     this.dead = true;
   }
 
-  /** Kills the process tree and removes the member's directories. */
-  async destroy(): Promise<void> {
-    this.kill();
-    await this.exited;
-    removeMemberDirs(this.dirs);
+  /** Kills the process tree, then unmounts the scratch and removes the member's directories (once). */
+  destroy(): Promise<void> {
+    this.teardown ??= tracked(
+      (async () => {
+        this.kill();
+        await this.exited;
+        await removeMemberDirs(this.dirs);
+      })(),
+    );
+    return this.teardown;
   }
 
   /** Runs one job. Never throws: every outcome is an envelope. The member is destroyed afterwards. */
@@ -158,8 +216,8 @@ export class SandboxMember implements SessionChannel {
     const session = new RpcSession(job, this);
     let names: string[];
     try {
-      writeFileSync(join(this.dirs.code, "script.mjs"), job.module, { mode: 0o444, flag: "wx" });
-      names = stageInputs(this.dirs.inputs, job.inputs, job.limits.maxInputBytes);
+      writeStagedFile(this.dirs, join(this.dirs.code, "script.mjs"), job.module);
+      names = stageInputs(this.dirs, job.inputs, job.limits.maxInputBytes);
     } catch (error) {
       await this.destroy();
       return session.envelope(
@@ -168,14 +226,22 @@ export class SandboxMember implements SessionChannel {
         null,
       );
     }
-    const outcome = await new Promise<Outcome>((resolve) => {
+    let usage: ProcessUsage = { cpuMs: 0, peakRssMb: 0 };
+    // A tree that is gone reads as zero: keep the highest figures seen.
+    const sample = () => {
+      if (this.child.pid === undefined) return;
+      const now = procTreeStats(this.child.pid);
+      usage = { cpuMs: Math.max(usage.cpuMs, now.cpuMs), peakRssMb: Math.max(usage.peakRssMb, now.peakRssMb) };
+    };
+    const ending = await new Promise<Ending>((resolve) => {
       let settled = false;
-      const settle = (o: Outcome) => {
+      const settle = (e: Ending) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        clearInterval(sampler);
         job.signal?.removeEventListener("abort", onAbort);
-        resolve(o);
+        resolve(e);
       };
       session.settle = (o) => {
         session.closed = true;
@@ -192,14 +258,21 @@ export class SandboxMember implements SessionChannel {
           }),
         job.limits.timeoutMs,
       );
+      // The CPU limit, on the host's own reading (RLIMIT_CPU is only a backstop above it).
+      const sampler = setInterval(() => {
+        sample();
+        if (usage.cpuMs >= job.limits.cpuSeconds * 1000) session.settle(cpuTimeout(usage.cpuMs, job.limits));
+      }, CPU_SAMPLE_MS);
       const onAbort = () => session.settle({ kind: "fail", code: "CANCELLED", message: "the run was cancelled", untrusted: false, status: "cancelled" });
       if (job.signal?.aborted) return onAbort();
       job.signal?.addEventListener("abort", onAbort, { once: true });
       this.streamFailure = (code, message) => session.settle({ kind: "fail", code, message, untrusted: false });
       this.frameHandler = (frame, bytes) => session.onFrame(frame, bytes);
-      for (const f of this.earlyFrames.splice(0)) session.onFrame(f, 0);
       // "close" (not "exit"): every frame and all of stderr have been read by then.
-      void this.exited.then(() => session.settle(this.exitOutcome(this.child.exitCode, this.child.signalCode)));
+      void this.exited.then(() => {
+        session.closed = true;
+        settle({ kind: "exit" });
+      });
       this.send({
         t: "job",
         script: join(this.layout.code, "script.mjs"),
@@ -213,30 +286,46 @@ export class SandboxMember implements SessionChannel {
         maxArtifactBytes: job.limits.maxArtifactBytes,
       });
     });
-    const usage = this.child.pid !== undefined ? procTreeStats(this.child.pid) : null;
+    sample();
     session.abortCalls();
-    // Kill now; the directories go once the process tree is gone (not on the caller's clock).
+    this.kill();
+    const outcome = this.classify(ending, measureScratch(this.dirs), usage, job.limits);
+    // The directories go once the process tree is gone (not on the caller's clock).
     void this.destroy();
     return session.envelope(outcome, started, usage);
   }
 
-  private exitOutcome(code: number | null, signal: NodeJS.Signals | null): Outcome {
+  /** The host's measurement of the scratch outranks what the child reported or how it died. */
+  private classify(ending: Ending, scratch: ScratchUsage | null, usage: ProcessUsage, limits: SandboxLimits): Outcome {
+    if ((ending.kind === "exit" || ending.kind === "done") && scratch) {
+      const noInodes = scratch.freeInodes === 0;
+      if (noInodes || scratch.usedBytes >= limits.maxArtifactBytes) {
+        const what = noInodes ? `all ${SCRATCH_INODES} inodes` : `${scratch.usedBytes} bytes, its limit is ${limits.maxArtifactBytes}`;
+        return { kind: "fail", code: "OUTPUT_LIMIT", message: `the script filled its scratch space (${what})`, untrusted: false };
+      }
+    }
+    return ending.kind === "exit" ? this.exitOutcome(usage, limits) : ending;
+  }
+
+  private exitOutcome(usage: ProcessUsage, limits: SandboxLimits): Outcome {
     const stderr = this.stderr;
+    const detail = sanitizeText(stderr, 2000).trim();
+    if (!this.readySeen) {
+      return { kind: "fail", code: "SANDBOX_UNAVAILABLE", message: `the sandbox exited during start-up${detail ? `: ${detail}` : ""}`, untrusted: false };
+    }
     if (/heap out of memory|Reached heap limit|allocation failed/i.test(stderr)) {
       return { kind: "fail", code: "MEMORY_LIMIT", message: "the script exceeded its memory limit", untrusted: false };
     }
+    // However it died (SIGXCPU can be sent by the script itself), only the host's reading counts.
+    if (usage.cpuMs >= limits.cpuSeconds * 1000) return cpuTimeout(usage.cpuMs, limits);
+    const { exitCode: code, signalCode: signal } = this.child;
     // bwrap reports a signal-killed child as 128 + signo.
-    if (signal === "SIGXCPU" || code === 128 + 24) {
-      return { kind: "fail", code: "TIMEOUT", message: "the script exceeded its CPU-time limit", untrusted: false, status: "timed_out" };
-    }
-    if (signal === "SIGXFSZ" || code === 128 + 25) {
-      return { kind: "fail", code: "OUTPUT_LIMIT", message: "the script exceeded the file-size limit", untrusted: false };
-    }
-    const detail = sanitizeText(stderr, 2000).trim();
+    const signo = code !== null && code > 128 ? code - 128 : null;
+    const name = signal ?? Object.entries(constants.signals).find(([, n]) => n === signo)?.[0];
     return {
       kind: "fail",
       code: "SCRIPT_ERROR",
-      message: `the sandbox exited (${signal ?? `code ${code}`}) before reporting a result${detail ? `: ${detail}` : ""}`,
+      message: `the sandbox exited (${name ?? `code ${code}`}) before reporting a result${detail ? `: ${detail}` : ""}`,
       untrusted: detail.length > 0,
     };
   }
@@ -254,6 +343,16 @@ export class SandboxMember implements SessionChannel {
     }
     this.child.stdin!.write(`${line}\n`);
   }
+}
+
+function cpuTimeout(cpuMs: number, limits: SandboxLimits): Outcome {
+  return {
+    kind: "fail",
+    code: "TIMEOUT",
+    message: `the script used ${cpuMs} ms of CPU time; its limit is ${limits.cpuSeconds} s`,
+    untrusted: false,
+    status: "timed_out",
+  };
 }
 
 function catalogOf(tools: readonly string[]): Record<string, string[]> {

@@ -10,7 +10,11 @@
  * in total and hashed; log text is sanitized and capped (the envelope is then marked truncated);
  * after the first outcome every later frame is ignored and queued calls are dropped; every
  * outcome becomes one Envelope, flagged for a missing result, swallowed or tool errors and
- * instruction-like text.
+ * instruction-like text. A `done` frame is the script's word: it can end the run as
+ * SCRIPT_ERROR, TOOL_ERROR (only after a tool call really failed) or MEMORY_LIMIT (an allocation
+ * the kernel or V8 refused is seen only inside), never with a code that blames the host or a
+ * limit the host measures (SANDBOX_UNAVAILABLE, OUTPUT_LIMIT for the scratch, TIMEOUT, …): such
+ * claims are SCRIPT_ERROR. The artifacts cap is checked on the bytes the host received.
  * Refuses: unknown frame types, malformed log/call/done frames, artifact names outside
  * A-Z a-z 0-9 . _ - / (or with . or .. segments), and results or artifacts above their caps.
  */
@@ -186,8 +190,6 @@ export class RpcSession {
       const code = typeof e.code === "string" ? sanitizeText(e.code, 100) : "";
       const message = sanitizeText(String(e.message ?? ""), 8000);
       const text = `${name}${code ? ` [${code}]` : ""}: ${message}`;
-      if (code === "NO_PERMISSION_MODEL" || code === "PERMISSION_TOO_WIDE") return fail("SANDBOX_UNAVAILABLE", `the sandbox refused to start: ${text}`, true);
-      if (code === "ENOSPC" || code === "EFBIG") return fail("OUTPUT_LIMIT", text, true);
       if (code === "ERR_MEMORY_ALLOCATION_FAILED" || /allocation failed|Failed to allocate memory|out of memory|Array buffer allocation/i.test(message)) {
         return fail("MEMORY_LIMIT", text, true);
       }
@@ -207,7 +209,6 @@ export class RpcSession {
         return fail("OUTPUT_LIMIT", `the result was refused: ${(error as Error).message}`);
       }
     }
-    if (frame.artifactsOverLimit === true) return fail("OUTPUT_LIMIT", `files under ./out/ exceed ${this.job.limits.maxArtifactBytes} bytes`);
     if (!Array.isArray(frame.artifacts)) return fail("RPC_VIOLATION", "malformed artifacts");
     const artifacts: Artifact[] = [];
     let total = 0;

@@ -2,10 +2,10 @@
  * The script contract and the launcher: real sandboxes (Node 26 + permission model, bubblewrap
  * under `strict`), no mocks. Attacks live in attacks.test.ts.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool, runInSandbox, type CallTool, type ToolCallRecord } from "./index";
 import { BOOTSTRAP_PATH, EMPTY_ENV, detectHost, versionAtLeast } from "./host";
@@ -175,15 +175,45 @@ return {
     [["--permission", "--allow-fs-read=*"], "PERMISSION_TOO_WIDE"],
     [["--permission", "--allow-fs-read=/", "--allow-net"], "PERMISSION_TOO_WIDE"],
   ])("the child refuses to run with flags %j (%s)", async (flags, expected) => {
-    const { nodePath } = await detectHost();
-    const child = spawn(nodePath, [...flags, BOOTSTRAP_PATH], { env: EMPTY_ENV, stdio: ["pipe", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    const code = await new Promise((r) => child.on("close", r));
-    expect(code).toBe(71);
-    expect(JSON.parse(out.trim())).toMatchObject({ t: "done", ok: false, error: { code: expected } });
+    expect(await startBootstrap(flags)).toMatchObject({ code: 71, frame: { t: "done", ok: false, error: { code: expected } } });
+  });
+
+  it("the child refuses every --allow-* flag of the pinned Node, each by its own check", async () => {
+    // process.execPath is the pinned Node under vitest; its --help lists the permission flags.
+    const help = execFileSync(process.execPath, ["--help"], { env: EMPTY_ENV, encoding: "utf8" });
+    const flags = [...help.matchAll(/^\s+(--allow-[a-z-]+)(=\.\.\.)?\s/gm)].map(([, flag, value]) => (value ? `${flag}=/` : flag!));
+    expect(flags).toEqual(expect.arrayContaining(["--allow-net", "--allow-ffi", "--allow-fs-read=/", "--allow-openssl-store"]));
+    const base = ["--permission", `--allow-fs-read=${dirname(BOOTSTRAP_PATH)}`, "--no-experimental-ffi"];
+    for (const flag of flags) {
+      const { code, frame } = await startBootstrap([...base, flag]);
+      expect({ flag, code, frame }).toMatchObject({
+        flag,
+        code: 71,
+        frame: { t: "done", ok: false, error: { code: "PERMISSION_TOO_WIDE", message: `${flag.split("=")[0]} is in effect` } },
+      });
+    }
+    // The flags the sandbox is started with pass.
+    expect(await startBootstrap(base)).toEqual({ code: 0, frame: { t: "ready" } });
+  });
+
+  it("the child refuses to run where node:ffi can be loaded", async () => {
+    expect(await startBootstrap(["--permission", `--allow-fs-read=${dirname(BOOTSTRAP_PATH)}`])).toMatchObject({
+      code: 71,
+      frame: { error: { code: "PERMISSION_TOO_WIDE", message: "node:ffi can be loaded" } },
+    });
   });
 });
+
+/** Runs the bootstrap with `flags` and no job (stdin closed): its exit code and first frame. */
+async function startBootstrap(flags: string[]): Promise<{ code: number | null; frame: unknown }> {
+  const { nodePath } = await detectHost();
+  const child = spawn(nodePath, [...flags, BOOTSTRAP_PATH], { env: EMPTY_ENV, stdio: ["pipe", "pipe", "ignore"] });
+  child.stdin.end();
+  let out = "";
+  child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  return { code, frame: JSON.parse(out.split("\n")[0]!) };
+}
 
 describe("warm pool", () => {
   const pool = createSandboxPool({ size: 2 });
@@ -208,10 +238,10 @@ describe("warm pool", () => {
       ),
     );
     for (const [i, env] of results.entries()) expect(env.result).toEqual([1, i]);
-    // Replacements are spawned after the runs: wait until they are there.
-    await expect.poll(() => sandboxPids().length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    // Replacements are spawned after the runs, and the used members take a moment to die: wait
+    // until exactly the two waiting members are there, so the one killed below is a waiting one.
+    await expect.poll(() => sandboxPids().length, { timeout: 10_000 }).toBe(2);
     const before = sandboxPids();
-    expect(before.length).toBeGreaterThanOrEqual(2);
     const killed = before[0]!;
     process.kill(killed, "SIGKILL");
     // The killed member is gone and a new one has been spawned in its place.

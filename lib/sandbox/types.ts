@@ -11,7 +11,7 @@ export type IsolationLevel = (typeof ISOLATION_LEVELS)[number];
 export type SandboxLimits = {
   /** Wall clock for the whole run, from job start; the process tree is killed after it. */
   timeoutMs: number;
-  /** RLIMIT_CPU seconds (SIGXCPU/SIGKILL from the kernel). */
+  /** CPU time: the host ends the run (TIMEOUT) when its reading of the process tree reaches it; RLIMIT_CPU one second above is a backstop. */
   cpuSeconds: number;
   /** V8 old-space cap (--max-old-space-size). */
   heapMb: number;
@@ -21,13 +21,14 @@ export type SandboxLimits = {
   maxOpenFiles: number;
   /** Everything the child may write to stdout; above it the run fails with OUTPUT_LIMIT. */
   maxStdoutBytes: number;
+  /** Everything the child may write to stderr; above it the host stops reading and the run fails with OUTPUT_LIMIT. */
   maxStderrBytes: number;
   /** One frame (a line on stdout); a longer line fails the run with OUTPUT_LIMIT. */
   maxFrameBytes: number;
   /** Log text kept; the rest is dropped and the envelope marked truncated. */
   maxLogBytes: number;
   maxResultBytes: number;
-  /** Total bytes of files under ./out/ (also the scratch tmpfs size and RLIMIT_FSIZE). */
+  /** Total bytes of files under ./out/; also RLIMIT_FSIZE, the scratch's size (plus 1 MiB), and the scratch use the host counts as full. */
   maxArtifactBytes: number;
   /** Bytes of one tool call's arguments, and of one tool result sent back to the child. */
   maxRpcBytes: number;

@@ -2,13 +2,9 @@
 /** The login form's server action: the only door for password sign-in from the console. */
 import { AuthError, CredentialsSignin } from "next-auth";
 import { signIn } from "@/lib/auth/next-auth";
+import { safeRedirect } from "./safe-redirect";
 
 export type LoginState = { error: string | null };
-
-function safeRedirect(value: FormDataEntryValue | null): string {
-  const path = typeof value === "string" ? value : "/";
-  return path.startsWith("/") && !path.startsWith("//") ? path : "/";
-}
 
 export async function loginAction(_prev: LoginState, form: FormData): Promise<LoginState> {
   const email = form.get("email");
@@ -21,7 +17,10 @@ export async function loginAction(_prev: LoginState, form: FormData): Promise<Lo
   } catch (error) {
     if (error instanceof CredentialsSignin) {
       return {
-        error: error.code === "rate_limited" ? "Too many failed attempts for this account. Wait a few minutes and try again." : "Wrong email or password.",
+        error:
+          error.code === "rate_limited"
+            ? "Too many failed attempts. Wait a moment and try again; each further failure makes the wait longer."
+            : "Wrong email or password.",
       };
     }
     if (error instanceof AuthError) {

@@ -5,13 +5,13 @@ import { Button } from "@/components/ui/primitives";
 import { oidcEnabled } from "@/lib/auth/next-auth";
 import { currentUser } from "@/lib/auth/session";
 import { loginAction, oidcLoginAction } from "./actions";
+import { safeRedirect } from "./safe-redirect";
 
 export const metadata: Metadata = { title: "Sign in" };
 
-export default async function LoginPage({ searchParams }: { searchParams: Promise<{ from?: string }> }) {
+export default async function LoginPage({ searchParams }: { searchParams: Promise<{ from?: string | string[] }> }) {
   if (await currentUser()) redirect("/");
-  const { from } = await searchParams;
-  const target = typeof from === "string" && from.startsWith("/") && !from.startsWith("//") ? from : "/";
+  const target = safeRedirect((await searchParams).from);
   return (
     <main className="mx-auto flex min-h-screen max-w-sm flex-col justify-center px-6">
       <h1 className="text-2xl font-semibold tracking-tight">Sign in to Airlock</h1>

@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
-import { Badge, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
+import { EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
+import { StatusBadge } from "@/components/ui/status-badge";
 import { Time } from "@/components/ui/time";
 import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
@@ -32,7 +33,7 @@ export default userPage("runs:read", async function RunsPage() {
                 </Link>
               </Td>
               <Td>
-                <Badge>{run.status.replaceAll("_", " ")}</Badge>
+                <StatusBadge status={run.status} />
               </Td>
             </tr>
           ))}

@@ -4,10 +4,11 @@
  * idempotency key; sendReminderEmail is open-world (it only records the email in an outbox);
  * updateCustomerEmail changes PII. Every tool declares an outputSchema and returns
  * structuredContent. State lives in memory, or in the JSON file given with `--state FILE` (so a
- * demo survives restarts). Run: `tsx lib/demo/ledger/server.ts [--seed N] [--state FILE]`.
+ * demo survives restarts); that file holds customers' personal data, so it is kept readable by its
+ * owner only (0600, also an existing file). Run: `tsx lib/demo/ledger/server.ts [--seed N] [--state FILE]`.
  * It is a demo upstream, not part of Airlock's trust boundary: Airlock treats it as untrusted.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -63,12 +64,12 @@ function failure(message: string) {
 }
 
 export function createLedgerServer(options: { seed?: number; statePath?: string } = {}): McpServer {
-  const state: State =
-    options.statePath && existsSync(options.statePath)
-      ? (JSON.parse(readFileSync(options.statePath, "utf8")) as State)
-      : { ...generateLedgerData(options.seed), idempotency: {}, outbox: [] };
+  const { statePath } = options;
+  const stored = statePath !== undefined && existsSync(statePath);
+  if (stored) chmodSync(statePath, 0o600);
+  const state: State = stored ? (JSON.parse(readFileSync(statePath, "utf8")) as State) : { ...generateLedgerData(options.seed), idempotency: {}, outbox: [] };
   const save = () => {
-    if (options.statePath) writeFileSync(options.statePath, JSON.stringify(state));
+    if (statePath) writeFileSync(statePath, JSON.stringify(state), { mode: 0o600 });
   };
   const server = new McpServer({ name: "ledger", version: "1.0.0" });
   const read = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
@@ -157,17 +158,36 @@ export function createLedgerServer(options: { seed?: number; statePath?: string 
       inputSchema: {
         invoiceId: z.string(),
         amountMinor: z.number().int().positive().describe("Amount in minor units; at most what is still refundable"),
+        currency: currency.optional().describe("The invoice's currency; refused when it is not"),
         reason: z.string().min(3).max(200),
         idempotencyKey: z.string().min(8).max(100),
       },
       outputSchema: { refund, replayed: z.boolean() },
       annotations: { title: "Issue refund", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      // What Airlock's plan preview answers instead of refunding, and where the money is.
+      _meta: {
+        "dev.airlock/preview": {
+          refund: {
+            id: "$placeholder",
+            invoiceId: "$args/invoiceId",
+            currency: "$args/currency",
+            amountMinor: "$args/amountMinor",
+            amount: "$placeholder",
+            reason: "$args/reason",
+            status: "succeeded",
+            createdAt: "$placeholder",
+          },
+          replayed: false,
+        },
+        "dev.airlock/money": { amount: "/amountMinor", currency: "/currency", subject: "/invoiceId", unit: "minor" },
+      },
     },
-    async ({ invoiceId, amountMinor, reason, idempotencyKey }) => {
+    async ({ invoiceId, amountMinor, currency: asked, reason, idempotencyKey }) => {
       const previous = state.idempotency[idempotencyKey];
       if (previous) return result({ refund: state.refunds.find((r) => r.id === previous)!, replayed: true });
       const inv = state.invoices.find((i) => i.id === invoiceId);
       if (!inv) return failure(`no invoice ${invoiceId}`);
+      if (asked !== undefined && asked !== inv.currency) return failure(`invoice ${invoiceId} is in ${inv.currency}, not ${asked}`);
       if (inv.status !== "paid") return failure(`invoice ${invoiceId} is ${inv.status}, only paid invoices can be refunded`);
       const already = state.refunds.filter((r) => r.invoiceId === invoiceId && r.status !== "failed").reduce((s, r) => s + r.amountMinor, 0);
       if (already + amountMinor > inv.amountMinor) {
@@ -197,6 +217,7 @@ export function createLedgerServer(options: { seed?: number; statePath?: string 
       inputSchema: { invoiceId: z.string(), message: z.string().max(2000).optional() },
       outputSchema: { reminderId: z.string(), to: z.string() },
       annotations: { title: "Send reminder email", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+      _meta: { "dev.airlock/preview": { reminderId: "$placeholder", to: "$placeholder" } },
     },
     async ({ invoiceId, message }) => {
       const inv = state.invoices.find((i) => i.id === invoiceId);

@@ -3,8 +3,10 @@
  *
  * It runs INSIDE the hostile process, so it enforces nothing the host relies on. Its jobs are
  * convenience and fail-closed start-up:
- *  - refuse to run unless the permission model is on and denies child processes, workers, addons,
- *    WASI, inspector and network (a launcher bug must not yield an unconfined run);
+ *  - refuse to run unless the permission model is on and every `--allow-*` flag of the pinned Node
+ *    is out of effect (child processes, workers, addons, WASI, inspector, network, FFI, OpenSSL
+ *    STORE loaders, a virtual file system; reads and writes beyond the sandbox's own paths), and
+ *    refuse a permission flag it does not know (a launcher bug must not yield an unconfined run);
  *  - announce `ready`, wait for exactly one `job` frame, import the script module and call its
  *    default export with frozen `tools` stubs and an `inputs` reader;
  *  - turn console output, tool calls and the final result into newline-delimited JSON frames on
@@ -48,24 +50,41 @@ function fail(code, message) {
   exit(71);
 }
 
-// 1. Refuse to run unconfined.
+// 1. Refuse to run unconfined. One check per `--allow-*` flag of the pinned Node (a test derives
+// the flags from `node --help` and fails on one missing here). `has` on a scope name Node does not
+// know answers false, so each check names a real scope or looks at the flag itself.
 const permission = process.permission;
 if (!permission || typeof permission.has !== "function") fail("NO_PERMISSION_MODEL", "process.permission is missing");
-for (const scope of ["child", "worker", "addon", "wasi", "inspector", "net"]) {
-  let granted = true;
+const granted = (scope, path) => {
   try {
-    granted = permission.has(scope);
+    return path === undefined ? permission.has(scope) : permission.has(scope, path);
   } catch {
-    granted = true;
+    return true;
   }
-  if (granted) fail("PERMISSION_TOO_WIDE", `permission scope ${scope} is granted`);
+};
+const ALLOW_FLAGS = {
+  "--allow-addons": () => granted("addon"),
+  "--allow-child-process": () => granted("child"),
+  "--allow-ffi": () => granted("ffi"),
+  "--allow-fs-read": () => granted("fs.read", "/") || granted("fs.read", "/etc/passwd"),
+  "--allow-fs-vfs": () => process.execArgv.some((arg) => arg.startsWith("--allow-fs-vfs")),
+  "--allow-fs-write": () => granted("fs.write", "/"),
+  "--allow-inspector": () => granted("inspector"),
+  "--allow-net": () => granted("net"),
+  "--allow-openssl-store": () => granted("openssl.store"),
+  "--allow-wasi": () => granted("wasi"),
+  "--allow-worker": () => granted("worker"),
+};
+for (const [flag, inEffect] of Object.entries(ALLOW_FLAGS)) {
+  if (inEffect()) fail("PERMISSION_TOO_WIDE", `${flag} is in effect`);
 }
-for (const [scope, path] of [
-  ["fs.read", "/"],
-  ["fs.write", "/"],
-  ["fs.read", "/etc/passwd"],
-]) {
-  if (permission.has(scope, path)) fail("PERMISSION_TOO_WIDE", `${scope} is granted on ${path}`);
+for (const arg of process.execArgv) {
+  const flag = /^--allow-[a-z-]+/.exec(arg)?.[0];
+  if (flag !== undefined && !Object.hasOwn(ALLOW_FLAGS, flag)) fail("PERMISSION_TOO_WIDE", `${flag} is not a flag this bootstrap checks`);
+}
+// Experimental modules the sandbox is started without (--no-experimental-ffi; no --experimental-vfs).
+for (const id of ["node:ffi", "node:vfs"]) {
+  if (process.getBuiltinModule(id) !== undefined) fail("PERMISSION_TOO_WIDE", `${id} can be loaded`);
 }
 
 // bwrap sets PWD after --chdir; the environment is otherwise empty (spawned with env {}, --clearenv).
@@ -218,29 +237,28 @@ function closeEscapeHatches(deny) {
   }
 }
 
+// Files under out/, in walk order, up to the cap. The first file that crosses it is cut to the
+// byte that crosses: the host counts the bytes it receives and fails the run on that count.
 function collectArtifacts(outDir, cap) {
   const artifacts = [];
   let total = 0;
-  let over = false;
   const walk = (dir, prefix) => {
     for (const entry of readdirSync(dir)) {
+      if (total > cap) return;
       const full = join(dir, entry);
       const rel = prefix ? `${prefix}/${entry}` : entry;
       const st = lstatSync(full);
       if (st.isDirectory()) walk(full, rel);
       else if (st.isFile()) {
-        total += st.size;
-        if (total > cap) {
-          over = true;
-          return;
-        }
-        artifacts.push({ name: rel, b64: readFileSync(full).toString("base64") });
+        const data = readFileSync(full);
+        const kept = total + data.length > cap ? data.subarray(0, cap - total + 1) : data;
+        total += kept.length;
+        artifacts.push({ name: rel, b64: kept.toString("base64") });
       }
-      if (over) return;
     }
   };
   walk(outDir, "");
-  return { artifacts, over, total };
+  return artifacts;
 }
 
 function describeError(error) {
@@ -281,8 +299,7 @@ async function startJob(frame) {
     } catch (error) {
       throw new TypeError(`the returned value is not JSON-serializable: ${describeError(error).message}`);
     }
-    const { artifacts, over } = collectArtifacts(frame.outDir, frame.maxArtifactBytes);
-    finish({ t: "done", ok: true, result, artifacts, artifactsOverLimit: over });
+    finish({ t: "done", ok: true, result, artifacts: collectArtifacts(frame.outDir, frame.maxArtifactBytes) });
   } catch (error) {
     finish({ t: "done", ok: false, error: describeError(error) });
   }

@@ -5,6 +5,8 @@ import { AutoRefresh } from "@/components/run/auto-refresh";
 import { CancelButton } from "@/components/run/cancel-button";
 import { CodeView, DiffView } from "@/components/run/code-view";
 import { DecisionForm } from "@/components/run/decision-form";
+import { PlanTable } from "@/components/run/plan-table";
+import { ToolUsesTable } from "@/components/run/tool-uses";
 import {
   Capabilities,
   Inputs,
@@ -19,6 +21,7 @@ import {
   ToolCalls,
 } from "@/components/run/run-sections";
 import { Badge } from "@/components/ui/primitives";
+import { StatusBadge } from "@/components/ui/status-badge";
 import { Time } from "@/components/ui/time";
 import { isPageRefresh, recordRunViewed } from "@/lib/audit/access";
 import { userPage } from "@/lib/auth/user-route";
@@ -30,20 +33,6 @@ import { Inert } from "@/components/ui/inert";
 export const metadata: Metadata = { title: "Run" };
 export const dynamic = "force-dynamic";
 
-const MOVING = ["approved", "auto_approved", "queued", "running"];
-const STATUS_TONE: Record<string, "good" | "warn" | "bad" | "neutral"> = {
-  succeeded: "good",
-  pending_review: "warn",
-  queued: "warn",
-  running: "warn",
-  failed: "bad",
-  denied: "bad",
-  rejected: "bad",
-  timed_out: "bad",
-  expired: "bad",
-  changes_requested: "bad",
-};
-
 export default userPage("runs:read", async function RunPage(user, { params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
   const run = await runDetail(prisma(), id, user);
@@ -54,16 +43,14 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
   return (
     <div className="space-y-5">
       {/* Votes of other reviewers and execution progress appear without a reload. */}
-      <AutoRefresh active={MOVING.includes(run.status) || run.status === "pending_review"} everyMs={run.status === "pending_review" ? 5_000 : 2_000} />
+      <AutoRefresh status={run.status} />
       <header>
         <p className="font-mono text-xs text-slate-500">run {run.id}</p>
-        <h1 className="text-2xl font-semibold tracking-tight">
+        <h1 className="text-xl font-semibold tracking-tight md:text-2xl">
           <Inert text={run.purpose} />
         </h1>
         <div className="mt-2 flex flex-wrap items-center gap-2 text-sm text-slate-700">
-          <Badge tone={STATUS_TONE[run.status] ?? "neutral"}>
-            <span data-testid="run-status">{run.status.replaceAll("_", " ")}</span>
-          </Badge>
+          <StatusBadge status={run.status} data-testid="run-status" />
           <Badge tone={run.risk.level === "high" ? "bad" : run.risk.level === "medium" ? "warn" : "neutral"}>{run.risk.level} risk</Badge>
           <Badge>{run.facts.effect.replace("_", " ")}</Badge>
           {run.facts.openWorld ? <Badge tone="warn">open world</Badge> : null}
@@ -112,6 +99,16 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
         ) : null}
       </Section>
 
+      {run.plan ? (
+        <Section title="Plan: the writes this approval allows" id="plan">
+          <PlanTable plan={run.plan} />
+        </Section>
+      ) : run.status === "previewing" ? (
+        <Section title="Plan" id="plan">
+          <p className="text-sm text-slate-600">The plan preview is running: the script runs with every write intercepted, to show what it would write.</p>
+        </Section>
+      ) : null}
+
       <Section title="Policy decision" id="policy">
         <PolicyDecision run={run} />
       </Section>
@@ -128,6 +125,10 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
         <CodeView lines={run.code.lines} findingsByLine={run.code.findingsByLine} label="Script" />
       </Section>
 
+      <Section title="Tool calls and their arguments" id="tool-uses">
+        <ToolUsesTable toolUses={run.toolUses} />
+      </Section>
+
       <Section title="Capability set" id="capabilities">
         <Capabilities run={run} />
       </Section>
@@ -140,7 +141,7 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
         <Inputs run={run} />
       </Section>
 
-      <div className="grid gap-5 lg:grid-cols-2">
+      <div className="grid grid-cols-1 gap-5 lg:grid-cols-2">
         <Section title="Provenance" id="provenance">
           <Provenance run={run} />
         </Section>
@@ -157,7 +158,7 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
               <a href={`/runs/${run.previousAttempt.id}`} className="text-teal-800 underline">
                 the attempt of <Time iso={run.previousAttempt.createdAt} />
               </a>{" "}
-              ({run.previousAttempt.status.replaceAll("_", " ")}) in the same conversation.
+              in the same conversation, which is now <StatusBadge status={run.previousAttempt.status} />
             </p>
             <DiffView diff={run.previousAttempt.diff} />
           </>

@@ -1,0 +1,41 @@
+/**
+ * A run's status as a badge, coloured by one mapping for every page that lists runs (the run
+ * page, the runs list, the queue, the audit search and timeline): a reviewer learns the colours
+ * once. The mapping is exhaustive over RunStatus, so a new state must be given a tone here.
+ */
+import type { ComponentProps } from "react";
+import type { RunStatus } from "@/lib/contracts/run-states";
+import { Badge, type Tone } from "./primitives";
+
+/** good: ran and succeeded · info: on its way to running · warn: waits for a person or was sent back · bad: refused or failed · neutral: stopped. */
+export const RUN_STATUS_TONE = {
+  submitted: "info",
+  analyzed: "info",
+  previewing: "info",
+  auto_approved: "info",
+  approved: "info",
+  queued: "info",
+  running: "info",
+  pending_review: "warn",
+  changes_requested: "warn",
+  succeeded: "good",
+  denied: "bad",
+  rejected: "bad",
+  failed: "bad",
+  timed_out: "bad",
+  expired: "neutral",
+  cancelled: "neutral",
+} as const satisfies Record<RunStatus, Tone>;
+
+export function runStatusTone(status: string): Tone {
+  return Object.hasOwn(RUN_STATUS_TONE, status) ? RUN_STATUS_TONE[status as RunStatus] : "neutral";
+}
+
+/** `status` in words ("pending review"), with `data-status` holding the value itself. */
+export function StatusBadge({ status, ...props }: { status: string } & Omit<ComponentProps<typeof Badge>, "tone" | "children">) {
+  return (
+    <Badge tone={runStatusTone(status)} data-status={status} {...props}>
+      {status.replaceAll("_", " ")}
+    </Badge>
+  );
+}

@@ -1,0 +1,198 @@
+/**
+ * Text PostgreSQL cannot store — U+0000 (refused in `text` and `jsonb`) and a lone surrogate
+ * (refused in `jsonb`) — at every door of the console, on real PostgreSQL through the real doors:
+ * the server actions as the forms call them, the JSON routes, the audit page's URL, the decision
+ * service behind the JSON decision route. Each must answer a typed 400 or a form error, never a
+ * 500. Only next-auth's session lookup is faked.
+ *
+ * A lone surrogate cannot survive a URL or a multipart form (both decode bytes as UTF-8 and turn it
+ * into U+FFFD, which is storable); it can in a JSON body and in a server action's JSON-encoded
+ * arguments, which reach userAction as plain values.
+ */
+import { NextRequest } from "next/server";
+import { renderToStaticMarkup } from "react-dom/server";
+import type { ReactElement } from "react";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
+import { setEnvForChildren } from "@/lib/env";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import type { Actor } from "@/lib/contracts/scopes";
+import { decideRun } from "@/lib/review/service";
+import { revokeAgentAndStopRuns } from "@/lib/runs/cancel";
+import { safeRedirect } from "@/app/(auth)/login/safe-redirect";
+import { createAgent } from "./agents";
+import { createUser } from "./users";
+
+const session = vi.hoisted(() => ({ userId: null as string | null }));
+vi.mock("@/lib/auth/next-auth", () => ({ auth: async () => (session.userId ? { user: { id: session.userId }, sessionVersion: 0 } : null) }));
+
+const NUL = "\u0000";
+const LONE = "\ud800";
+const system: Actor = { type: "system", name: "test" };
+let db: TestDatabase;
+const people: Record<"admin" | "reviewer" | "compliance", { id: string; email: string }> = {} as never;
+let runId: string;
+
+function form(fields: Record<string, string>): FormData {
+  const data = new FormData();
+  for (const [key, value] of Object.entries(fields)) data.append(key, value);
+  return data;
+}
+
+const as = (role: keyof typeof people) => {
+  session.userId = people[role].id;
+};
+
+beforeAll(async () => {
+  vi.stubEnv("__NEXT_EXPERIMENTAL_AUTH_INTERRUPTS", "true");
+  db = await createTestDatabase();
+  setEnvForChildren({ DATABASE_URL: db.url });
+  for (const role of ["admin", "reviewer", "compliance"] as const) {
+    const email = `${role}@example.com`;
+    people[role] = { ...(await db.prisma.$transaction((tx) => createUser(tx, system, { email, role }))), email };
+  }
+  const agent = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "billing-bot", ownerEmail: people.admin.email }));
+  // A run waiting for review, so a decision on it reaches the point where the comment is stored.
+  const run = await db.prisma.run.create({
+    data: {
+      agentId: agent.agentId,
+      status: "pending_review",
+      language: "typescript",
+      code: "return 1;",
+      codeSha256: "a".repeat(64),
+      purpose: "a run to decide",
+      inputsDigest: "b".repeat(64),
+      requestDigest: "c".repeat(64),
+      approvalsRequired: 1,
+    },
+  });
+  runId = run.id;
+});
+beforeEach(() => {
+  session.userId = null;
+});
+afterAll(async () => {
+  const { prisma } = await import("@/lib/db");
+  await prisma().$disconnect();
+  await db?.drop();
+});
+
+describe("server actions refuse unstorable text with a form error", () => {
+  it("agents: create and revoke", async () => {
+    const { createAgentAction, revokeAgentAction } = await import("@/app/(console)/agents/actions");
+    as("admin");
+    expect(await createAgentAction(null, form({ name: `bot${NUL}`, ownerEmail: people.admin.email, scopes: "runs:read" }))).toMatchObject({
+      ok: false,
+      error: { code: "bad_request", status: 400, message: "name: contains U+0000, a character that cannot be stored" },
+    });
+    expect(await revokeAgentAction(null, form({ name: `billing-bot${NUL}` }))).toMatchObject({ ok: false, error: { code: "bad_request", status: 400 } });
+    // The same door with a name it can look up answers as it always did.
+    expect(await revokeAgentAction(null, form({ name: "no-such-agent" }))).toMatchObject({ ok: false, error: { code: "not_found" } });
+  });
+
+  it("policies: a draft", async () => {
+    const { draftAction } = await import("@/app/(console)/policies/actions");
+    as("admin");
+    const text = `@id("x")\n@reason("y${NUL}")\npermit (principal, action, resource);`;
+    expect(await draftAction(null, form({ text, intent: "save" }))).toMatchObject({ ok: false, error: { code: "bad_request", details: { field: "text" } } });
+  });
+
+  it("tools: accepting a tool", async () => {
+    const { acceptToolAction } = await import("@/app/(console)/tools/actions");
+    as("admin");
+    expect(await acceptToolAction(null, form({ server: `ledger${NUL}`, tool: "x", schemaHash: "d".repeat(64) }))).toMatchObject({
+      ok: false,
+      error: { code: "bad_request", details: { field: "server" } },
+    });
+  });
+
+  it("runs: a decision comment and a cancel", async () => {
+    const { decideAction, cancelAction } = await import("@/app/(console)/runs/[id]/actions");
+    as("reviewer");
+    const fields = { runId, verdict: "reject", comment: `no${NUL}`, codeSha256: "a".repeat(64), capabilitySet: "[]", inputsDigest: "b".repeat(64) };
+    expect(await decideAction(null, form(fields))).toMatchObject({ ok: false, error: { code: "bad_request", details: { field: "comment" } } });
+    expect(await cancelAction(null, form({ runId: `${runId}${NUL}` }))).toMatchObject({ ok: false, error: { code: "bad_request" } });
+  });
+
+  it("a lone surrogate in an action's arguments is refused too, naming the field", async () => {
+    const { userAction } = await import("./user-action");
+    as("admin");
+    const revoke = userAction("agents:manage", z.object({ name: z.string().min(1) }).strict(), (actor, input) =>
+      db.prisma.$transaction((tx) => revokeAgentAndStopRuns(tx, actor, input.name)),
+    );
+    for (const name of [`billing-bot${LONE}`, `billing-bot${NUL}`]) {
+      const result = await revoke({ name });
+      expect(result).toMatchObject({ ok: false, error: { code: "bad_request", details: { field: "name" } } });
+    }
+    const nested = userAction("agents:manage", z.object({ tags: z.array(z.object({ label: z.string() })) }).strict(), async () => "stored");
+    expect(await nested({ tags: [{ label: "ok" }, { label: `x${LONE}` }] })).toMatchObject({ ok: false, error: { details: { field: "tags.1.label" } } });
+    // Multipart forms carry no lone surrogate: it arrives as U+FFFD, storable, and is answered on its merits.
+    const { revokeAgentAction } = await import("@/app/(console)/agents/actions");
+    expect(await revokeAgentAction(null, form({ name: `billing-bot${LONE}` }))).toMatchObject({ ok: false, error: { code: "not_found" } });
+  });
+});
+
+describe("the JSON decision door", () => {
+  it("refuses a comment with either character before anything is stored", async () => {
+    const reviewer = { type: "user" as const, ...people.reviewer, role: "reviewer" as const };
+    for (const bad of [NUL, LONE]) {
+      // As the route reads it: JSON.parse of the request body ("\u0000", "\ud800" escapes).
+      const body = JSON.parse(
+        JSON.stringify({
+          verdict: "reject",
+          comment: `no${bad}`,
+          seen: { codeSha256: "a".repeat(64), capabilitySet: [], inputsDigest: "b".repeat(64), policyVersionId: null },
+        }),
+      ) as Record<string, unknown>;
+      await expect(decideRun({ db: db.prisma, startExecution: () => {} }, reviewer, { ...body, runId })).rejects.toMatchObject({
+        code: "bad_request",
+        details: { field: "comment" },
+      });
+    }
+    expect(await db.prisma.review.count({ where: { runId } })).toBe(0);
+    expect((await db.prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("pending_review");
+  });
+});
+
+describe("URL doors", () => {
+  it("the audit export answers 400 for a filter with U+0000; a URL cannot carry a lone surrogate", async () => {
+    const { GET } = await import("@/app/api/audit/export/route");
+    as("compliance");
+    for (const key of ["q", "agent", "person", "tool", "codeHash", "since", "status"]) {
+      const response = await GET(new NextRequest(`http://localhost/api/audit/export?format=jsonl&${key}=x%00y`), undefined);
+      expect(response.status, key).toBe(400);
+      expect(((await response.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "bad_request" });
+    }
+    const surrogate = await GET(new NextRequest(`http://localhost/api/audit/export?format=jsonl&q=x${LONE}`), undefined);
+    expect(surrogate.status).toBe(200);
+    await surrogate.text();
+  });
+
+  it("the audit page shows a form error for a filter, and a notice for a page cursor, with either character", async () => {
+    const { default: AuditPage } = await import("@/app/(console)/audit/page");
+    as("compliance");
+    const cursor = Buffer.from(`${new Date().toISOString()}|${runId}`).toString("base64url");
+    const render = async (params: Record<string, string>) =>
+      renderToStaticMarkup((await AuditPage({ searchParams: Promise.resolve(params) } as never)) as ReactElement);
+    for (const bad of [NUL, LONE]) {
+      expect(await render({ q: `x${bad}` })).toContain(`q: contains ${bad === NUL ? "U+0000" : "U+D800"}, a character that cannot be stored`);
+      expect(await render({ after: `${cursor}${bad}` })).toContain('data-code="bad_request"');
+    }
+    const searched = await db.prisma.auditEvent.findMany({ where: { action: "audit.searched" } });
+    expect(searched).toEqual([]);
+  });
+
+  it("the review queue's filters take either character without failing", async () => {
+    const { GET } = await import("@/app/api/queue/route");
+    as("reviewer");
+    const response = await GET(new NextRequest(`http://localhost/api/queue?agent=x%00y&effect=%00`), undefined);
+    expect(response.status).toBe(200);
+  });
+
+  it("sign-in's return path is a path on this site or /", () => {
+    for (const bad of [`/runs${NUL}`, `/runs${LONE}`, "//evil.example", "/\\evil.example", "https://evil.example", "/a b", undefined, ["/x"]]) {
+      expect(safeRedirect(bad)).toBe("/");
+    }
+    expect(safeRedirect("/audit?q=x%00&since=2026-11-30")).toBe("/audit?q=x%00&since=2026-11-30");
+  });
+});

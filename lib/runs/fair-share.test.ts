@@ -1,0 +1,158 @@
+/**
+ * Fair share of the executors' slots on real parts: PostgreSQL, graphile-worker queues, the demo
+ * ledger, the shipped policies and the strict sandbox. Two executors (runtimes) with one slot each
+ * make a cluster of two slots; they share nothing but the database.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAgent } from "@/lib/auth/agents";
+import { createUser } from "@/lib/auth/users";
+import type { Actor } from "@/lib/contracts/scopes";
+import { createPrismaClient } from "@/lib/db";
+import { submitRun } from "@/lib/intake/submit";
+import { defaultPolicyText } from "@/lib/policy/policy-set";
+import { publishPolicyText } from "@/lib/policy/store";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { registerExecutor, releaseSlot, takeSlot } from "./fair-share";
+import { createRuntime, demoConfig, type Runtime } from "./runtime";
+import type { AgentActor } from "./service";
+
+const system: Actor = { type: "system", name: "test" };
+
+async function setUp(): Promise<TestDatabase> {
+  const db = await createTestDatabase();
+  await db.prisma.$transaction(async (tx) => {
+    await createUser(tx, system, { email: "owner@example.com", role: "admin" });
+    await publishPolicyText(tx, system, defaultPolicyText());
+  });
+  return db;
+}
+
+async function makeAgent(db: TestDatabase, name: string): Promise<AgentActor> {
+  const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name, ownerEmail: "owner@example.com" }));
+  const ownerId = (await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } })).ownerId;
+  return { type: "agent", id: created.agentId, name, ownerId, scopes: created.scopes };
+}
+
+async function startRuntime(db: TestDatabase, execute: boolean): Promise<Runtime> {
+  const stateFile = join(await mkdtemp(join(tmpdir(), "airlock-ledger-")), "state.json");
+  return createRuntime(db.prisma, { ...demoConfig(stateFile), sandbox: { isolation: "strict", poolSize: 1 } }, { databaseUrl: db.url, execute });
+}
+
+describe("two executors, one slot each", () => {
+  let db: TestDatabase;
+  const runtimes: Runtime[] = [];
+
+  beforeAll(async () => {
+    db = await setUp();
+    runtimes.push(await startRuntime(db, true), await startRuntime(db, true));
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(runtimes.map((runtime) => runtime.close()));
+    await db?.drop();
+  });
+
+  const statusOf = async (runId: string) => (await db.prisma.run.findUniqueOrThrow({ where: { id: runId } })).status;
+
+  it("one agent's four CPU-bound runs do not keep another agent's trivial run, submitted after them, waiting (done within 3 s)", async () => {
+    const [runtime] = runtimes as [Runtime];
+    const hog = await makeAgent(db, "hog");
+    const light = await makeAgent(db, "light");
+    const held: string[] = [];
+    const hogRuns: string[] = [];
+    for (let n = 0; n < 4; n++) {
+      const view = await submitRun({ ...runtime, startExecution: (runId) => held.push(runId) }, hog, {
+        code: `while (true) {} // ${n}`,
+        purpose: `spin ${n}`,
+        language: "javascript",
+      });
+      expect(view.status).toBe("queued");
+      hogRuns.push(view.runId);
+    }
+    // A few seconds' wall clock instead of the default 30 s, before they are handed to the queue.
+    for (const runId of held) {
+      const run = await db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+      await db.prisma.run.update({ where: { id: runId }, data: { limits: { ...(run.limits as object), timeoutMs: 2_000 } } });
+      runtime.startExecution(runId);
+    }
+    // Alone, the hog may use both slots.
+    await expect.poll(() => db.prisma.run.count({ where: { agentId: hog.id, status: "running" } }), { timeout: 20_000, interval: 50 }).toBe(2);
+
+    const submitted = Date.now();
+    const view = await submitRun(runtime, light, { code: `return 1;`, purpose: "trivial", language: "javascript" });
+    await expect.poll(() => statusOf(view.runId), { timeout: 20_000, interval: 25 }).toBe("succeeded");
+    expect(Date.now() - submitted).toBeLessThan(3_000);
+
+    // Every deferred run is picked up once a slot frees: none lost, none retried, each claimed once.
+    for (const runId of hogRuns) await expect.poll(() => statusOf(runId), { timeout: 30_000, interval: 100 }).toBe("timed_out");
+    const runs = await db.prisma.run.findMany({ where: { id: { in: [...hogRuns, view.runId] } } });
+    expect(runs.map((r) => r.attempt)).toEqual([1, 1, 1, 1, 1]);
+    const events = await db.prisma.auditEvent.findMany({ where: { subjectId: { in: hogRuns } } });
+    for (const runId of hogRuns) expect(events.filter((e) => e.subjectId === runId && e.action === "run.running")).toHaveLength(1);
+    const deferred = events.filter((e) => e.action === "run.deferred");
+    expect(deferred.length).toBeGreaterThan(0);
+    for (const event of deferred) expect(event.data).toMatchObject({ held: 1, share: 1, slots: 2 });
+    const light1 = runs.find((r) => r.id === view.runId)!;
+    const lastHogStart = Math.max(...runs.filter((r) => r.id !== view.runId).map((r) => r.startedAt!.getTime()));
+    expect(light1.startedAt!.getTime()).toBeLessThan(lastHogStart);
+    expect(await db.prisma.runSlot.count()).toBe(0);
+  }, 90_000);
+});
+
+describe("the decision is made in PostgreSQL, once for the cluster", () => {
+  let db: TestDatabase;
+  let runtime: Runtime;
+
+  beforeAll(async () => {
+    db = await setUp();
+    runtime = await startRuntime(db, false);
+  }, 120_000);
+
+  afterAll(async () => {
+    await runtime?.close();
+    await db?.drop();
+  });
+
+  it("four executors taking slots for one agent at the same instant give it its share (2 of 4 slots) while another agent waits, not more", async () => {
+    const deps = { ...runtime, startExecution: () => {} };
+    const greedy = await makeAgent(db, "greedy");
+    const patient = await makeAgent(db, "patient");
+    const greedyRuns = [];
+    for (let n = 0; n < 4; n++) greedyRuns.push((await submitRun(deps, greedy, { code: `return ${n};`, purpose: `g${n}`, language: "javascript" })).runId);
+    const patientRun = (await submitRun(deps, patient, { code: `return "p";`, purpose: "p", language: "javascript" })).runId;
+    const executor = { id: randomUUID(), name: "four-slots", slots: 4 };
+    await registerExecutor(db.prisma, executor);
+
+    // Each "executor" decides on its own connection, all at once.
+    const clients = greedyRuns.map(() => createPrismaClient(db.url));
+    try {
+      await Promise.all(clients.map((client) => client.$queryRaw`SELECT 1`));
+      const outcomes = await Promise.all(greedyRuns.map((runId, i) => takeSlot(clients[i]!, executor.id, runId)));
+      expect(outcomes.filter((o) => o.outcome === "held")).toHaveLength(2);
+      expect(outcomes.filter((o) => o.outcome === "deferred")).toHaveLength(2);
+    } finally {
+      await Promise.all(clients.map((client) => client.$disconnect()));
+    }
+    const waiting = (await db.prisma.runSlot.findMany({ where: { executorId: null }, orderBy: [{ since: "asc" }, { runId: "asc" }] })).map((s) => s.runId);
+    expect(waiting).toHaveLength(2);
+    // Deferred runs stay queued with their attempt untouched.
+    expect(await db.prisma.run.findMany({ where: { id: { in: waiting } }, select: { status: true, attempt: true } })).toEqual([
+      { status: "queued", attempt: 1 },
+      { status: "queued", attempt: 1 },
+    ]);
+
+    // The waiting agent gets a slot at once, and that wakes the deferred runs.
+    const taken = await takeSlot(db.prisma, executor.id, patientRun);
+    expect(taken).toEqual({ outcome: "held", wake: waiting });
+    // Nobody else waits now, so a free slot goes to the greedy agent after all.
+    expect(await takeSlot(db.prisma, executor.id, waiting[0]!)).toMatchObject({ outcome: "held" });
+    // A duplicate job for a run whose slot is held finds nothing to do.
+    expect(await takeSlot(db.prisma, executor.id, waiting[0]!)).toEqual({ outcome: "gone" });
+    expect(await releaseSlot(db.prisma, executor.id, patientRun)).toEqual([waiting[1]]);
+    expect(await db.prisma.auditEvent.count({ where: { action: "run.deferred" } })).toBe(2);
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * Plans without a database: preview answers from templates and output schemas, money and its
+ * totals, the digest, and the apply rule — the next planned write, with the same arguments once
+ * placeholders stand for the real values; fewer writes are fine, more or others never.
+ */
+import { describe, expect, it } from "vitest";
+import { previewHintsOf } from "@/lib/contracts/preview-hints";
+import type { RunPlan } from "@/lib/contracts/run-columns";
+import { moneyOf, moneyTotals, planDigest, PlanFollower, previewAnswer } from "./plan";
+
+const REFUND_HINTS = previewHintsOf({
+  "dev.airlock/preview": {
+    refund: { id: "$placeholder", invoiceId: "$args/invoiceId", currency: "$args/currency", amountMinor: "$args/amountMinor" },
+    replayed: false,
+  },
+  "dev.airlock/money": { amount: "/amountMinor", currency: "/currency", subject: "/invoiceId" },
+});
+
+function refundWrite(seq: number, invoiceId: string, amountMinor: number, currency = "EUR") {
+  const args = { invoiceId, amountMinor, currency, idempotencyKey: `refund-${invoiceId}` };
+  const answer = previewAnswer(seq, args, REFUND_HINTS, null);
+  return { seq, server: "ledger", tool: "issueRefund", arguments: args, answer, money: moneyOf(REFUND_HINTS!.money, args, answer) };
+}
+
+function planOf(writes: RunPlan["writes"]): RunPlan {
+  return { digest: planDigest(writes), writes };
+}
+
+describe("preview answers", () => {
+  it("fill a declared template from the arguments, with placeholders for what only the call can know", () => {
+    expect(refundWrite(3, "inv_0001", 1000).answer).toEqual({
+      refund: { id: "@plan:3/refund/id", invoiceId: "inv_0001", currency: "EUR", amountMinor: 1000 },
+      replayed: false,
+    });
+  });
+
+  it("are built from the outputSchema otherwise: strings symbolic, the first enum value, a number's minimum", () => {
+    const schema = {
+      type: "object",
+      properties: {
+        id: { type: "string" },
+        status: { type: "string", enum: ["queued", "sent"] },
+        attempts: { type: "integer", minimum: 1 },
+        tags: { type: "array", items: { type: "string" } },
+        nested: { type: "object", properties: { "a/b": { type: "string" } } },
+      },
+    };
+    expect(previewAnswer(2, {}, null, schema)).toEqual({ id: "@plan:2/id", status: "queued", attempts: 1, tags: [], nested: { "a/b": "@plan:2/nested/a~1b" } });
+    expect(previewAnswer(4, {}, null, null)).toBe("@plan:4");
+  });
+
+  it("drop malformed money hints instead of trusting them in part", () => {
+    expect(previewHintsOf({ "dev.airlock/money": { amount: "amountMinor" } })).toBeNull();
+    expect(previewHintsOf({ "dev.airlock/money": { amount: "/a", extra: 1 } })).toBeNull();
+    expect(previewHintsOf({ other: 1 })).toBeNull();
+  });
+});
+
+describe("money", () => {
+  it("reads amount, currency and subject from the arguments in the currency's minor units", () => {
+    expect(refundWrite(1, "inv_0001", 1050).money).toEqual({ amount: "10.50", currency: "EUR", subject: "inv_0001" });
+    expect(refundWrite(1, "inv_0009", 1050, "JPY").money).toEqual({ amount: "1050", currency: "JPY", subject: "inv_0009" });
+  });
+
+  it("totals per currency with the subjects, exactly", () => {
+    const plan = planOf([
+      refundWrite(1, "inv_0001", 1000),
+      refundWrite(2, "inv_0007", 1000),
+      refundWrite(3, "inv_0012", 1001),
+      refundWrite(4, "inv_0020", 500, "JPY"),
+    ]);
+    expect(moneyTotals(plan)).toEqual([
+      { currency: "EUR", total: "30.01", count: 3, subjects: ["inv_0001", "inv_0007", "inv_0012"] },
+      { currency: "JPY", total: "500", count: 1, subjects: ["inv_0020"] },
+    ]);
+  });
+});
+
+describe("following a plan", () => {
+  it("allows the planned writes in order, with the same arguments whatever their key order", () => {
+    const follower = new PlanFollower(planOf([refundWrite(1, "inv_0001", 100), refundWrite(2, "inv_0002", 200)]));
+    expect(follower.check("ledger", "issueRefund", { idempotencyKey: "refund-inv_0001", currency: "EUR", amountMinor: 100, invoiceId: "inv_0001" })).toEqual({
+      ok: true,
+      seq: 1,
+    });
+    expect(follower.check("ledger", "issueRefund", refundWrite(2, "inv_0002", 200).arguments)).toEqual({ ok: true, seq: 2 });
+  });
+
+  it("refuses another amount, another tool, and a write past the end; fewer writes need no check", () => {
+    const plan = planOf([refundWrite(1, "inv_0001", 100)]);
+    expect(new PlanFollower(plan).check("ledger", "issueRefund", refundWrite(1, "inv_0001", 101).arguments)).toMatchObject({ ok: false });
+    expect(new PlanFollower(plan).check("ledger", "sendReminderEmail", { invoiceId: "inv_0001" })).toMatchObject({
+      ok: false,
+      reason: "write 1 was planned as ledger.issueRefund, not ledger.sendReminderEmail",
+    });
+    const follower = new PlanFollower(plan);
+    expect(follower.check("ledger", "issueRefund", refundWrite(1, "inv_0001", 100).arguments).ok).toBe(true);
+    expect(follower.check("ledger", "issueRefund", refundWrite(1, "inv_0001", 100).arguments)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("has 1"),
+    });
+  });
+
+  it("matches a placeholder argument to the value the real planned write returned, and nothing else", () => {
+    const create = { seq: 1, server: "crm", tool: "createTicket", arguments: { title: "t" }, answer: { id: "@plan:1/id" }, money: null };
+    const send = { seq: 2, server: "crm", tool: "notify", arguments: { ticketId: "@plan:1/id" }, answer: null, money: null };
+    const follower = new PlanFollower(planOf([create, send]));
+    expect(follower.check("crm", "createTicket", { title: "t" })).toEqual({ ok: true, seq: 1 });
+    follower.made(1, { id: "T-991" });
+    expect(follower.check("crm", "notify", { ticketId: "T-000" })).toMatchObject({ ok: false });
+    expect(follower.check("crm", "notify", { ticketId: "T-991" })).toEqual({ ok: true, seq: 2 });
+  });
+
+  it("binds the order, tools and arguments in the digest", () => {
+    const a = refundWrite(1, "inv_0001", 100);
+    const b = refundWrite(2, "inv_0002", 100);
+    expect(planDigest([a, b])).not.toBe(planDigest([b, a]));
+    expect(planDigest([a])).not.toBe(planDigest([refundWrite(1, "inv_0001", 101)]));
+    const sameWriteOtherAnswer = { ...a, answer: "ignored", money: null };
+    expect(planDigest([a])).toBe(planDigest([sameWriteOtherAnswer]));
+  });
+});

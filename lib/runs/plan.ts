@@ -1,0 +1,190 @@
+/**
+ * The plan of a run: the ordered writes its preview intercepted, what each was answered with,
+ * and the money each moves. Pure functions; lib/runs/preview.ts builds plans, the executor
+ * follows them (`PlanFollower`).
+ *
+ * Placeholders: a value only the real call can know (an id the upstream assigns) is answered in
+ * preview with a symbolic string, `@plan:<seq><JSON Pointer>`. At apply, an argument equal to a
+ * placeholder matches the value the real call of that planned write returned at that pointer, so
+ * `createX` followed by `send(x.id)` applies. Only strings are symbolic; numbers and booleans in
+ * an answer built from an outputSchema are fixed (0, false) and a later write that depends on them
+ * diverges rather than guess.
+ *
+ * Guarantees of `PlanFollower.check`: a write is allowed only when it is the next planned one —
+ * same server, same tool, and the same arguments in canonical JSON once placeholders are replaced
+ * by real values; fewer writes than planned are fine, more or others never are.
+ */
+import Decimal from "decimal.js";
+import { canonicalJson } from "@/lib/canonical-json";
+import type { MoneyHint, PreviewHints } from "@/lib/contracts/preview-hints";
+import type { PlanWrite, RunPlan } from "@/lib/contracts/run-columns";
+import { jsonDigest } from "@/lib/digest";
+import type { JsonValue } from "@/lib/untrusted/safe-json";
+
+const MAX_DEPTH = 12;
+const PLACEHOLDER = /^@plan:(\d+)(\/.*)?$/;
+
+function escapePointer(key: string): string {
+  return key.replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
+/** The value at a JSON Pointer, or undefined. */
+export function atPointer(value: unknown, pointer: string): unknown {
+  if (pointer === "") return value;
+  let current = value;
+  for (const raw of pointer.split("/").slice(1)) {
+    const key = raw.replaceAll("~1", "/").replaceAll("~0", "~");
+    if (current === null || typeof current !== "object" || !Object.hasOwn(current, key)) return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
+}
+
+function placeholder(seq: number, pointer: string): string {
+  return `@plan:${seq}${pointer}`;
+}
+
+/** An answer shaped by a JSON Schema: strings symbolic, numbers their minimum or 0, the first enum value. */
+function fromSchema(schema: unknown, seq: number, pointer: string, depth: number): JsonValue {
+  if (depth > MAX_DEPTH || schema === null || typeof schema !== "object" || Array.isArray(schema)) return placeholder(seq, pointer);
+  const s = schema as Record<string, unknown>;
+  if ("const" in s) return (s.const ?? null) as JsonValue;
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0] as JsonValue;
+  for (const key of ["anyOf", "oneOf"] as const) {
+    if (Array.isArray(s[key]) && s[key].length > 0) return fromSchema(s[key][0], seq, pointer, depth + 1);
+  }
+  const type = Array.isArray(s.type) ? s.type[0] : s.type;
+  switch (type) {
+    case "number":
+    case "integer":
+      return typeof s.minimum === "number" ? s.minimum : 0;
+    case "boolean":
+      return false;
+    case "null":
+      return null;
+    case "array":
+      return [];
+    case "object": {
+      const out: { [key: string]: JsonValue } = {};
+      const properties = s.properties && typeof s.properties === "object" ? (s.properties as Record<string, unknown>) : {};
+      for (const [key, sub] of Object.entries(properties)) out[key] = fromSchema(sub, seq, `${pointer}/${escapePointer(key)}`, depth + 1);
+      return out;
+    }
+    default:
+      return placeholder(seq, pointer);
+  }
+}
+
+/** A declared template filled from the arguments: "$args/<pointer>" and "$placeholder" (see the header). */
+function fromTemplate(template: unknown, args: JsonValue, seq: number, pointer: string, depth: number): JsonValue {
+  if (depth > MAX_DEPTH) return placeholder(seq, pointer);
+  if (template === "$placeholder") return placeholder(seq, pointer);
+  if (typeof template === "string" && template.startsWith("$args")) {
+    const value = atPointer(args, template.slice("$args".length));
+    return value === undefined ? placeholder(seq, pointer) : (value as JsonValue);
+  }
+  if (Array.isArray(template)) return template.map((item, i) => fromTemplate(item, args, seq, `${pointer}/${i}`, depth + 1));
+  if (template !== null && typeof template === "object") {
+    const out: { [key: string]: JsonValue } = {};
+    for (const [key, sub] of Object.entries(template)) out[key] = fromTemplate(sub, args, seq, `${pointer}/${escapePointer(key)}`, depth + 1);
+    return out;
+  }
+  return (template ?? null) as JsonValue;
+}
+
+/** What a preview answers for the planned write `seq`. */
+export function previewAnswer(seq: number, args: JsonValue, hints: PreviewHints | null, outputSchema: Record<string, unknown> | null): JsonValue {
+  if (hints && hints.answer !== undefined) return fromTemplate(hints.answer, args, seq, "", 0);
+  return outputSchema ? fromSchema(outputSchema, seq, "", 0) : placeholder(seq, "");
+}
+
+function decimal(amount: number, unit: MoneyHint["unit"], currency: string | null): string {
+  if (unit === "major") return String(amount);
+  let digits = 2;
+  try {
+    if (currency) digits = new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  } catch {
+    digits = 2;
+  }
+  return (amount / 10 ** digits).toFixed(digits);
+}
+
+/** The money a planned write moves, where its tool says it is; null when it says nothing or the amount is not a number. */
+export function moneyOf(hint: MoneyHint | null, args: JsonValue, answer: JsonValue): PlanWrite["money"] {
+  if (!hint) return null;
+  const source = hint.from === "answer" ? answer : args;
+  const amount = atPointer(source, hint.amount);
+  if (typeof amount !== "number" || !Number.isFinite(amount)) return null;
+  const currency = hint.currency ? atPointer(source, hint.currency) : undefined;
+  const subject = hint.subject ? atPointer(source, hint.subject) : undefined;
+  const code = typeof currency === "string" && !PLACEHOLDER.test(currency) ? currency : null;
+  return {
+    amount: decimal(amount, hint.unit, code),
+    currency: code,
+    subject: typeof subject === "string" || typeof subject === "number" ? String(subject) : null,
+  };
+}
+
+/** The digest an approval binds: the ordered writes (server, tool, canonical arguments). */
+export function planDigest(writes: readonly Pick<PlanWrite, "seq" | "server" | "tool" | "arguments">[]): string {
+  return jsonDigest(writes.map(({ seq, server, tool, arguments: args }) => ({ seq, server, tool, arguments: args })));
+}
+
+/** Totals per currency, as reviewers see them: "3 refunds, 30.00 EUR, invoices inv_0001, …". */
+export function moneyTotals(plan: RunPlan): { currency: string | null; total: string; count: number; subjects: string[] }[] {
+  const groups = new Map<string | null, { total: Decimal; count: number; subjects: string[] }>();
+  for (const write of plan.writes) {
+    if (!write.money) continue;
+    const group = groups.get(write.money.currency) ?? { total: new Decimal(0), count: 0, subjects: [] };
+    group.total = group.total.plus(write.money.amount);
+    group.count++;
+    if (write.money.subject && !group.subjects.includes(write.money.subject)) group.subjects.push(write.money.subject);
+    groups.set(write.money.currency, group);
+  }
+  const places = (amount: string) => amount.split(".")[1]?.length ?? 0;
+  return [...groups].map(([currency, g]) => {
+    const digits = Math.max(0, ...plan.writes.filter((w) => w.money?.currency === currency).map((w) => places(w.money!.amount)));
+    return { currency, total: g.total.toFixed(digits), count: g.count, subjects: g.subjects };
+  });
+}
+
+/** Replaces every placeholder whose write has been made by the real value it returned. */
+function resolve(value: JsonValue, results: ReadonlyMap<number, JsonValue>): JsonValue {
+  if (typeof value === "string") {
+    const match = PLACEHOLDER.exec(value);
+    if (!match || !results.has(Number(match[1]))) return value;
+    const real = atPointer(results.get(Number(match[1])), match[2] ?? "");
+    return real === undefined ? value : (real as JsonValue);
+  }
+  if (Array.isArray(value)) return value.map((item) => resolve(item, results));
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v, results)]));
+  return value;
+}
+
+export type PlanCheck = { ok: true; seq: number } | { ok: false; reason: string };
+
+/** Holds an apply to its approved plan, write by write. */
+export class PlanFollower {
+  private next = 0;
+  private readonly results = new Map<number, JsonValue>();
+
+  constructor(private readonly plan: RunPlan) {}
+
+  check(server: string, tool: string, args: JsonValue): PlanCheck {
+    const planned = this.plan.writes[this.next];
+    const call = `${server}.${tool}`;
+    if (!planned) return { ok: false, reason: `${call} would be write ${this.next + 1}, but the approved plan has ${this.plan.writes.length}` };
+    const expected = `${planned.server}.${planned.tool}`;
+    if (expected !== call) return { ok: false, reason: `write ${this.next + 1} was planned as ${expected}, not ${call}` };
+    const wanted = canonicalJson(resolve(planned.arguments, this.results));
+    if (canonicalJson(args) !== wanted)
+      return { ok: false, reason: `write ${this.next + 1} (${call}) has arguments ${canonicalJson(args)}; the plan approved ${wanted}` };
+    this.next++;
+    return { ok: true, seq: planned.seq };
+  }
+
+  /** The real result of planned write `seq`, which its placeholders now stand for. */
+  made(seq: number, result: JsonValue): void {
+    this.results.set(seq, result);
+  }
+}

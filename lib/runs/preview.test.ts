@@ -1,0 +1,176 @@
+/**
+ * Plan preview and bound apply on real parts (PostgreSQL, the demo ledger over stdio, the broker,
+ * the shipped policies, the strict sandbox): an escalated write is previewed before anyone is
+ * asked (reads real, writes intercepted, nothing reaches the upstream), the plan is what the
+ * apply must follow, and a run whose writes change between preview and apply is stopped before the
+ * first write that differs.
+ */
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAgent } from "@/lib/auth/agents";
+import { createUser } from "@/lib/auth/users";
+import type { Actor } from "@/lib/contracts/scopes";
+import { generateLedgerData } from "@/lib/demo/ledger/data";
+import { setEnvForChildren } from "@/lib/env";
+import { submitRun } from "@/lib/intake/submit";
+import { defaultPolicyText } from "@/lib/policy/policy-set";
+import { publishPolicyText } from "@/lib/policy/store";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { createRuntime, demoConfig, type Runtime } from "./runtime";
+import { getRun, type AgentActor, type RunView } from "./service";
+import { transitionRun } from "./states";
+
+const system: Actor = { type: "system", name: "test" };
+const paid = generateLedgerData().invoices.filter((i) => i.status === "paid");
+let db: TestDatabase;
+let runtime: Runtime;
+let agent: AgentActor;
+
+beforeAll(async () => {
+  setEnvForChildren({ AIRLOCK_BUDGET_CONCURRENT_RUNS: "50" });
+  db = await createTestDatabase();
+  await db.prisma.$transaction(async (tx) => {
+    await createUser(tx, system, { email: "owner@example.com", role: "admin" });
+    await publishPolicyText(tx, system, defaultPolicyText());
+  });
+  const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "planner", ownerEmail: "owner@example.com" }));
+  agent = {
+    type: "agent",
+    id: created.agentId,
+    name: "planner",
+    ownerId: (await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } })).ownerId,
+    scopes: created.scopes,
+  };
+  const stateFile = join(await mkdtemp(join(tmpdir(), "airlock-ledger-")), "state.json");
+  runtime = await createRuntime(db.prisma, { ...demoConfig(stateFile), sandbox: { isolation: "strict", poolSize: 1 } }, { databaseUrl: db.url, execute: true });
+}, 120_000);
+
+afterAll(async () => {
+  await runtime?.close();
+  await db?.drop();
+});
+
+async function leaving(runId: string, statuses: string[]): Promise<RunView> {
+  for (let i = 0; i < 6; i++) {
+    const view = await getRun(runtime, agent, { runId, waitSeconds: 20 });
+    if (!statuses.includes(view.status)) return view;
+  }
+  throw new Error(`run ${runId} stayed ${statuses.join("/")}`);
+}
+
+async function approve(runId: string): Promise<void> {
+  await db.prisma.$transaction(async (tx) => {
+    await transitionRun(tx, system, { runId, from: "pending_review", to: "approved" });
+    await transitionRun(tx, system, { runId, from: "approved", to: "queued" });
+  });
+  runtime.startExecution(runId);
+}
+
+async function refundsOf(invoiceId: string, reason: string): Promise<number> {
+  const page = (await runtime.broker.callTool("ledger", "listRefunds", { invoiceId, limit: 100 }, new AbortController().signal)) as {
+    refunds: { reason: string }[];
+  };
+  return page.refunds.filter((r) => r.reason === reason).length;
+}
+
+const calls = (runId: string) => db.prisma.runToolCall.findMany({ where: { runId }, orderBy: { seq: "asc" } });
+
+describe("plan preview", () => {
+  it("previews an escalated refund before anyone is asked: the read is real, the write intercepted, nothing reaches the upstream", async () => {
+    const invoice = paid[0]!;
+    const reason = "preview goodwill";
+    const view = await submitRun(runtime, agent, {
+      code: `const inv = await tools.ledger.listInvoices({ status: "paid", limit: 1 });
+const r = await tools.ledger.issueRefund({ invoiceId: "${invoice.id}", amountMinor: 150, currency: "${invoice.currency}", reason: "${reason}", idempotencyKey: "preview-1-${invoice.id}" });
+return r.refund.id;`,
+      purpose: "one refund",
+    });
+    expect(view.status).toBe("previewing");
+    const pending = await leaving(view.runId, ["previewing"]);
+    expect(pending.status).toBe("pending_review");
+    expect(pending.plan).toEqual([
+      {
+        seq: 2,
+        server: "ledger",
+        tool: "issueRefund",
+        arguments: { invoiceId: invoice.id, amountMinor: 150, currency: invoice.currency, reason, idempotencyKey: `preview-1-${invoice.id}` },
+      },
+    ]);
+    // Nothing from the preview but the plan reaches the agent.
+    expect(pending.result).toBeUndefined();
+    expect(await refundsOf(invoice.id, reason)).toBe(0);
+    const run = await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } });
+    expect((run.plan as { writes: { money: unknown }[] }).writes[0]!.money).toEqual({
+      amount: invoice.currency === "JPY" ? "150" : "1.50",
+      currency: invoice.currency,
+      subject: invoice.id,
+    });
+    expect((await calls(view.runId)).map((c) => [c.phase, c.tool, c.outcome, c.readOnly])).toEqual([
+      ["preview", "listInvoices", "ok", true],
+      ["preview", "issueRefund", "intercepted", false],
+    ]);
+
+    await approve(view.runId);
+    const done = await leaving(view.runId, ["queued", "running"]);
+    expect(done).toMatchObject({ status: "succeeded", result: expect.stringMatching(/^ref_/) });
+    expect(await refundsOf(invoice.id, reason)).toBe(1);
+    expect((await calls(view.runId)).filter((c) => c.phase === "apply").map((c) => [c.tool, c.outcome])).toEqual([
+      ["listInvoices", "ok"],
+      ["issueRefund", "ok"],
+    ]);
+  });
+
+  it("a write that depends on data changed between preview and apply is stopped before the first write that differs", async () => {
+    const invoice = paid[1]!;
+    const reason = "preview depends on data";
+    const view = await submitRun(runtime, agent, {
+      code: `const before = await tools.ledger.listRefunds({ invoiceId: "${invoice.id}", limit: 100 });
+const n = before.refunds.length;
+await tools.ledger.issueRefund({ invoiceId: "${invoice.id}", amountMinor: n + 1, reason: "${reason}", idempotencyKey: "depends-" + n + "-${invoice.id}" });
+return n;`,
+      purpose: "a refund sized by the refunds so far",
+    });
+    expect((await leaving(view.runId, ["previewing"])).status).toBe("pending_review");
+    // Someone else refunds the invoice before the run is approved.
+    await runtime.broker.callTool(
+      "ledger",
+      "issueRefund",
+      { invoiceId: invoice.id, amountMinor: 1, reason: "meanwhile", idempotencyKey: `meanwhile-${invoice.id}` },
+      new AbortController().signal,
+    );
+    await approve(view.runId);
+    const done = await leaving(view.runId, ["queued", "running"]);
+    expect(done.status).toBe("failed");
+    expect(done.error?.code).toBe("PLAN_DIVERGED");
+    expect(done.error?.message).toContain("write 1 (ledger.issueRefund) has arguments");
+    expect(await refundsOf(invoice.id, reason)).toBe(0);
+    const apply = (await calls(view.runId)).filter((c) => c.phase === "apply");
+    expect(apply.map((c) => [c.tool, c.outcome])).toEqual([
+      ["listRefunds", "ok"],
+      ["issueRefund", "refused"],
+    ]);
+  });
+
+  it("a preview that fails ends the run with PREVIEW_FAILED and its error before any reviewer is asked", async () => {
+    const view = await submitRun(runtime, agent, {
+      code: `await tools.ledger.issueRefund({ invoiceId: "${paid[2]!.id}", amountMinor: 1, reason: "never", idempotencyKey: "preview-fails-1" });
+throw new Error("the script gave up");`,
+      purpose: "a preview that throws",
+    });
+    const done = await leaving(view.runId, ["previewing"]);
+    expect(done.status).toBe("failed");
+    expect(done.error?.code).toBe("PREVIEW_FAILED");
+    expect(done.error?.message).toContain("the script gave up");
+    const actions = (await db.prisma.auditEvent.findMany({ where: { subjectId: view.runId }, orderBy: { id: "asc" } })).map((e) => e.action);
+    expect(actions).toContain("run.previewing");
+    expect(actions).not.toContain("run.pending_review");
+  });
+
+  it("a read-only run that escalates (regulated data) goes to review without a preview", async () => {
+    const view = await submitRun(runtime, agent, { code: `return (await tools.ledger.listCustomers({ limit: 1 })).customers.length;`, purpose: "read pii" });
+    expect(view.status).toBe("pending_review");
+    expect(view.plan).toBeUndefined();
+  });
+});

@@ -1,0 +1,183 @@
+/**
+ * Plan preview: a run that policy escalated and that calls tools that are not read-only is first
+ * run as a dry run, in the status `previewing`, so reviewers approve the writes themselves and not
+ * code they must imagine running.
+ *
+ * Guarantees:
+ * - nothing is written upstream: read-only tools are called for real (through the broker, with
+ *   the run's limits and per-tool caps, in the sandbox), every other call is intercepted, recorded
+ *   and answered with its tool's declared preview answer or one built from its outputSchema, with
+ *   symbolic placeholders for what only the real call can know (lib/runs/plan.ts);
+ * - the plan is the ordered list of intercepted writes with their money; it is stored with its
+ *   digest on the transition previewing → pending_review, which approvals then bind;
+ * - nothing from the preview but the plan reaches the agent: its result and logs are dropped; a
+ *   preview that fails (a tool error, an exception, a limit) ends the run `failed` with
+ *   PREVIEW_FAILED and the preview's error before any person is asked;
+ * - every call of the preview is recorded with `phase: "preview"` in the transaction that ends the
+ *   preview (intercepted writes with outcome "intercepted", never "started", so recovery never
+ *   mistakes them for effects);
+ * - a preview is claimed once (conditional on `previewing` and no live heartbeat), heartbeats
+ *   while it runs, and stops when the run is cancelled; a preview whose executor was lost is run
+ *   again by the maintenance sweep (it made no writes).
+ */
+import type { Db } from "@/lib/db";
+import type { PreviewHints } from "@/lib/contracts/preview-hints";
+import { runColumn, runColumnValue, type PlanWrite } from "@/lib/contracts/run-columns";
+import { jsonDigest } from "@/lib/digest";
+import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
+import { normalizeContent } from "@/lib/untrusted/storable-text";
+import { keep, stageInputs, startHeartbeat } from "./executor";
+import { parseRunLimits } from "./limits";
+import { moneyOf, planDigest, previewAnswer } from "./plan";
+import { transitionRun } from "./states";
+import { rm } from "node:fs/promises";
+
+export type PreviewDeps = {
+  db: Db;
+  runScript(request: RunRequest): Promise<Envelope>;
+  /** Calls an upstream tool through the broker (read-only tools only, here). */
+  callTool: CallTool;
+  /** What the registry knows of a tool that a preview answers instead of calling. */
+  tool(server: string, name: string): { outputSchema: Record<string, unknown> | null; preview: PreviewHints | null } | undefined;
+  executorId: string;
+  /** Tells reviewers that the run now waits for them (lib/runs/notify.ts, passed in). */
+  onPendingReview?(runId: string): Promise<void>;
+  heartbeatMs?: number;
+};
+
+/** A preview whose executor has not heartbeated for this long may be claimed again. */
+export const PREVIEW_LOST_AFTER_MS = 30_000;
+const SYSTEM = { type: "system", name: "preview" } as const;
+
+type PreviewCall = {
+  seq: number;
+  server: string;
+  tool: string;
+  readOnly: boolean;
+  args: JsonValue;
+  result: JsonValue | null;
+  outcome: "ok" | "error" | "intercepted";
+  error: string | null;
+  durationMs: number;
+};
+
+async function claim(db: Db, runId: string, executorId: string, now = new Date()) {
+  const claimed = await db.run.updateMany({
+    where: { id: runId, status: "previewing", OR: [{ heartbeatAt: null }, { heartbeatAt: { lt: new Date(now.getTime() - PREVIEW_LOST_AFTER_MS) } }] },
+    data: { executorId, heartbeatAt: now },
+  });
+  return claimed.count === 1 ? db.run.findUniqueOrThrow({ where: { id: runId } }) : null;
+}
+
+/** Runs the preview of a `previewing` run and ends it in pending_review or failed. Returns false if it was not this executor's to run. */
+export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: AbortSignal): Promise<boolean> {
+  const { db } = deps;
+  const run = await claim(db, runId, deps.executorId);
+  if (!run) return false;
+  const limits = parseRunLimits(run);
+  const fence = { runId, executorId: deps.executorId, attempt: run.attempt };
+  const controller = new AbortController();
+  const onShutdown = () => controller.abort();
+  shutdown?.addEventListener("abort", onShutdown);
+  const stopHeartbeat = startHeartbeat(db, fence, controller, deps.heartbeatMs ?? 1000, "previewing");
+
+  const calls: PreviewCall[] = [];
+  const writes: PlanWrite[] = [];
+  const callTool: CallTool = async (server, tool, args, signal) => {
+    const seq = calls.length + 1;
+    const safeArgs = normalizeContent(args).value as JsonValue;
+    const readOnly = limits !== null && !Object.hasOwn(limits.writeCaps, `${server}.${tool}`);
+    const call: PreviewCall = { seq, server, tool, readOnly, args: safeArgs, result: null, outcome: "intercepted", error: null, durationMs: 0 };
+    calls.push(call);
+    if (!readOnly) {
+      const info = deps.tool(server, tool);
+      const answer = previewAnswer(seq, safeArgs, info?.preview ?? null, info?.outputSchema ?? null);
+      writes.push({ seq, server, tool, arguments: safeArgs, answer, money: moneyOf(info?.preview?.money ?? null, safeArgs, answer) });
+      call.result = answer;
+      return answer;
+    }
+    const started = performance.now();
+    try {
+      const result = normalizeContent(await deps.callTool(server, tool, args, signal)).value as JsonValue;
+      call.outcome = "ok";
+      call.result = result;
+      return result;
+    } catch (error) {
+      call.outcome = "error";
+      call.error = normalizeContent(error instanceof Error ? error.message : String(error)).value.slice(0, 2000);
+      throw error;
+    } finally {
+      call.durationMs = Math.round(performance.now() - started);
+    }
+  };
+
+  let envelope: Envelope | null = null;
+  let failure: string | null = null;
+  let stagingDir: string | null = null;
+  try {
+    const { dir, staged } = await stageInputs(db, runColumn(run, "inputs") ?? []);
+    stagingDir = dir;
+    envelope = await deps.runScript({
+      code: run.javascript ?? run.code,
+      language: run.javascript ? "javascript" : run.language,
+      inputs: staged,
+      allowedTools: runColumn(run, "capabilitySet") ?? [],
+      callTool,
+      limits: limits ? { timeoutMs: limits.timeoutMs, cpuSeconds: limits.cpuSeconds, heapMb: limits.heapMb, maxToolCalls: limits.maxToolCalls } : undefined,
+      toolCallCaps: limits?.writeCaps,
+      signal: controller.signal,
+    });
+    if (envelope.status !== "succeeded") failure = `${envelope.error?.code ?? "SCRIPT_ERROR"}: ${envelope.error?.message ?? "the preview did not finish"}`;
+  } catch (error) {
+    failure = `SANDBOX_UNAVAILABLE: ${error instanceof Error ? error.message : String(error)}`;
+  } finally {
+    stopHeartbeat();
+    shutdown?.removeEventListener("abort", onShutdown);
+    if (stagingDir) await rm(stagingDir, { recursive: true, force: true });
+  }
+  // A shutdown leaves the run previewing with a stale heartbeat: the sweep runs it again.
+  if (shutdown?.aborted) return true;
+
+  const plan = { digest: planDigest(writes), writes };
+  const ended = await db.$transaction(async (tx) => {
+    const held = await tx.$queryRaw<{ id: string }[]>`
+      SELECT id FROM "Run" WHERE id = ${runId}::uuid AND status = 'previewing' AND "executorId" = ${deps.executorId} FOR UPDATE`;
+    if (held.length === 0) return false; // cancelled, or taken over after a lost heartbeat
+    await tx.runToolCall.createMany({
+      data: calls.map((call) => ({
+        runId,
+        seq: call.seq,
+        server: call.server,
+        tool: call.tool,
+        readOnly: call.readOnly,
+        phase: "preview",
+        argsDigest: jsonDigest(call.args),
+        args: keep(call.args),
+        resultDigest: call.result === null ? null : jsonDigest(call.result),
+        result: call.result === null ? undefined : keep(call.result),
+        durationMs: call.durationMs,
+        outcome: call.outcome,
+        error: call.error,
+      })),
+    });
+    if (failure !== null) {
+      const message = normalizeContent(`The plan preview failed, so no reviewer was asked. ${failure}`).value.slice(0, 4000);
+      return transitionRun(tx, SYSTEM, {
+        runId,
+        from: "previewing",
+        to: "failed",
+        data: { finishedAt: new Date(), error: runColumnValue("error", { code: "PREVIEW_FAILED", message, untrusted: true }) },
+        audit: { errorCode: "PREVIEW_FAILED", calls: calls.length },
+      });
+    }
+    return transitionRun(tx, SYSTEM, {
+      runId,
+      from: "previewing",
+      to: "pending_review",
+      data: { plan: runColumnValue("plan", plan) },
+      audit: { planDigest: plan.digest, writes: writes.length, reads: calls.length - writes.length },
+    });
+  });
+  if (ended && failure === null) await deps.onPendingReview?.(runId);
+  return true;
+}

@@ -1,0 +1,33 @@
+/**
+ * Next's proxy, in front of every console page, route and server action (not static files, and not
+ * /api/mcp, which applies the same Host and Origin rules itself, answering in JSON-RPC):
+ *
+ * - refuses, with 403, a request whose Host is not this deployment's (lib/auth/hosts.ts: DNS
+ *   rebinding; a Host with userinfo such as `evil@localhost` included);
+ * - sets a Content-Security-Policy with a fresh nonce on the request (Next puts the nonce on its
+ *   scripts) and on the response (lib/auth/content-security-policy.ts). The other security
+ *   headers are static, in next.config.js.
+ */
+import { randomBytes } from "node:crypto";
+import { NextResponse, type NextRequest } from "next/server";
+import { contentSecurityPolicy } from "@/lib/auth/content-security-policy";
+import { hostViolation } from "@/lib/auth/hosts";
+import { AppError, toPublicError } from "@/lib/errors";
+
+export function proxy(request: NextRequest): NextResponse {
+  const violation = hostViolation(request);
+  if (violation) {
+    const error = toPublicError(new AppError("forbidden", `Forbidden: ${violation}`));
+    return NextResponse.json({ error }, { status: error.status, headers: { "cache-control": "no-store" } });
+  }
+  const policy = contentSecurityPolicy(randomBytes(16).toString("base64"));
+  const headers = new Headers(request.headers);
+  headers.set("content-security-policy", policy);
+  const response = NextResponse.next({ request: { headers } });
+  response.headers.set("content-security-policy", policy);
+  return response;
+}
+
+export const config = {
+  matcher: ["/((?!_next/static|_next/image|favicon.ico|api/mcp).*)"],
+};
