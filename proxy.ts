@@ -6,12 +6,15 @@
  *   rebinding; a Host with userinfo such as `evil@localhost` included);
  * - sets a Content-Security-Policy with a fresh nonce on the request (Next puts the nonce on its
  *   scripts) and on the response (lib/auth/content-security-policy.ts). The other security
- *   headers are static, in next.config.js.
+ *   headers are static, in next.config.js;
+ * - passes the requested path to the server (lib/auth/sign-in-redirect.ts), so sign-in returns
+ *   the person to the page they asked for.
  */
 import { randomBytes } from "node:crypto";
 import { NextResponse, type NextRequest } from "next/server";
 import { contentSecurityPolicy } from "@/lib/auth/content-security-policy";
 import { hostViolation } from "@/lib/auth/hosts";
+import { REQUESTED_PATH_HEADER } from "@/lib/auth/sign-in-redirect";
 import { AppError, toPublicError } from "@/lib/errors";
 
 export function proxy(request: NextRequest): NextResponse {
@@ -23,6 +26,7 @@ export function proxy(request: NextRequest): NextResponse {
   const policy = contentSecurityPolicy(randomBytes(16).toString("base64"));
   const headers = new Headers(request.headers);
   headers.set("content-security-policy", policy);
+  headers.set(REQUESTED_PATH_HEADER, `${request.nextUrl.pathname}${request.nextUrl.search}`);
   const response = NextResponse.next({ request: { headers } });
   response.headers.set("content-security-policy", policy);
   return response;

@@ -8,7 +8,12 @@
  * - submit → decision latency through the MCP endpoint (SDK client → HTTP → auth → intake →
  *   analysis → Cedar → PostgreSQL), p50/p95, for a script that policy escalates (no execution);
  *   the baseline in the same run is a `tools/list` round trip over the same connection, so the
- *   difference is what intake, analysis and policy cost.
+ *   difference is what intake, analysis and policy cost;
+ * - what the plan preview adds before reviewers are asked: submit → pending_review (plan ready,
+ *   the moment reviewers are notified) for a script that reads and then writes, through a runtime
+ *   that executes (in-process queue, warm sandbox pool); against the same script's own run time,
+ *   measured as submit → succeeded for its read-only half, which policy runs at once. Target:
+ *   preview ≤ 1.5 × that run time + 50 ms.
  *
  * The endpoint runs in this process behind a plain node:http server (the same handler Next calls)
  * on a throwaway PostgreSQL; Next's own routing overhead is not included.
@@ -22,6 +27,7 @@ import { Readable } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { encode } from "gpt-tokenizer";
+import { DEFAULT_AGENT_SCOPES } from "@/lib/contracts/scopes";
 import { applyMigrations } from "@/lib/db/migrate";
 import { startPostgres } from "@/lib/db/postgres-server";
 import { createPrismaClient } from "@/lib/db";
@@ -37,6 +43,57 @@ function summarize(samples: number[]) {
   return { n: samples.length, p50: at(0.5), p95: at(0.95), max: at(1) };
 }
 
+const PREVIEW_SAMPLES = 30;
+const READ = `const page = await tools.ledger.listInvoices({ status: "open", limit: 5 });`;
+
+/** Submit → plan ready (reviewers notified) for a read-then-write script, against its read-only half's submit → succeeded. */
+async function measurePreview(db: ReturnType<typeof createPrismaClient>, agentName: string) {
+  const { createRuntime, demoConfig } = await import("@/lib/runs/runtime");
+  const { submitRun } = await import("@/lib/intake/submit");
+  const { getRun } = await import("@/lib/runs/service");
+  const agentRow = await db.agent.findFirstOrThrow({ where: { name: agentName } });
+  const agent = { type: "agent", id: agentRow.id, name: agentRow.name, ownerId: agentRow.ownerId, scopes: DEFAULT_AGENT_SCOPES } as const;
+  const runtime = await createRuntime(
+    db,
+    { ...demoConfig(join(await mkdtemp(join(tmpdir(), "airlock-bench-ledger-")), "state.json")), sandbox: { isolation: "strict", poolSize: 2 } },
+    {
+      databaseUrl: process.env.DATABASE_URL!,
+      execute: true,
+    },
+  );
+  const until = async (runId: string, status: string) => {
+    for (;;) {
+      const view = await getRun(runtime, agent, { runId, waitSeconds: 30 });
+      if (view.status === status) return;
+      if (!["previewing", "queued", "running", "auto_approved"].includes(view.status))
+        throw new Error(`run ${runId} ended ${view.status}: ${JSON.stringify(view.error)}`);
+    }
+  };
+  const runs: number[] = [];
+  const previews: number[] = [];
+  try {
+    for (let i = 0; i < PREVIEW_SAMPLES; i++) {
+      let t = performance.now();
+      const read = await submitRun(runtime, agent, { code: `// ${i}\n${READ}\nreturn page.invoices.length;`, purpose: "bench run" });
+      await until(read.runId, "succeeded");
+      runs.push(performance.now() - t);
+      t = performance.now();
+      const write = await submitRun(runtime, agent, {
+        code: `// ${i}\n${READ}\nawait tools.ledger.sendReminderEmail({ invoiceId: page.invoices[0].id, message: "Please pay" });\nreturn 1;`,
+        purpose: "bench preview",
+      });
+      await until(write.runId, "pending_review");
+      previews.push(performance.now() - t);
+    }
+  } finally {
+    await runtime.close();
+  }
+  const run = summarize(runs);
+  const toReviewers = summarize(previews);
+  const target = Number((1.5 * run.p50 + 50).toFixed(2));
+  return { scriptRunMs: run, submitToReviewersMs: toReviewers, targetP50Ms: target, withinTarget: toReviewers.p50 <= target };
+}
+
 async function main() {
   const postgres = await startPostgres({ persistent: false });
   await applyMigrations(postgres.url);
@@ -46,6 +103,7 @@ async function main() {
     DATABASE_URL: postgres.url,
     AIRLOCK_DATA_DIR: await mkdtemp(join(tmpdir(), "airlock-bench-")),
     AIRLOCK_BUDGET_RUNS_PER_HOUR: "1000000",
+    AIRLOCK_BUDGET_PENDING_REVIEWS: "10000",
     AIRLOCK_IN_PROCESS_WORKER: "false",
   });
   const { handleMcpRequest } = await import("@/lib/mcp/http");
@@ -92,8 +150,9 @@ async function main() {
       arguments: { code: `// attempt ${i}\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" });`, purpose: "bench" },
     });
     submits.push(performance.now() - t);
-    if (i === 0 && !JSON.stringify(result).includes("pending_review")) throw new Error(`unexpected submit result: ${JSON.stringify(result)}`);
+    if (i === 0 && !JSON.stringify(result).includes("previewing")) throw new Error(`unexpected submit result: ${JSON.stringify(result)}`);
   }
+  const preview = await measurePreview(db, credentials!.agent.name);
 
   console.log(
     JSON.stringify(
@@ -111,6 +170,7 @@ async function main() {
         },
         submitToDecisionMs: summarize(submits),
         baselineToolsListRoundTripMs: summarize(baseline),
+        preview,
       },
       null,
       2,

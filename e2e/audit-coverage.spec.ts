@@ -7,7 +7,7 @@
 import type { Page, Request } from "@playwright/test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createPrismaClient, type PrismaClient } from "../lib/db";
-import { expect, test } from "./fixtures";
+import { afterPreview, expect, test } from "./fixtures";
 import { RunPage } from "./pages/run-page";
 
 type TextResult = { content: { type: string; text: string }[] };
@@ -30,7 +30,8 @@ async function submitPendingRun(client: Client, label: string): Promise<string> 
     },
   })) as TextResult;
   const view = JSON.parse(result.content[0]!.text) as { runId: string; status: string };
-  expect(view.status).toBe("pending_review");
+  expect(view.status).toBe("previewing");
+  expect(await afterPreview(client, view.runId)).toBe("pending_review");
   return view.runId;
 }
 

@@ -104,3 +104,16 @@ test("an unknown page gets the 404 page", async ({ page }) => {
   expect(response?.status()).toBe(404);
   await expect(page.getByRole("heading", { name: "Page not found" })).toBeVisible();
 });
+
+test("a link to a run page survives sign-in: the person lands on the run, not the dashboard", async ({ page, loginPage, mcpClient, state }) => {
+  const submitted = (await mcpClient.callTool({ name: "submit_run", arguments: { code: "return 7;", purpose: "a run to link to" } })) as {
+    content: { text: string }[];
+  };
+  const { runId } = JSON.parse(submitted.content[0]!.text) as { runId: string };
+  await page.goto(`/runs/${runId}`);
+  await expect(page).toHaveURL(new RegExp(`/login\\?from=${encodeURIComponent(`/runs/${runId}`)}`));
+  const reviewer = state.credentials.users.find((u) => u.email === "reviewer@airlock.local")!;
+  await loginPage.signIn(reviewer.email, reviewer.password);
+  await page.waitForURL(`**/runs/${runId}`);
+  await expect(page.getByTestId("run-status")).toBeVisible();
+});

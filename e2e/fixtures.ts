@@ -58,3 +58,17 @@ export const test = base.extend<Fixtures>({
 });
 
 export { expect } from "@playwright/test";
+
+/**
+ * Waits, as an agent does with get_run, until a write that policy escalated has finished its plan
+ * preview (status `previewing`); returns the status it reached (`pending_review` once the plan is
+ * ready for reviewers).
+ */
+export async function afterPreview(client: Client, runId: string): Promise<string> {
+  for (let i = 0; i < 6; i++) {
+    const result = (await client.callTool({ name: "get_run", arguments: { runId, waitSeconds: 20 } })) as { content: { text: string }[] };
+    const status = (JSON.parse(result.content[0]!.text) as { status: string }).status;
+    if (status !== "previewing") return status;
+  }
+  throw new Error(`run ${runId} is still previewing`);
+}

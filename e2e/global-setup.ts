@@ -59,6 +59,8 @@ export default async function globalSetup(config: FullConfig) {
       DATABASE_URL: appUrl,
       AUTH_SECRET: randomBytes(32).toString("base64url"),
       AIRLOCK_LOGIN_MAX_FAILURES: "3",
+      // The whole suite submits as the one demo agent and leaves many runs waiting for review.
+      AIRLOCK_BUDGET_PENDING_REVIEWS: "200",
       AIRLOCK_DATA_DIR: dataDir,
     },
     stdio: ["ignore", "inherit", "inherit"],

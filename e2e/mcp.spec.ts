@@ -42,19 +42,15 @@ test.describe("MCP endpoint", () => {
     expect((result.data.result as { paid: number }).paid).toBeGreaterThan(0);
   });
 
-  test("a write script waits in pending_review with its reasons", async ({ mcpClient: client }) => {
+  test("a write script is previewed, then waits in pending_review with its reasons and its plan", async ({ mcpClient: client }) => {
+    const args = { invoiceId: "inv_0001", amountMinor: 100, reason: "goodwill", idempotencyKey: "mcp-spec-refund-1" };
     const result = body(
-      await client.callTool({
-        name: "submit_run",
-        arguments: {
-          code: `await tools.ledger.issueRefund({ invoiceId: "inv_0001", amount: "1.00", reason: "goodwill", idempotencyKey: "r-1" });`,
-          purpose: "Refund",
-        },
-      }),
+      await client.callTool({ name: "submit_run", arguments: { code: `await tools.ledger.issueRefund(${JSON.stringify(args)});`, purpose: "Refund" } }),
     );
-    expect(result.data).toMatchObject({ status: "pending_review", decision: "escalate", approvalsRequired: 2 });
-    const polled = body(await client.callTool({ name: "get_run", arguments: { runId: result.data.runId, waitSeconds: 1 } }));
-    expect(polled.data.status).toBe("pending_review");
+    expect(result.data).toMatchObject({ status: "previewing", decision: "escalate", approvalsRequired: 2 });
+    // The wait ends when the plan is ready: the agent sees the writes reviewers will approve.
+    const polled = body(await client.callTool({ name: "get_run", arguments: { runId: result.data.runId, waitSeconds: 30 } }));
+    expect(polled.data).toMatchObject({ status: "pending_review", plan: [{ seq: 1, server: "ledger", tool: "issueRefund", arguments: args }] });
   });
 
   test("eval-like code is denied with reasons as an isError result", async ({ mcpClient: client }) => {
@@ -144,7 +140,7 @@ test.describe("MCP Tasks", () => {
     expect(listed.tasks.map((t) => t.taskId)).toContain(created.task.taskId);
   });
 
-  test("a task waiting for reviewers is input_required and can be cancelled", async ({ mcpClient: client }) => {
+  test("a task waiting for reviewers is working during its plan preview, then input_required, and can be cancelled", async ({ mcpClient: client }) => {
     const created = await client.request(
       {
         method: "tools/call",
@@ -156,7 +152,10 @@ test.describe("MCP Tasks", () => {
       },
       CreateTaskResultSchema,
     );
-    expect(created.task).toMatchObject({ status: "input_required", statusMessage: expect.stringContaining("reviewer") });
+    // A write is previewed first ("working"), then waits for reviewers.
+    expect(created.task).toMatchObject({ status: "working", statusMessage: expect.stringContaining("plan") });
+    await expect.poll(async () => (await client.experimental.tasks.getTask(created.task.taskId)).status, { timeout: 15_000 }).toBe("input_required");
+    expect((await client.experimental.tasks.getTask(created.task.taskId)).statusMessage).toContain("reviewer");
     const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
     expect(cancelled.status).toBe("cancelled");
     await expect(client.experimental.tasks.getTask("00000000-0000-4000-8000-000000000000")).rejects.toThrow(/not found/i);

@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type { Page, TestInfo } from "@playwright/test";
 import { createPrismaClient } from "../lib/db";
-import { expect, test } from "./fixtures";
+import { afterPreview, expect, test } from "./fixtures";
 import { QueuePage } from "./pages/queue-page";
 import { RunPage } from "./pages/run-page";
 
@@ -45,7 +45,8 @@ test.describe("the console at phone width", () => {
     ].join("\n");
     const result = (await agent.callTool({ name: "submit_run", arguments: { code, purpose: `Responsive-${suffix}-${"y".repeat(90)}` } })) as TextResult;
     const view = JSON.parse(result.content[0]!.text) as { runId: string; status: string };
-    expect(view.status).toBe("pending_review");
+    expect(view.status).toBe("previewing");
+    expect(await afterPreview(agent, view.runId)).toBe("pending_review");
     runId = view.runId;
     await agent.close();
   });

@@ -20,7 +20,7 @@ import { createAgent } from "../lib/auth/agents";
 import type { Actor } from "../lib/contracts/scopes";
 import { createUser } from "../lib/auth/users";
 import { createPrismaClient } from "../lib/db";
-import { expect, test } from "./fixtures";
+import { afterPreview, expect, test } from "./fixtures";
 import { LoginPage } from "./pages/login-page";
 import { QueuePage } from "./pages/queue-page";
 import { RunPage } from "./pages/run-page";
@@ -57,7 +57,8 @@ async function submitWrite(client: Client, purpose: string): Promise<string> {
       },
     }),
   );
-  expect(result).toMatchObject({ status: "pending_review", decision: "escalate", approvalsRequired: 2 });
+  expect(result).toMatchObject({ status: "previewing", decision: "escalate", approvalsRequired: 2 });
+  expect(await afterPreview(client, result.runId as string)).toBe("pending_review");
   return result.runId as string;
 }
 
@@ -195,7 +196,7 @@ test.describe("review console", () => {
       const actions = (await db.auditEvent.findMany({ where: { subjectType: "run", subjectId: runId }, select: { action: true } })).map((e) => e.action);
       expect(actions.filter((x) => x === "run.queued")).toHaveLength(1);
       expect(actions.filter((x) => x === "run.running")).toHaveLength(1);
-      expect(await db.runToolCall.count({ where: { runId } })).toBe(1);
+      expect(await db.runToolCall.count({ where: { runId, phase: "apply" } })).toBe(1);
     } finally {
       await db.$disconnect();
     }
@@ -281,7 +282,13 @@ test.describe("review console", () => {
     const db = createPrismaClient(state.databaseUrl);
     try {
       const row = await db.run.findUniqueOrThrow({ where: { id: runId } });
-      const seen = { codeSha256: "0".repeat(64), capabilitySet: row.capabilitySet, inputsDigest: row.inputsDigest, policyVersionId: row.policyVersionId };
+      const seen = {
+        codeSha256: "0".repeat(64),
+        capabilitySet: row.capabilitySet,
+        inputsDigest: row.inputsDigest,
+        policyVersionId: row.policyVersionId,
+        planDigest: (row.plan as { digest: string }).digest,
+      };
       const stale = await page.request.post(`/api/queue/${runId}/decision`, { data: { verdict: "approve", seen } });
       expect(stale.status()).toBe(409);
       expect(await stale.json()).toMatchObject({ error: { code: "conflict", details: { changed: ["codeSha256"] } } });
@@ -337,7 +344,8 @@ test.describe("review console", () => {
       `return { sent: true };`,
     ].join("\n");
     const { runId, status } = await submitCode(agent, code, `Wide line ${suffix}`);
-    expect(status).toBe("pending_review");
+    expect(status).toBe("previewing");
+    expect(await afterPreview(agent, runId)).toBe("pending_review");
     await signIn(page, seeded(state, "reviewer@airlock.local"));
     await new RunPage(page).goto(runId);
 
@@ -366,17 +374,20 @@ test.describe("review console", () => {
     await expect(run.button("Reject")).toHaveAttribute("data-variant", "danger");
     await expect(run.button("Approve")).not.toHaveAttribute("data-variant", "danger");
     await expect(run.button("Request changes")).not.toHaveAttribute("data-variant", "danger");
+    // Each button's background as sRGB, whatever colour syntax the stylesheet used (oklch, lab, …).
     const colours = await Promise.all(
-      (["Approve", "Request changes", "Reject"] as const).map((name) => run.button(name).evaluate((b) => getComputedStyle(b).backgroundColor)),
+      (["Approve", "Request changes", "Reject"] as const).map((name) =>
+        run.button(name).evaluate((button) => {
+          const context = document.createElement("canvas").getContext("2d")!;
+          context.fillStyle = getComputedStyle(button).backgroundColor;
+          context.fillRect(0, 0, 1, 1);
+          return Array.from(context.getImageData(0, 0, 1, 1).data.slice(0, 3));
+        }),
+      ),
     );
-    expect(new Set(colours).size).toBe(3);
-    // Red: a hue near 0 in oklch, or a red channel above the others.
-    const reject = colours[2]!;
-    const hue = /^oklch\([\d.]+%? [\d.]+ ([\d.]+)/.exec(reject)?.[1];
-    const rgb = /^rgba?\((\d+), (\d+), (\d+)/.exec(reject);
-    expect(hue !== undefined ? Number(hue) < 40 || Number(hue) > 340 : Number(rgb![1]) > Number(rgb![2]) + 60 && Number(rgb![1]) > Number(rgb![3]) + 60).toBe(
-      true,
-    );
+    expect(new Set(colours.map((c) => c.join(","))).size).toBe(3);
+    const [red, green, blue] = colours[2]!;
+    expect(red! > green! + 60 && red! > blue! + 60, `Reject is ${colours[2]!.join(",")}`).toBe(true);
   });
 
   test("a half-typed comment survives a reload and is gone once the decision is accepted", async ({ page, state }) => {

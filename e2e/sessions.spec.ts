@@ -52,11 +52,9 @@ test("signing out in one browser signs the person out in every other", async ({ 
   await page.waitForURL((url) => url.pathname === "/login");
 
   await laptopLogin.page.goto("/audit");
-  await expect(laptopLogin.page).toHaveURL(/\/login/);
-  // Signing in again starts a session that works.
+  await expect(laptopLogin.page).toHaveURL(/\/login\?from=%2Faudit$/);
+  // Signing in again starts a session that works, on the page that was asked for.
   await laptopLogin.signIn(person.email, person.password);
-  await laptopLogin.page.waitForURL((url) => url.pathname === "/");
-  await laptopLogin.page.goto("/audit");
-  await expect(laptopLogin.page).toHaveURL(/\/audit$/);
+  await laptopLogin.page.waitForURL((url) => url.pathname === "/audit");
   await laptop.close();
 });

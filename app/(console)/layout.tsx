@@ -1,5 +1,4 @@
 import type { ReactNode } from "react";
-import { redirect } from "next/navigation";
 import { NAV_ITEMS } from "@/components/console/nav-items";
 import { NavLink } from "@/components/console/nav-link";
 import { NavMenu } from "@/components/console/nav-menu";
@@ -9,6 +8,7 @@ import { QueueBadge } from "@/components/queue/queue-badge";
 import { Button } from "@/components/ui/primitives";
 import { signOut } from "@/lib/auth/next-auth";
 import { currentUser } from "@/lib/auth/session";
+import { redirectToSignIn } from "@/lib/auth/sign-in-redirect";
 import { hasScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { waitingForYouCount } from "@/lib/review/queue-presenter";
@@ -28,7 +28,7 @@ async function sandboxNotice(): Promise<string | null> {
 
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
   const user = await currentUser();
-  if (!user) redirect("/login");
+  if (!user) return redirectToSignIn();
   const items = NAV_ITEMS.filter((item) => hasScope(user, item.scope));
   const waiting = hasScope(user, "runs:review") ? await waitingForYouCount(prisma(), user) : 0;
   const notice = await sandboxNotice();

@@ -44,9 +44,9 @@ export function PlanTable({ plan }: { plan: PlanView }) {
             </tr>
           </thead>
           <tbody>
-            {plan.writes.map((write) => (
-              <tr key={write.seq} className="border-t border-slate-100 align-top" data-testid={`plan-write-${write.seq}`}>
-                <td className="py-2 pr-3 font-mono text-xs">{write.seq}</td>
+            {plan.writes.map((write, index) => (
+              <tr key={write.seq} className="border-t border-slate-100 align-top" data-testid={`plan-write-${index + 1}`}>
+                <td className="py-2 pr-3 font-mono text-xs">{index + 1}</td>
                 <td className="py-2 pr-3 font-mono text-xs">{write.tool}</td>
                 <td className="py-2 pr-3 whitespace-nowrap">
                   {write.money ? (

@@ -9,7 +9,7 @@
  * anything that is not an AppError is logged and reported as `internal` without its message.
  *
  * userPage(scope, render): Next can give a page only the statuses of its interrupts, so
- * - anonymous → /login; `unauthorized` → /login;
+ * - anonymous and `unauthorized` → /login?from=<the page> (lib/auth/sign-in-redirect.ts);
  * - `forbidden` (the scope, or a service's rule) → forbidden(): 403, app/forbidden.tsx;
  * - `not_found` → notFound(): 404, app/not-found.tsx;
  * - other 4xx AppErrors (bad_request, conflict, payload_too_large, rate_limited) → the page
@@ -22,10 +22,11 @@
  */
 import "server-only";
 import { createElement, type ReactNode } from "react";
-import { forbidden, notFound, redirect } from "next/navigation";
+import { forbidden, notFound } from "next/navigation";
 import { NextResponse, type NextRequest } from "next/server";
 import { recordForbidden } from "@/lib/audit/access";
 import { currentUser, type UserActor } from "@/lib/auth/session";
+import { redirectToSignIn } from "@/lib/auth/sign-in-redirect";
 import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { isAppError, toPublicError, type AppError } from "@/lib/errors";
@@ -67,14 +68,14 @@ export function AppErrorNotice({ error }: { error: Pick<AppError, "code" | "mess
 export function userPage<Props>(scope: Scope, render: (user: Signed, props: Props) => Promise<ReactNode>) {
   return async function UserPage(props: Props): Promise<ReactNode> {
     const user = await currentUser();
-    if (!user) redirect("/login");
+    if (!user) return redirectToSignIn();
     try {
       requireScope(user, scope);
       return await render(user, props);
     } catch (error) {
       // Next's own interrupts (notFound, redirect, …) and non-AppErrors pass through untouched.
       if (!isAppError(error)) throw error;
-      if (error.code === "unauthorized") redirect("/login");
+      if (error.code === "unauthorized") return redirectToSignIn();
       if (error.code === "forbidden") {
         await recordForbidden(prisma(), user, error, "page");
         forbidden();
