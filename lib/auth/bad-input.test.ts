@@ -114,6 +114,26 @@ describe("server actions refuse unstorable text with a form error", () => {
     expect(await cancelAction(null, form({ runId: `${runId}${NUL}` }))).toMatchObject({ ok: false, error: { code: "bad_request" } });
   });
 
+  it("an action sent something other than a form (a client may send any value) answers bad_request, never a TypeError", async () => {
+    const { createAgentAction, revokeAgentAction } = await import("@/app/(console)/agents/actions");
+    const { draftAction } = await import("@/app/(console)/policies/actions");
+    const { acceptToolAction } = await import("@/app/(console)/tools/actions");
+    const { decideAction, cancelAction } = await import("@/app/(console)/runs/[id]/actions");
+    const { loginAction } = await import("@/app/(auth)/login/actions");
+    as("admin");
+    for (const sent of [{ name: "x" }, "name=x", null, 42] as unknown as FormData[]) {
+      for (const action of [createAgentAction, revokeAgentAction, draftAction, acceptToolAction] as ((p: null, f: FormData) => Promise<unknown>)[]) {
+        expect(await action(null, sent)).toMatchObject({ ok: false, error: { code: "bad_request", status: 400 } });
+      }
+      as("reviewer");
+      for (const action of [decideAction, cancelAction] as ((p: null, f: FormData) => Promise<unknown>)[]) {
+        expect(await action(null, sent)).toMatchObject({ ok: false, error: { code: "bad_request", status: 400 } });
+      }
+      as("admin");
+      expect(await loginAction(null, sent)).toEqual({ error: "Enter your email and password." });
+    }
+  });
+
   it("a lone surrogate in an action's arguments is refused too, naming the field", async () => {
     const { userAction } = await import("./user-action");
     as("admin");

@@ -22,6 +22,15 @@ import { prisma } from "@/lib/db";
 import { AppError, isAppError, toPublicError, type AppErrorCode } from "@/lib/errors";
 import { findUnstorable } from "@/lib/untrusted/storable-text";
 
+/**
+ * A server action's form argument as a form sent it. A server action is a public endpoint and a
+ * client may send it any value; anything but a FormData reads as an empty form, which the
+ * action's closed schema then refuses with `bad_request` — never a TypeError and a 500.
+ */
+export function actionForm(sent: unknown): FormData {
+  return sent instanceof FormData ? sent : new FormData();
+}
+
 export type ActionError = { code: AppErrorCode; message: string; status: number; details?: Record<string, unknown> };
 export type ActionResult<T> = { ok: true; data: T } | { ok: false; error: ActionError };
 

@@ -154,11 +154,12 @@ describe("overrides", () => {
     expect(row).toMatchObject({ annotations: { readOnlyHint: false, destructiveHint: false }, claimedAnnotations: { readOnlyHint: true } });
     const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "tool.override_confirmed" } });
     expect(event).toMatchObject({ actorId: ada.id, data: { proposedById: alan.id, facts: { annotations: { readOnlyHint: false } } } });
-    // What the console action does after a confirmation: this process's broker applies it at once.
-    await applyOverrides(db.prisma, runtime.broker.tools());
+    // Nothing tells this runtime (it stands for another process): the next submission reads the
+    // confirmed override itself.
+    expect(runtime.broker.tool("ledger", "listInvoices")?.annotations).toMatchObject({ readOnlyHint: true });
+    const escalated = await submit(listInvoices);
     expect(runtime.broker.tool("ledger", "listInvoices")?.annotations).toMatchObject({ readOnlyHint: false });
     expect(runtime.broker.declarations("ledger")).toContain("@readOnlyHint false");
-    const escalated = await submit(listInvoices);
     expect(escalated).toMatchObject({ decision: "escalate" });
     expect(escalated.status).not.toBe("queued");
     expect(escalated.reasons.map((r) => r.policyId)).toContain("review-writes");

@@ -221,6 +221,8 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): P
   });
   const inputsDigest = sha256Hex(canonicalJson(inputs.map(({ name, sha256: digest }) => ({ name, sha256: digest }))));
 
+  // An override two admins confirmed in another process decides here too.
+  await deps.registry.refresh();
   const analysis = analyzeScript({
     code: input.code,
     language: input.language,

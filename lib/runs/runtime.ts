@@ -18,7 +18,7 @@ import { join, resolve } from "node:path";
 import type { Db } from "@/lib/db";
 import { env } from "@/lib/env";
 import { loadConfig, parseConfig, ToolBroker, type AirlockConfig } from "@/lib/broker";
-import { DbPinStore, syncRegistry, upsertServers } from "@/lib/broker/db-registry";
+import { applyOverrides, DbPinStore, syncRegistry, upsertServers } from "@/lib/broker/db-registry";
 import { ALLOWED_BUILTINS, createSandboxPool, type SandboxPool } from "@/lib/sandbox";
 import { quickAddJob, runMigrations as migrateQueue } from "graphile-worker";
 import { notifyEscalation } from "./notify";
@@ -124,6 +124,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
           .map(({ server, name, annotations, dataClass, quarantined, inputSchema }) => ({ server, name, annotations, dataClass, quarantined, inputSchema })),
       declarations: () => broker.declarations(),
       allowedImports: () => allowedImports,
+      refresh: () => applyOverrides(db, broker.tools()),
     },
     startExecution(runId) {
       // A lost enqueue is recovered by the maintenance sweep, which re-enqueues stale queued runs.

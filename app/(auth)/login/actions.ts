@@ -1,12 +1,14 @@
 "use server";
 /** The login form's server action: the only door for password sign-in from the console. */
+import { actionForm } from "@/lib/auth/user-action";
 import { AuthError, CredentialsSignin } from "next-auth";
 import { signIn } from "@/lib/auth/next-auth";
 import { safeRedirect } from "./safe-redirect";
 
 export type LoginState = { error: string | null };
 
-export async function loginAction(_prev: LoginState, form: FormData): Promise<LoginState> {
+export async function loginAction(_prev: LoginState, sent: FormData): Promise<LoginState> {
+  const form = actionForm(sent);
   const email = form.get("email");
   const password = form.get("password");
   if (typeof email !== "string" || typeof password !== "string" || !email || !password) {
@@ -32,6 +34,7 @@ export async function loginAction(_prev: LoginState, form: FormData): Promise<Lo
   return { error: null };
 }
 
-export async function oidcLoginAction(form: FormData): Promise<void> {
+export async function oidcLoginAction(sent: FormData): Promise<void> {
+  const form = actionForm(sent);
   await signIn("oidc", { redirectTo: safeRedirect(form.get("from")) });
 }

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { createAgent } from "@/lib/auth/agents";
 import { revokeAgentAndStopRuns } from "@/lib/runs/cancel";
 import { prisma } from "@/lib/db";
-import { userAction, type ActionResult } from "@/lib/auth/user-action";
+import { actionForm, userAction, type ActionResult } from "@/lib/auth/user-action";
 
 export type CreateAgentState = ActionResult<{ name: string; token: string; scopes: string[] }> | null;
 export type RevokeAgentState = ActionResult<{ revokedTokens: number }> | null;
@@ -19,13 +19,15 @@ const revoke = userAction("agents:manage", z.object({ name: z.string().min(1) })
   prisma().$transaction((tx) => revokeAgentAndStopRuns(tx, actor, input.name)),
 );
 
-export async function createAgentAction(_previous: CreateAgentState, form: FormData): Promise<CreateAgentState> {
+export async function createAgentAction(_previous: CreateAgentState, sent: FormData): Promise<CreateAgentState> {
+  const form = actionForm(sent);
   const result = await create({ name: form.get("name"), ownerEmail: form.get("ownerEmail"), scopes: form.getAll("scopes") });
   if (result.ok) revalidatePath("/agents");
   return result.ok ? { ok: true, data: { name: result.data.name, token: result.data.token, scopes: result.data.scopes } } : result;
 }
 
-export async function revokeAgentAction(_previous: RevokeAgentState, form: FormData): Promise<RevokeAgentState> {
+export async function revokeAgentAction(_previous: RevokeAgentState, sent: FormData): Promise<RevokeAgentState> {
+  const form = actionForm(sent);
   const result = await revoke({ name: form.get("name") });
   if (result.ok) revalidatePath("/agents");
   return result;

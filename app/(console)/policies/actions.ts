@@ -11,7 +11,7 @@ import { prisma } from "@/lib/db";
 import { validatePolicyText, type PolicyProblem } from "@/lib/policy/policy-set";
 import { replayDraft, type ReplayRow } from "@/lib/policy/replay";
 import { approvePolicyVersion, proposePolicyText, saveDraft } from "@/lib/policy/store";
-import { userAction, type ActionResult } from "@/lib/auth/user-action";
+import { actionForm, userAction, type ActionResult } from "@/lib/auth/user-action";
 
 export type DraftState = ActionResult<
   | { kind: "checked"; errors: PolicyProblem[]; warnings: PolicyProblem[]; replay: { rows: ReplayRow[]; changed: number } | null }
@@ -33,7 +33,8 @@ const handle = userAction("policies:manage", draftSchema, async (actor, { text, 
   };
 });
 
-export async function draftAction(_previous: DraftState, form: FormData): Promise<DraftState> {
+export async function draftAction(_previous: DraftState, sent: FormData): Promise<DraftState> {
+  const form = actionForm(sent);
   const result = await handle({ text: form.get("text"), intent: form.get("intent") });
   if (result.ok && result.data.kind !== "checked") revalidatePath("/policies");
   return result;
@@ -49,7 +50,8 @@ const approve = userAction(
   }),
 );
 
-export async function approveAction(_previous: ApproveState, form: FormData): Promise<ApproveState> {
+export async function approveAction(_previous: ApproveState, sent: FormData): Promise<ApproveState> {
+  const form = actionForm(sent);
   const result = await approve({ version: form.get("version") });
   if (result.ok) revalidatePath("/policies");
   return result;

@@ -12,7 +12,7 @@ import { OVERRIDE_HINTS, type OverrideFacts } from "@/lib/broker/overrides";
 import { DATA_CLASSES } from "@/lib/contracts/data-classes";
 import { prisma } from "@/lib/db";
 import { appRuntime } from "@/lib/runs/runtime";
-import { userAction, type ActionResult } from "@/lib/auth/user-action";
+import { actionForm, userAction, type ActionResult } from "@/lib/auth/user-action";
 
 export type AcceptState = ActionResult<{ server: string; tool: string; outcome: "requested" | "accepted" }> | null;
 
@@ -28,7 +28,8 @@ const accept = userAction(
   },
 );
 
-export async function acceptToolAction(_previous: AcceptState, form: FormData): Promise<AcceptState> {
+export async function acceptToolAction(_previous: AcceptState, sent: FormData): Promise<AcceptState> {
+  const form = actionForm(sent);
   const result = await accept({ server: form.get("server"), tool: form.get("tool"), schemaHash: form.get("schemaHash") });
   if (result.ok) revalidatePath("/tools");
   return result;
@@ -65,14 +66,16 @@ const confirm = userAction("tools:manage", z.strictObject({ ...toolName, overrid
   return confirmed;
 });
 
-export async function proposeOverrideAction(_previous: OverrideState, form: FormData): Promise<OverrideState> {
+export async function proposeOverrideAction(_previous: OverrideState, sent: FormData): Promise<OverrideState> {
+  const form = actionForm(sent);
   const fields = ["server", "tool", ...OVERRIDE_HINTS, "dataClass"] as const;
   const result = await propose(Object.fromEntries(fields.map((field) => [field, form.get(field)])));
   if (result.ok) revalidatePath("/tools");
   return result;
 }
 
-export async function confirmOverrideAction(_previous: OverrideState, form: FormData): Promise<OverrideState> {
+export async function confirmOverrideAction(_previous: OverrideState, sent: FormData): Promise<OverrideState> {
+  const form = actionForm(sent);
   const result = await confirm({ server: form.get("server"), tool: form.get("tool"), overrideId: form.get("overrideId") });
   if (result.ok) revalidatePath("/tools");
   return result;

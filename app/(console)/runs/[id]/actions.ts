@@ -8,7 +8,7 @@ import { z } from "zod";
 import { prisma } from "@/lib/db";
 import { decisionFormSchema, formFields } from "@/lib/review/forms";
 import { decideRun, type DecisionResult } from "@/lib/review/service";
-import { userAction, type ActionResult } from "@/lib/auth/user-action";
+import { actionForm, userAction, type ActionResult } from "@/lib/auth/user-action";
 import { cancelRun } from "@/lib/runs/cancel";
 import { appRuntime } from "@/lib/runs/runtime";
 
@@ -22,7 +22,8 @@ const cancel = userAction("runs:review", z.object({ runId: z.uuid("runId must be
   cancelRun({ db: prisma() }, actor, input.runId),
 );
 
-export async function decideAction(_previous: DecisionState, form: FormData): Promise<DecisionState> {
+export async function decideAction(_previous: DecisionState, sent: FormData): Promise<DecisionState> {
+  const form = actionForm(sent);
   const result = await decide(formFields(form));
   if (result.ok) {
     revalidatePath(`/runs/${result.data.runId}`);
@@ -31,7 +32,8 @@ export async function decideAction(_previous: DecisionState, form: FormData): Pr
   return result;
 }
 
-export async function cancelAction(_previous: CancelState, form: FormData): Promise<CancelState> {
+export async function cancelAction(_previous: CancelState, sent: FormData): Promise<CancelState> {
+  const form = actionForm(sent);
   const result = await cancel(formFields(form));
   if (result.ok) revalidatePath(`/runs/${result.data.runId}`);
   return result;
