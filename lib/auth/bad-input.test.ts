@@ -130,7 +130,7 @@ describe("server actions refuse unstorable text with a form error", () => {
         expect(await action(null, sent)).toMatchObject({ ok: false, error: { code: "bad_request", status: 400 } });
       }
       as("admin");
-      expect(await loginAction(null, sent)).toEqual({ error: "Enter your email and password." });
+      expect(await (loginAction as (p: unknown, f: FormData) => Promise<unknown>)(null, sent)).toEqual({ error: "Enter your email and password." });
     }
   });
 

@@ -201,7 +201,7 @@ describe("findings", () => {
       language: "javascript",
     });
     expect(result.findings).toEqual([
-      { code: "unknown_tool", severity: "critical", message: "tools.ledger.deleteEverything is not a registered tool", line: 1, column: 7 },
+      { code: "unknown_tool", severity: "critical", message: "tools.ledger.deleteEverything is not a tool; search_tools lists the tools that exist", line: 1, column: 7 },
       { code: "quarantined_tool", severity: "critical", message: expect.stringContaining("ledger.exportAll is quarantined"), line: 3, column: 7 },
     ]);
   });
@@ -724,5 +724,23 @@ describe("tool-call arguments known before the run", () => {
     const result = analyze('await tools.ledger.getCustomer({ id: 42 });\nconst n: number = "x";\nreturn n;');
     expect(at(result, "argument_type_error")).toEqual([[1, 34]]);
     expect(at(result, "type_error")).toEqual([[2, 7]]);
+  });
+});
+
+describe("findings an agent can act on", () => {
+  it("an unknown tool is one finding with the nearest registered name, and no type dump", () => {
+    const result = analyze('const r = await tools.ledger.voidInvoce({ id: "inv_1" });\nreturn r;');
+    expect(result.findings.map((f) => [f.code, f.message])).toEqual([
+      ["unknown_tool", "tools.ledger.voidInvoce is not a tool; did you mean tools.ledger.voidInvoice?"],
+    ]);
+    const far = analyze("return await tools.ledger.dropDatabase({});", { language: "javascript" });
+    expect(far.findings[0]!.message).toBe("tools.ledger.dropDatabase is not a tool; search_tools lists the tools that exist");
+  });
+
+  it("keeps a type error's message short, whatever the types involved", () => {
+    const result = analyze('const c = await tools.ledger.getCustomer({ id: "c1" });\nconst n: number = c;\nreturn n;');
+    const error = result.findings.find((f) => f.code === "type_error")!;
+    expect(error.message.length).toBeLessThanOrEqual(300);
+    expect(error.message).toMatch(/^TS2322: /);
   });
 });

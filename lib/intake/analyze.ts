@@ -272,6 +272,27 @@ function confusableIdentifierFindings(sf: ts.SourceFile): Finding[] {
 
 const readOnlyTool = (tool: ToolFacts | undefined): boolean => isReadOnly(tool?.annotations);
 
+/** Edit distance (insertions, deletions, substitutions), for suggesting the name a typo meant. */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/** "tools.ledger.issueRefnd is not a tool; did you mean tools.ledger.issueRefund?" (the nearest registered name, when one is near). */
+function unknownToolMessage(capability: string, registry: ReadonlyMap<string, ToolFacts>): string {
+  const near = [...registry.keys()]
+    .map((name) => ({ name, d: distance(capability.toLowerCase(), name.toLowerCase()) }))
+    .filter(({ name, d }) => d <= Math.max(2, Math.floor(name.length / 4)))
+    .sort((a, b) => a.d - b.d || a.name.localeCompare(b.name))[0];
+  const hint = near ? `; did you mean tools.${near.name}?` : "; search_tools lists the tools that exist";
+  return `tools.${capability} is not a tool${hint}`;
+}
+
 function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFacts>): Finding[] {
   const out: Finding[] = [];
   const reported = new Set<string>();
@@ -280,7 +301,7 @@ function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFa
     reported.add(ref.capability);
     const tool = registry.get(ref.capability);
     if (tool === undefined) {
-      out.push(finding("unknown_tool", `tools.${ref.capability} is not a registered tool`, ref.line, ref.column));
+      out.push(finding("unknown_tool", unknownToolMessage(ref.capability, registry), ref.line, ref.column));
     } else if (tool.quarantined) {
       out.push(finding("quarantined_tool", `tools.${ref.capability} is quarantined until an admin accepts its changed definition`, ref.line, ref.column));
     }
@@ -356,7 +377,9 @@ function analyze(input: AnalysisInput): Analysis {
     ...confusableIdentifierFindings(submitted),
   ];
   if (input.language === "typescript" && syntaxErrors.length === 0) {
-    const typeErrors = typeCheckScript(submitted, input.declarations);
+    // An unknown tool is reported once, as unknown_tool with a suggestion, not again as a type dump.
+    const unknownSpans = walk.toolRefs.filter((ref) => !registry.has(ref.capability)).map((ref) => [ref.pos, ref.end] as const);
+    const typeErrors = typeCheckScript(submitted, input.declarations).filter((d) => !unknownSpans.some(([start, end]) => d.offset >= start && d.offset < end));
     for (const d of typeErrors.slice(0, MAX_TYPE_ERRORS))
       findings.push(finding(inArguments(d.offset) ? "argument_type_error" : "type_error", d.message, d.line, d.column));
     if (typeErrors.length > MAX_TYPE_ERRORS) {

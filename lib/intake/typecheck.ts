@@ -187,12 +187,19 @@ export function typeCheckScript(submitted: ts.SourceFile, declarations: string):
       const offset = toOriginal(d.start ?? 0);
       const { line, character } = submitted.getLineAndCharacterOfPosition(offset);
       return {
-        message: `TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`,
+        message: shortened(`TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`),
         line: line + 1,
         column: character + 1,
         offset,
       };
     });
+}
+
+/** A diagnostic as an agent and a reviewer read it: its first lines, without a long type dump. */
+const MAX_DIAGNOSTIC_CHARS = 300;
+function shortened(message: string): string {
+  const lines = message.split("\n").slice(0, 3).join("\n");
+  return lines.length <= MAX_DIAGNOSTIC_CHARS ? lines : `${lines.slice(0, MAX_DIAGNOSTIC_CHARS - 1)}…`;
 }
 
 export type TranspileOutput = { javascript: string; syntaxErrors: ScriptDiagnostic[] };

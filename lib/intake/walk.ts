@@ -43,7 +43,8 @@ import {
  * `repeated`: this site can run more than once, because it sits in a loop or in a function (a
  * callback, a recursion), or because the tool is taken as a value instead of called in place.
  */
-export type ToolReference = { capability: string; line: number; column: number; pos: number; repeated: boolean };
+/** `pos`/`end`: the span of `tools.<server>.<tool>` in the source. */
+export type ToolReference = { capability: string; line: number; column: number; pos: number; end: number; repeated: boolean };
 export type LoopSite = { line: number; column: number; start: number; end: number };
 export type ImportSite = { specifier: string; line: number; column: number };
 
@@ -171,7 +172,14 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
     const { line, column } = at(id);
     const access = outermost(tool.access);
     const calledInPlace = ts.isCallExpression(access.parent) && access.parent.expression === access;
-    result.toolRefs.push({ capability: `${server.name}.${tool.name}`, line, column, pos: id.getStart(sf), repeated: !calledInPlace || canRepeat(access) });
+    result.toolRefs.push({
+      capability: `${server.name}.${tool.name}`,
+      line,
+      column,
+      pos: id.getStart(sf),
+      end: access.end,
+      repeated: !calledInPlace || canRepeat(access),
+    });
   };
 
   const classifyGlobalMember = (node: ts.Node, name: string, via: string) => {

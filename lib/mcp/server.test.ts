@@ -293,6 +293,16 @@ describe("MCP tool contract", () => {
     expect(denied.structuredContent).toMatchObject({ status: "denied", error: { code: "POLICY_DENIED" } });
     expect(denied.structuredContent).toStrictEqual(JSON.parse((denied.content as { text: string }[])[0]!.text));
 
+    // A denial leads with what to fix: the typo'd tool with the name it meant, no type dump.
+    const typo = await client.callTool({
+      name: "submit_run",
+      arguments: { code: `const r = await tools.ledger.issueRefnd({ invoiceId: "inv_0001" });\nreturn r;`, purpose: "typo" },
+    });
+    const typoError = (typo.structuredContent as { error: { message: string; untrusted: boolean } }).error;
+    expect(typoError.message).toMatch(/^line 1:17: tools\.ledger\.issueRefnd is not a tool; did you mean tools\.ledger\.issueRefund\? \(unknown_tool\)\. Denied by policy: /);
+    expect(typoError.message).not.toContain("more ...");
+    expect(typoError.untrusted).toBe(true);
+
     // So does tasks/result.
     const viaTask = await client.experimental.tasks.getTaskResult(run.id, CallToolResultSchema);
     expect(viaTask.structuredContent).toStrictEqual(JSON.parse((viaTask.content[0] as { text: string }).text));

@@ -103,15 +103,17 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   }
   const statusError = ERROR_BY_STATUS[run.status];
   if (statusError) {
+    // An agent acts on the specific finding first (the line, what is wrong, a suggestion), then the deciding policies.
     const blocking = view.findings.filter((f) => f.severity === "critical" || f.severity === "error").slice(0, 5);
-    const findingsText = blocking.map((f) => ` Line ${f.line}:${f.column} ${f.code}: ${f.message}`).join("");
+    const fix = blocking.map((f) => `line ${f.line}:${f.column}: ${f.message} (${f.code})`).join("; ");
     const message =
       statusError === "POLICY_DENIED"
-        ? `Denied by policy: ${reasons.map((r) => r.text).join(" ")}${findingsText ? ` Findings to fix:${findingsText}` : ""}`
+        ? `${fix ? `${fix}. ` : ""}Denied by policy: ${reasons.map((r) => r.text).join(" ")}`
         : statusError === "REVIEW_EXPIRED"
           ? "No reviewer decided before the review expired."
           : `A reviewer decided: ${run.status.replaceAll("_", " ")}.`;
-    view.error = { code: statusError, message, untrusted: false };
+    // Finding messages quote the script (names, arguments): text from outside Airlock.
+    view.error = { code: statusError, message, untrusted: statusError === "POLICY_DENIED" && fix !== "" };
   }
   const error = runColumn(run, "error");
   if (error) view.error = error;
