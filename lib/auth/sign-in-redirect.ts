@@ -10,10 +10,11 @@ import { redirect } from "next/navigation";
 export const REQUESTED_PATH_HEADER = "x-airlock-requested-path";
 
 export async function redirectToSignIn(): Promise<never> {
-  // Outside a request (a script, a test) there is no path to return to.
-  const path = await headers().then(
-    (requested) => requested.get(REQUESTED_PATH_HEADER),
-    () => null,
-  );
+  let path: string | null = null;
+  try {
+    path = (await headers()).get(REQUESTED_PATH_HEADER);
+  } catch {
+    // Outside a request (a script, a test) there is no page to return to.
+  }
   redirect(path && path !== "/" && !path.startsWith("/login") ? `/login?from=${encodeURIComponent(path)}` : "/login");
 }

@@ -201,7 +201,13 @@ describe("findings", () => {
       language: "javascript",
     });
     expect(result.findings).toEqual([
-      { code: "unknown_tool", severity: "critical", message: "tools.ledger.deleteEverything is not a tool; search_tools lists the tools that exist", line: 1, column: 7 },
+      {
+        code: "unknown_tool",
+        severity: "critical",
+        message: "tools.ledger.deleteEverything is not a tool; search_tools lists the tools that exist",
+        line: 1,
+        column: 7,
+      },
       { code: "quarantined_tool", severity: "critical", message: expect.stringContaining("ledger.exportAll is quarantined"), line: 3, column: 7 },
     ]);
   });

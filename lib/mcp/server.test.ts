@@ -299,7 +299,9 @@ describe("MCP tool contract", () => {
       arguments: { code: `const r = await tools.ledger.issueRefnd({ invoiceId: "inv_0001" });\nreturn r;`, purpose: "typo" },
     });
     const typoError = (typo.structuredContent as { error: { message: string; untrusted: boolean } }).error;
-    expect(typoError.message).toMatch(/^line 1:17: tools\.ledger\.issueRefnd is not a tool; did you mean tools\.ledger\.issueRefund\? \(unknown_tool\)\. Denied by policy: /);
+    expect(typoError.message).toMatch(
+      /^line 1:17: tools\.ledger\.issueRefnd is not a tool; did you mean tools\.ledger\.issueRefund\? \(unknown_tool\)\. Denied by policy: /,
+    );
     expect(typoError.message).not.toContain("more ...");
     expect(typoError.untrusted).toBe(true);
 
