@@ -5,20 +5,13 @@
  * limits the sandbox enforces. Each failure is forced at the database, the way a hostile payload
  * would make it happen, with a trigger that refuses a marked row.
  */
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAgent } from "@/lib/auth/agents";
 import type { Actor } from "@/lib/contracts/scopes";
-import { createUser } from "@/lib/auth/users";
 import { generateLedgerData } from "@/lib/demo/ledger/data";
-import { setEnvForChildren } from "@/lib/env";
-import { defaultPolicyText } from "@/lib/policy/policy-set";
-import { publishPolicyText } from "@/lib/policy/store";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
-import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { createRuntime, demoConfig, type Runtime } from "./runtime";
+import type { TestDatabase } from "@/lib/testing/db";
+import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
+import type { Runtime } from "./runtime";
 import { submitRun } from "@/lib/intake/submit";
 import { contractDiagnostics } from "@/lib/intake/typecheck";
 import { getRun, type AgentActor, type RunView } from "./service";
@@ -26,27 +19,14 @@ import { transitionRun } from "./states";
 
 const system: Actor = { type: "system", name: "test" };
 const paidInvoice = generateLedgerData().invoices.find((i) => i.status === "paid")!.id;
+let ledger: LedgerRuntime;
 let db: TestDatabase;
 let runtime: Runtime;
 let agent: AgentActor;
 
 beforeAll(async () => {
-  setEnvForChildren({ AIRLOCK_BUDGET_CONCURRENT_RUNS: "50" });
-  db = await createTestDatabase();
-  await db.prisma.$transaction(async (tx) => {
-    await createUser(tx, system, { email: "owner@example.com", role: "admin" });
-    await publishPolicyText(tx, system, defaultPolicyText());
-  });
-  const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "once", ownerEmail: "owner@example.com" }));
-  agent = {
-    type: "agent",
-    id: created.agentId,
-    name: "once",
-    ownerId: (await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } })).ownerId,
-    scopes: created.scopes,
-  };
-  const stateFile = join(await mkdtemp(join(tmpdir(), "airlock-ledger-")), "state.json");
-  runtime = await createRuntime(db.prisma, { ...demoConfig(stateFile), sandbox: { isolation: "strict", poolSize: 1 } }, { databaseUrl: db.url, execute: true });
+  ledger = await startLedgerRuntime("once");
+  ({ db, runtime, agent } = ledger);
   // Stand-ins for hostile content PostgreSQL refuses, keyed on markers no normal run carries.
   await db.prisma.$executeRawUnsafe(`
     CREATE FUNCTION refuse_marked_result() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -65,8 +45,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await runtime?.close();
-  await db?.drop();
+  await ledger?.close();
 });
 
 async function finished(runId: string): Promise<RunView> {

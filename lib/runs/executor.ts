@@ -38,7 +38,7 @@ import { canonicalJson } from "@/lib/canonical-json";
 import type { Db } from "@/lib/db";
 import { runColumn, runColumnValue } from "@/lib/contracts/run-columns";
 import { jsonDigest, sha256Hex } from "@/lib/digest";
-import type { Prisma } from "@/lib/generated/prisma/client";
+import type { Prisma, Run } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import type { IsolationLevel } from "@/lib/sandbox/types";
 import { CONTENT_NORMALIZED_FLAG, normalizeContent } from "@/lib/untrusted/storable-text";
@@ -110,6 +110,21 @@ function failedEnvelope(code: "SANDBOX_UNAVAILABLE" | "STORAGE_REJECTED", messag
     truncated: false,
     isolation: { level: "strict", node: "", layers: { permissionModel: false, bubblewrap: false, prlimit: false, uid: null, cgroup: "none" } },
     artifacts: [],
+  };
+}
+
+/** What the sandbox is given for a run: exactly what was approved (the analysed code, the capability set, the decided limits and caps). */
+export function approvedRequest(run: Run, inputs: RunRequest["inputs"], callTool: CallTool, signal: AbortSignal): RunRequest {
+  const limits = parseRunLimits(run);
+  return {
+    code: run.javascript ?? run.code,
+    language: run.javascript ? "javascript" : run.language,
+    inputs,
+    allowedTools: runColumn(run, "capabilitySet") ?? [],
+    callTool,
+    limits: limits ? { timeoutMs: limits.timeoutMs, cpuSeconds: limits.cpuSeconds, heapMb: limits.heapMb, maxToolCalls: limits.maxToolCalls } : undefined,
+    toolCallCaps: limits?.writeCaps,
+    signal,
   };
 }
 
@@ -238,16 +253,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
     }
     const { dir, staged } = await stageInputs(db, runColumn(run, "inputs") ?? []);
     stagingDir = dir;
-    envelope = await deps.runScript({
-      code: run.javascript ?? run.code,
-      language: run.javascript ? "javascript" : run.language,
-      inputs: staged,
-      allowedTools: runColumn(run, "capabilitySet") ?? [],
-      callTool,
-      limits: limits ? { timeoutMs: limits.timeoutMs, cpuSeconds: limits.cpuSeconds, heapMb: limits.heapMb, maxToolCalls: limits.maxToolCalls } : undefined,
-      toolCallCaps: limits?.writeCaps,
-      signal: controller.signal,
-    });
+    envelope = await deps.runScript(approvedRequest(run, staged, callTool, controller.signal));
   } catch (error) {
     envelope = failedEnvelope("SANDBOX_UNAVAILABLE", error instanceof Error ? error.message : String(error), calls);
   } finally {

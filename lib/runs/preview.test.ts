@@ -5,51 +5,30 @@
  * apply must follow, and a run whose writes change between preview and apply is stopped before the
  * first write that differs.
  */
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAgent } from "@/lib/auth/agents";
-import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
 import { generateLedgerData } from "@/lib/demo/ledger/data";
-import { setEnvForChildren } from "@/lib/env";
 import { submitRun } from "@/lib/intake/submit";
-import { defaultPolicyText } from "@/lib/policy/policy-set";
-import { publishPolicyText } from "@/lib/policy/store";
-import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { createRuntime, demoConfig, type Runtime } from "./runtime";
+import type { TestDatabase } from "@/lib/testing/db";
+import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
+import type { Runtime } from "./runtime";
 import { getRun, type AgentActor, type RunView } from "./service";
 import { transitionRun } from "./states";
 
 const system: Actor = { type: "system", name: "test" };
 const paid = generateLedgerData().invoices.filter((i) => i.status === "paid");
+let ledger: LedgerRuntime;
 let db: TestDatabase;
 let runtime: Runtime;
 let agent: AgentActor;
 
 beforeAll(async () => {
-  setEnvForChildren({ AIRLOCK_BUDGET_CONCURRENT_RUNS: "50" });
-  db = await createTestDatabase();
-  await db.prisma.$transaction(async (tx) => {
-    await createUser(tx, system, { email: "owner@example.com", role: "admin" });
-    await publishPolicyText(tx, system, defaultPolicyText());
-  });
-  const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "planner", ownerEmail: "owner@example.com" }));
-  agent = {
-    type: "agent",
-    id: created.agentId,
-    name: "planner",
-    ownerId: (await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } })).ownerId,
-    scopes: created.scopes,
-  };
-  const stateFile = join(await mkdtemp(join(tmpdir(), "airlock-ledger-")), "state.json");
-  runtime = await createRuntime(db.prisma, { ...demoConfig(stateFile), sandbox: { isolation: "strict", poolSize: 1 } }, { databaseUrl: db.url, execute: true });
+  ledger = await startLedgerRuntime("planner");
+  ({ db, runtime, agent } = ledger);
 }, 120_000);
 
 afterAll(async () => {
-  await runtime?.close();
-  await db?.drop();
+  await ledger?.close();
 });
 
 async function leaving(runId: string, statuses: string[]): Promise<RunView> {

@@ -20,17 +20,17 @@
  *   while it runs, and stops when the run is cancelled; a preview whose executor was lost is run
  *   again by the maintenance sweep (it made no writes).
  */
+import { rm } from "node:fs/promises";
 import type { Db } from "@/lib/db";
 import type { PreviewHints } from "@/lib/contracts/preview-hints";
 import { runColumn, runColumnValue, type PlanWrite } from "@/lib/contracts/run-columns";
 import { jsonDigest } from "@/lib/digest";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
-import { keep, stageInputs, startHeartbeat } from "./executor";
+import { approvedRequest, keep, stageInputs, startHeartbeat } from "./executor";
 import { parseRunLimits } from "./limits";
 import { moneyOf, planDigest, previewAnswer } from "./plan";
 import { transitionRun } from "./states";
-import { rm } from "node:fs/promises";
 
 export type PreviewDeps = {
   db: Db;
@@ -117,16 +117,7 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
   try {
     const { dir, staged } = await stageInputs(db, runColumn(run, "inputs") ?? []);
     stagingDir = dir;
-    envelope = await deps.runScript({
-      code: run.javascript ?? run.code,
-      language: run.javascript ? "javascript" : run.language,
-      inputs: staged,
-      allowedTools: runColumn(run, "capabilitySet") ?? [],
-      callTool,
-      limits: limits ? { timeoutMs: limits.timeoutMs, cpuSeconds: limits.cpuSeconds, heapMb: limits.heapMb, maxToolCalls: limits.maxToolCalls } : undefined,
-      toolCallCaps: limits?.writeCaps,
-      signal: controller.signal,
-    });
+    envelope = await deps.runScript(approvedRequest(run, staged, callTool, controller.signal));
     if (envelope.status !== "succeeded") failure = `${envelope.error?.code ?? "SCRIPT_ERROR"}: ${envelope.error?.message ?? "the preview did not finish"}`;
   } catch (error) {
     failure = `SANDBOX_UNAVAILABLE: ${error instanceof Error ? error.message : String(error)}`;
