@@ -31,7 +31,7 @@ import { procTreeStats, type ProcessUsage } from "./process-stats";
 import { RpcSession, type Outcome, type SessionChannel, type SessionPolicy } from "./rpc-session";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 import { ALLOWED_BUILTINS } from "./script";
-import { SCRATCH_INODES, createMemberDirs, measureScratch, removeMemberDirs, stageInputs, writeStagedFile, type MemberDirs, type ScratchUsage } from "./stage";
+import { SCRATCH_ENTRIES, createMemberDirs, measureScratch, removeMemberDirs, stageInputs, writeStagedFile, type MemberDirs, type ScratchUsage } from "./stage";
 import { readLines } from "./stdout-lines";
 import type { Envelope, IsolationReport, SandboxLimits, StagedInput } from "./types";
 
@@ -300,7 +300,7 @@ export class SandboxMember implements SessionChannel {
     if ((ending.kind === "exit" || ending.kind === "done") && scratch) {
       const noInodes = scratch.freeInodes === 0;
       if (noInodes || scratch.usedBytes >= limits.maxArtifactBytes) {
-        const what = noInodes ? `all ${SCRATCH_INODES} inodes` : `${scratch.usedBytes} bytes, its limit is ${limits.maxArtifactBytes}`;
+        const what = noInodes ? `all ${SCRATCH_ENTRIES} entries` : `${scratch.usedBytes} bytes, its limit is ${limits.maxArtifactBytes}`;
         return { kind: "fail", code: "OUTPUT_LIMIT", message: `the script filled its scratch space (${what})`, untrusted: false };
       }
     }

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createSandboxPool, membersTornDown, runInSandbox, type CallTool, type IsolationLevel } from "./index";
 import { detectHost } from "./host";
-import { SCRATCH_INODES, createMemberDirs, removeMemberDirs, sweepStaleMembers, writeStagedFile } from "./stage";
+import { SCRATCH_ENTRIES, SCRATCH_INODES, createMemberDirs, removeMemberDirs, sweepStaleMembers, writeStagedFile } from "./stage";
 
 const echo: CallTool = async (_server, _tool, args) => ({ args });
 const dir = mkdtempSync(join(tmpdir(), "airlock-scratch-test-"));
@@ -59,10 +59,11 @@ describe("the scratch (as root: a tmpfs the host mounts)", () => {
       callTool: echo,
       limits: { timeoutMs: 20_000 },
     });
-    // The scratch's root, out/ and out/first hold three of the inodes (a hard link takes one too).
-    expect(JSON.parse(env.logs[0]!.text)).toEqual({ created: SCRATCH_INODES - 3, error: "ENOSPC" });
+    // out/first and the loop's entries: 4,096 fit, the 4,097th is ENOSPC (a hard link takes an inode too).
+    expect(JSON.parse(env.logs[0]!.text)).toEqual({ created: SCRATCH_ENTRIES - 1, error: "ENOSPC" });
+    expect(SCRATCH_ENTRIES).toBe(4096);
     expect(env.status).toBe("failed");
-    expect(env.error).toEqual({ code: "OUTPUT_LIMIT", message: `the script filled its scratch space (all ${SCRATCH_INODES} inodes)`, untrusted: false });
+    expect(env.error).toEqual({ code: "OUTPUT_LIMIT", message: `the script filled its scratch space (all ${SCRATCH_ENTRIES} entries)`, untrusted: false });
   });
 
   it.each<IsolationLevel>(["strict", "permission-only"])(

@@ -52,8 +52,10 @@ export class StagingError extends Error {
 export const INPUT_NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 const PACKAGE_NAME = /^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
 
-/** Inodes of a scratch the host mounts: files, directories and links each take one (the root too). */
-export const SCRATCH_INODES = 4096;
+/** Entries a script may create in a scratch the host mounts: files, directories and links each take one. */
+export const SCRATCH_ENTRIES = 4096;
+/** The mount's inodes: the entries, the scratch's root and its out/ directory. */
+export const SCRATCH_INODES = SCRATCH_ENTRIES + 2;
 const DIR_PREFIX = "airlock-sbx-";
 /** A member's directory: the prefix, the host process's pid, mkdtemp's suffix. */
 const MEMBER_DIR = new RegExp(`^${DIR_PREFIX}(\\d+)-[A-Za-z0-9]{6}$`);
