@@ -12,6 +12,7 @@ import { submitRun } from "@/lib/intake/submit";
 import type { TestDatabase } from "@/lib/testing/db";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 import type { Runtime } from "./runtime";
+import { cancelRun } from "./cancel";
 import { getRun, type AgentActor, type RunView } from "./service";
 import { transitionRun } from "./states";
 
@@ -151,5 +152,24 @@ throw new Error("the script gave up");`,
     const view = await submitRun(runtime, agent, { code: `return (await tools.ledger.listCustomers({ limit: 1 })).customers.length;`, purpose: "read pii" });
     expect(view.status).toBe("pending_review");
     expect(view.plan).toBeUndefined();
+  });
+
+  it("a run cancelled during its preview stops the preview and never reaches reviewers", async () => {
+    const view = await submitRun(runtime, agent, {
+      code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0002", message: "soon" });
+await new Promise((resolve) => setTimeout(resolve, 20_000));
+return "late";`,
+      purpose: "a slow preview",
+    });
+    expect(view.status).toBe("previewing");
+    await expect.poll(async () => (await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } })).heartbeatAt, { timeout: 10_000 }).not.toBeNull();
+    expect(await cancelRun(runtime, agent, view.runId)).toEqual({ runId: view.runId, status: "cancelled" });
+    // The preview's heartbeat aborts its sandbox within a second; whenever it ends, it writes nothing over the cancel.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await db.prisma.runToolCall.count({ where: { runId: view.runId } })).toBe(0);
+    const run = await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } });
+    expect(run).toMatchObject({ status: "cancelled", plan: null });
+    const actions = (await db.prisma.auditEvent.findMany({ where: { subjectId: view.runId }, orderBy: { id: "asc" } })).map((e) => e.action);
+    expect(actions).not.toContain("run.pending_review");
   });
 });
