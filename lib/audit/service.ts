@@ -151,6 +151,8 @@ async function record(db: Db, actor: Actor, action: string, report: VerifyReport
         from: report.from,
         eventsChecked: report.eventsChecked,
         sealsChecked: report.sealsChecked,
+        runsContentChecked: report.runsContentChecked,
+        runsNotCovered: report.runsNotCovered,
         checkpointsChecked: report.checkpointsChecked,
         head: report.head,
         broken: report.broken,

@@ -10,6 +10,11 @@
  *   count, and each stored argument/result against its own digest (unless stored truncated);
  *   after a full walk, tool calls that no event seals are a break too — unless their run is still
  *   in flight (not in a terminal state, lib/runs/states.ts): its terminal event seals them later;
+ * - run content: for each run event carrying data.contentDigests (lib/audit/run-content.ts), each
+ *   field's digest recomputed from the run's row as it is now; the first run whose content differs
+ *   is `run_content_mismatch`, naming the run and the field (or that the row is gone). Runs whose
+ *   events carry no digests (stored before they existed) are not covered: a whole-chain walk
+ *   counts them in `runsNotCovered` and reports nothing about them;
  * - signed checkpoints (checkpoints.ts): every checkpoint file must verify with the configured key,
  *   and its event must still exist with the same hash — this is what catches a rewrite of the tail
  *   with recomputed hashes, or a truncated tail;
@@ -35,6 +40,7 @@ import { NEXT_STATES, isTerminal } from "@/lib/contracts/run-states";
 import { CHECKPOINT_INTERVAL_MINUTES, CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoints, type CheckpointConfig } from "./checkpoints";
 import { jsonDigest } from "@/lib/digest";
 import { GENESIS_HASH, chainHash } from "./record";
+import { RUN_CONTENT_FIELDS, contentDigests, isRunContentField } from "./run-content";
 
 export const BREAK_REASONS = [
   "hash_mismatch",
@@ -44,6 +50,7 @@ export const BREAK_REASONS = [
   "tool_calls_mismatch",
   "tool_call_digest_mismatch",
   "unsealed_tool_calls",
+  "run_content_mismatch",
   "checkpoint_mismatch",
   "checkpoint_missing_event",
   "checkpoint_beyond_head",
@@ -52,7 +59,13 @@ export const BREAK_REASONS = [
 ] as const;
 export type BreakReason = (typeof BREAK_REASONS)[number];
 
-export type ChainBreak = { eventId: string | null; reason: BreakReason; detail: string };
+export type ChainBreak = {
+  eventId: string | null;
+  reason: BreakReason;
+  detail: string;
+  /** For run_content_mismatch: the run, and the field that differs (absent when the row is gone). */
+  run?: { id: string; field?: string };
+};
 
 export type VerifyReport = {
   ok: boolean;
@@ -61,6 +74,10 @@ export type VerifyReport = {
   eventsChecked: number;
   sealsChecked: number;
   toolCallsChecked: number;
+  /** Runs whose content was compared with digests in their events. */
+  runsContentChecked: number;
+  /** Runs with no content digest in any event (stored before digests existed); null for a walk `from` an id. */
+  runsNotCovered: number | null;
   checkpointsChecked: number;
   /** The last event checked (the chain head when ok). */
   head: { id: string; hash: string; at: string } | null;
@@ -194,6 +211,41 @@ async function checkSeals(db: Db, seals: { event: EventRow; data: Record<string,
   return { broken: null, calls: rows.length };
 }
 
+type ContentEvent = { event: EventRow; digests: Record<string, unknown> };
+
+/** Compares each event's content digests with the run's row as it is now; the first difference, in event order. */
+async function checkContent(db: Db, events: ContentEvent[], covered: Set<string>): Promise<ChainBreak | null> {
+  if (events.length === 0) return null;
+  const ids = [...new Set(events.map((e) => (e.event.subjectId ?? "").toLowerCase()).filter((id) => UUID.test(id)))];
+  const select = Object.fromEntries([["id", true], ...RUN_CONTENT_FIELDS.map((field) => [field, true])]) as Record<
+    "id" | (typeof RUN_CONTENT_FIELDS)[number],
+    true
+  >;
+  const rows = ids.length ? await db.run.findMany({ where: { id: { in: ids } }, select }) : [];
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  for (const { event, digests } of events) {
+    const runId = (event.subjectId ?? "").toLowerCase();
+    const row = byId.get(runId);
+    const at = { eventId: event.id.toString(), reason: "run_content_mismatch" as const };
+    if (!row)
+      return {
+        ...at,
+        run: { id: event.subjectId ?? "" },
+        detail: `run ${event.subjectId}, whose content event #${event.id} (${event.action}) digests, is gone`,
+      };
+    covered.add(runId);
+    for (const [field, digest] of Object.entries(digests)) {
+      if (isRunContentField(field) && contentDigests(row, [field])[field] === digest) continue;
+      return {
+        ...at,
+        run: { id: row.id, field },
+        detail: `run ${row.id}: its ${field} no longer matches the digest in event #${event.id} (${event.action}); the row was changed after it was written`,
+      };
+    }
+  }
+  return null;
+}
+
 function earlier(a: ChainBreak | null, b: ChainBreak | null): ChainBreak | null {
   if (!a) return b;
   if (!b) return a;
@@ -212,6 +264,8 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
     eventsChecked: 0,
     sealsChecked: 0,
     toolCallsChecked: 0,
+    runsContentChecked: 0,
+    runsNotCovered: null,
     checkpointsChecked: 0,
     head: null,
     broken: null,
@@ -252,6 +306,7 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
   }
   let beforePrev: string | null = null;
   let previous: EventRow | null = null;
+  const contentRuns = new Set<string>();
 
   for (;;) {
     const rows = await fetchBatch(db, cursor, batchSize);
@@ -259,6 +314,7 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
 
     let chainBreak: ChainBreak | null = null;
     const seals: { event: EventRow; data: Record<string, unknown> }[] = [];
+    const content: ContentEvent[] = [];
     for (const row of rows) {
       while (pending[0] && pending[0].id < row.id) {
         const missing = pending.shift()!;
@@ -316,6 +372,9 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
         lastMatchedCheckpoint = row.id;
       }
       if (row.subjectType === "run" && typeof data.toolCallsDigest === "string") seals.push({ event: row, data });
+      if (row.subjectType === "run" && data.contentDigests && typeof data.contentDigests === "object") {
+        content.push({ event: row, digests: data.contentDigests as Record<string, unknown> });
+      }
       report.eventsChecked++;
       report.head = { id: row.id.toString(), hash: row.hash, at: row.at };
       beforePrev = expectedPrev;
@@ -326,7 +385,9 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
     const sealed = await checkSeals(db, seals);
     report.sealsChecked += seals.length;
     report.toolCallsChecked += sealed.calls;
-    const broken = earlier(chainBreak, sealed.broken);
+    const contentBroken = await checkContent(db, content, contentRuns);
+    report.runsContentChecked = contentRuns.size;
+    const broken = earlier(earlier(chainBreak, sealed.broken), contentBroken);
     if (broken) return done(broken);
     cursor = rows[rows.length - 1]!.id;
     if (rows.length < batchSize) break;
@@ -342,6 +403,7 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
   }
 
   if (options.from === undefined) {
+    report.runsNotCovered = (await db.run.count()) - contentRuns.size;
     // A run still in flight has tool calls its terminal event has not sealed yet.
     const unsealed = await db.$queryRaw<{ runId: string; status: string | null }[]>`
       SELECT DISTINCT t."runId"::text AS "runId", r.status::text AS status FROM "RunToolCall" t

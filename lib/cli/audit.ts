@@ -29,7 +29,8 @@ export const AUDIT_USAGE = `Usage:
                        [--decision allow|escalate|deny] [--data-class C] [--tool SERVER.TOOL]
                        [--code-hash SHA256] [--since TIME] [--until TIME] [--manifest FILE]
 
-verify recomputes the hash chain, the tool-call seals and the signed checkpoints: exit 0 with the
+verify recomputes the hash chain, the tool-call seals, each run's content against the digests in
+its events (naming the run and field that differ) and the signed checkpoints: exit 0 with the
 head, exit 1 naming the first broken event, or saying that checkpoints are missing (events older
 than twice the checkpoint interval that no checkpoint covers). checkpoint --bootstrap signs a first
 checkpoint over such a log (a new key or checkpoint directory): you vouch for the log as it is.
@@ -53,7 +54,10 @@ function printOutcome(io: CliIo, { report, checkpointFile }: VerificationOutcome
   } else if (report.ok) {
     io.stdout(
       `OK: ${report.eventsChecked} event(s) verified${report.from ? ` from #${report.from}` : " from genesis"}, ` +
-        `${report.sealsChecked} tool-call seal(s), ${report.checkpointsChecked} checkpoint(s), in ${report.durationMs} ms.\n` +
+        `${report.sealsChecked} tool-call seal(s), the content of ${report.runsContentChecked} run(s), ${report.checkpointsChecked} checkpoint(s), in ${report.durationMs} ms.\n` +
+        (report.runsNotCovered
+          ? `${report.runsNotCovered} run(s) stored before content digests existed: their content is not covered (chain and seals only).\n`
+          : "") +
         (report.head ? `Head: #${report.head.id} ${report.head.hash} (${report.head.at})\n` : "The log is empty.\n") +
         (checkpointFile ? `Checkpoint written: ${checkpointFile}\n` : ""),
     );
@@ -62,7 +66,8 @@ function printOutcome(io: CliIo, { report, checkpointFile }: VerificationOutcome
     io.stderr(
       broken.reason === "checkpoints_missing"
         ? `CHECKPOINTS MISSING from event #${broken.eventId}: ${broken.reason}\n${broken.detail}\n`
-        : `BROKEN at ${broken.eventId ? `event #${broken.eventId}` : "(no single event)"}: ${broken.reason}\n${broken.detail}\n`,
+        : `BROKEN at ${broken.eventId ? `event #${broken.eventId}` : "(no single event)"}: ${broken.reason}\n${broken.detail}\n` +
+            (broken.run ? `Run: ${broken.run.id}${broken.run.field ? `, field: ${broken.run.field}` : " (row gone)"}\n` : ""),
     );
   }
   return report.ok ? 0 : 1;

@@ -10,7 +10,9 @@
  *   another body;
  * - agent text (code, purpose, provenance, idempotencyKey, inputs) holding U+0000 or a lone
  *   surrogate is refused naming the field, never repaired (PostgreSQL cannot store either);
- * - a refused submission leaves a `run.refused` audit event;
+ * - a refused submission leaves a `run.refused` audit event; a stored one `run.submitted`, carrying
+ *   the digests of the code, language, purpose, provenance and inputs as stored
+ *   (lib/audit/run-content.ts);
  * - budgets (runs per hour, concurrent runs, sandbox CPU-seconds per day, runs waiting for review)
  *   and the loop breaker (the same code failing N times in a window) refuse with BUDGET_EXCEEDED;
  *   they are checked before any work is done and again under a per-agent lock in the transaction
@@ -27,6 +29,7 @@
  */
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
+import { SUBMITTED_CONTENT, contentDigests } from "@/lib/audit/run-content";
 import { requireScope } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { DataClass } from "@/lib/contracts/data-classes";
@@ -280,7 +283,13 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): P
       actor,
       action: "run.submitted",
       subject: { type: "run", id: runId },
-      data: { codeSha256, purpose: input.purpose, inputsDigest, language: input.language },
+      data: {
+        codeSha256,
+        purpose: input.purpose,
+        inputsDigest,
+        language: input.language,
+        contentDigests: contentDigests(created, SUBMITTED_CONTENT),
+      },
     });
     await transitionRun(
       tx,

@@ -8,10 +8,14 @@
  *   one moves the run and the other learns it lost (false), never a read-check-then-write;
  * - the audit event is written in the same transaction as the change, or the change fails; the
  *   event of a terminal state seals every tool call the run has on record (lib/audit/seal.ts),
- *   whoever ends it (executor, cancel, the maintenance sweep).
+ *   whoever ends it (executor, cancel, the maintenance sweep);
+ * - the event carries, in `contentDigests`, the digests of the run's content columns the
+ *   transition writes (javascript, limits, plan, result, error, execution), read back as stored;
+ *   a terminal event digests all of them, written or not (lib/audit/run-content.ts).
  * Nothing else in the codebase writes `Run.status`.
  */
 import { recordAudit } from "@/lib/audit/record";
+import { TRANSITION_CONTENT, storedContentDigests } from "@/lib/audit/run-content";
 import { sealToolCalls } from "@/lib/audit/seal";
 import type { Actor } from "@/lib/contracts/scopes";
 import type { Tx } from "@/lib/db";
@@ -48,7 +52,13 @@ export async function transitionRun(tx: Tx, actor: Actor, t: Transition): Promis
   if (from.length === 0 || !from.every((status) => canTransition(status, t.to))) throw new IllegalTransition(from, t.to);
   const moved = await tx.run.updateMany({ where: { ...t.where, id: t.runId, status: { in: [...from] } }, data: { ...t.data, status: t.to } });
   if (moved.count === 0) return false;
-  const data = isTerminal(t.to) ? { ...t.audit, ...(await sealToolCalls(tx, t.runId)) } : t.audit;
+  const terminal = isTerminal(t.to);
+  const digested = terminal ? TRANSITION_CONTENT : TRANSITION_CONTENT.filter((field) => t.data?.[field] !== undefined);
+  const data = {
+    ...t.audit,
+    ...(terminal ? await sealToolCalls(tx, t.runId) : {}),
+    ...(digested.length > 0 ? { contentDigests: await storedContentDigests(tx, t.runId, digested) } : {}),
+  };
   await recordAudit(tx, { actor, action: t.action ?? `run.${t.to}`, subject: { type: "run", id: t.runId }, data });
   return true;
 }

@@ -1,0 +1,43 @@
+/**
+ * The content of a run that people read — what was asked (code, language, purpose, provenance,
+ * inputs), what ran (javascript), what it was allowed (limits, plan) and what it produced (result,
+ * error, execution: logs, stats, flags, artifacts) — and its digests in the audit chain
+ * (docs/audit.md, "Run content").
+ *
+ * Guarantees: a field's digest is `jsonDigest` of the column exactly as stored and read back (text
+ * as a JSON string, JSON columns in canonical form, NULL as null), so verify.ts recomputes it from
+ * the row alone. The event of the write that sets a field carries its digest in
+ * `data.contentDigests`: run.submitted for the fields set when the row is inserted, and the
+ * transition that writes the others (transitionRun, lib/runs/states.ts); a terminal event digests
+ * all of those again, written or not, so what is still NULL when a run ends is sealed as NULL. The
+ * migration run_content_write_once makes these columns write-once in the database.
+ *
+ * Refuses nothing itself: it computes; the trigger refuses changes and verification reports them.
+ */
+import type { Tx } from "@/lib/db";
+import { jsonDigest } from "@/lib/digest";
+
+/** Set when the row is inserted (submit), never changed. */
+export const SUBMITTED_CONTENT = ["code", "language", "purpose", "provenance", "inputs"] as const;
+/** Written once, NULL → value, by a transition; all digested again by the terminal event. */
+export const TRANSITION_CONTENT = ["javascript", "limits", "plan", "result", "error", "execution"] as const;
+
+export const RUN_CONTENT_FIELDS = [...SUBMITTED_CONTENT, ...TRANSITION_CONTENT] as const;
+export type RunContentField = (typeof RUN_CONTENT_FIELDS)[number];
+export type RunContentDigests = Partial<Record<RunContentField, string>>;
+
+export function isRunContentField(name: string): name is RunContentField {
+  return (RUN_CONTENT_FIELDS as readonly string[]).includes(name);
+}
+
+/** The digests of `fields` of a run row as read back from the database. */
+export function contentDigests(row: Partial<Record<RunContentField, unknown>>, fields: readonly RunContentField[]): RunContentDigests {
+  return Object.fromEntries(fields.map((field) => [field, jsonDigest(row[field])]));
+}
+
+/** Reads `fields` of the run back in the caller's transaction (after its write) and digests them. */
+export async function storedContentDigests(tx: Tx, runId: string, fields: readonly RunContentField[]): Promise<RunContentDigests> {
+  const select = Object.fromEntries(fields.map((field) => [field, true])) as Record<RunContentField, true>;
+  const row = await tx.run.findUniqueOrThrow({ where: { id: runId }, select });
+  return contentDigests(row, fields);
+}
