@@ -1,14 +1,23 @@
-import Link from "next/link";
+import { currentUser } from "@/lib/auth/session";
+import ConsoleLayout from "./(console)/layout";
+import NotFoundMessage from "./(console)/not-found";
 
-export default function NotFound() {
+/**
+ * 404 for an address no route matches. Someone signed in gets it inside the console layout, with
+ * the navigation, as for an unknown run; anyone else gets the same message on its own. Either way
+ * it links back to the dashboard.
+ */
+export default async function NotFound() {
+  if (await currentUser()) {
+    return (
+      <ConsoleLayout>
+        <NotFoundMessage />
+      </ConsoleLayout>
+    );
+  }
   return (
-    <main className="mx-auto max-w-lg px-6 py-24 text-center">
-      <p className="text-sm font-semibold text-teal-700">404</p>
-      <h1 className="mt-2 text-2xl font-semibold">Page not found</h1>
-      <p className="mt-2 text-slate-600">There is nothing at this address.</p>
-      <Link href="/" className="mt-6 inline-block text-teal-700 underline">
-        Back to the dashboard
-      </Link>
+    <main>
+      <NotFoundMessage />
     </main>
   );
 }

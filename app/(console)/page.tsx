@@ -1,9 +1,13 @@
 import type { Metadata } from "next";
+import { headers } from "next/headers";
 import { RankedBars, RunsPerDay } from "@/components/dashboard/charts";
+import { NoRunsYet } from "@/components/dashboard/no-runs-yet";
 import { Card, PageHeader } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
+import { env } from "@/lib/env";
+import { hasRuns } from "@/lib/review/runs-presenter";
 import { loadDashboard } from "@/lib/runs/dashboard";
 
 export const metadata: Metadata = { title: "Dashboard" };
@@ -13,8 +17,15 @@ function minutes(value: number | null): string {
   return value < 60 ? `${value} min` : `${(value / 60).toFixed(1)} h`;
 }
 
+/** The MCP endpoint as agents reach it: AIRLOCK_PUBLIC_URL, or the Host this page was asked for (proxy.ts checked it). */
+async function mcpEndpoint(): Promise<string> {
+  const { AIRLOCK_PUBLIC_URL, AIRLOCK_HOST, PORT } = env();
+  if (AIRLOCK_PUBLIC_URL) return `${AIRLOCK_PUBLIC_URL.replace(/\/$/, "")}/api/mcp`;
+  return `http://${(await headers()).get("host") ?? `${AIRLOCK_HOST}:${PORT}`}/api/mcp`;
+}
+
 export default userPage("dashboard:read", async function DashboardPage(user) {
-  const d = await loadDashboard(prisma());
+  const [d, anyRuns] = await Promise.all([loadDashboard(prisma()), hasRuns(prisma())]);
   return (
     <>
       <PageHeader title="Dashboard" description={`Signed in as ${user.name} (${user.role}).`} />
@@ -48,7 +59,12 @@ export default userPage("dashboard:read", async function DashboardPage(user) {
       </div>
       <div className="mt-4 grid gap-4 lg:grid-cols-3">
         <Card title="Runs by outcome, last 14 days" className="lg:col-span-3">
-          <RunsPerDay days={d.days} />
+          <RunsPerDay
+            days={d.days}
+            empty={
+              anyRuns ? <p className="py-6 text-center text-sm text-slate-500">No runs in the last 14 days.</p> : <NoRunsYet endpoint={await mcpEndpoint()} />
+            }
+          />
         </Card>
         <Card title="Top agents (7 days)">
           <RankedBars rows={d.topAgents.map((a) => ({ label: a.name, value: a.runs }))} empty="No runs this week." />

@@ -17,7 +17,16 @@ export function LoginForm({ action, from }: Props) {
         <label htmlFor="email" className="block text-sm font-medium text-slate-700">
           Email
         </label>
-        <input id="email" name="email" type="email" autoComplete="username" required className="mt-1 w-full rounded-md border border-slate-300 px-3 py-2" />
+        {/* React resets the form after the action; the typed address comes back from the action's state. */}
+        <input
+          id="email"
+          name="email"
+          type="email"
+          autoComplete="username"
+          required
+          defaultValue={state.email ?? ""}
+          className="mt-1 w-full rounded-md border border-slate-300 px-3 py-2"
+        />
       </div>
       <div>
         <label htmlFor="password" className="block text-sm font-medium text-slate-700">

@@ -10,8 +10,10 @@ const SERIES = [
 
 type Day = { day: string; succeeded: number; failed: number; denied: number; other: number };
 
-export function RunsPerDay({ days }: { days: Day[] }) {
-  const max = Math.max(1, ...days.map((d) => d.succeeded + d.failed + d.denied + d.other));
+/** The daily bars; `empty` instead of a blank frame when no day has a run. */
+export function RunsPerDay({ days, empty }: { days: Day[]; empty: ReactNode }) {
+  const max = Math.max(0, ...days.map((d) => d.succeeded + d.failed + d.denied + d.other));
+  if (max === 0) return <div data-testid="runs-per-day-empty">{empty}</div>;
   return (
     <figure>
       <div className="flex h-40 items-end gap-1" role="img" aria-label="Runs by outcome per day, last 14 days">

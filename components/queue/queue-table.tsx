@@ -23,7 +23,7 @@ function age(fromIso: string, nowIso: string): string {
   return `${Math.floor(seconds / 86_400)} d`;
 }
 
-const RISK_TONE = { high: "bad", medium: "warn", low: "neutral" } as const;
+const RISK_TONE = { blocked: "bad", high: "bad", medium: "warn", low: "neutral" } as const satisfies Record<QueueItem["risk"]["level"], string>;
 const BLOCKED = {
   not_reviewer: "not a reviewer",
   own_agent: "your agent",
@@ -61,7 +61,9 @@ function Row({ item, now }: { item: QueueItem; now: string }) {
       </Td>
       <Td>
         <div className="flex flex-wrap items-center gap-1">
-          <Badge tone={RISK_TONE[item.risk.level]}>{item.risk.level} risk</Badge>
+          <Badge tone={RISK_TONE[item.risk.level]} data-testid="risk" data-risk={item.risk.level}>
+            {item.risk.label}
+          </Badge>
           <Badge tone={item.effect === "read_only" ? "neutral" : "warn"}>{item.effect.replace("_", " ")}</Badge>
           {item.openWorld ? <Badge tone="warn">open world</Badge> : null}
           {item.dataClasses.map((c) => (

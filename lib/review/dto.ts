@@ -6,7 +6,8 @@ export type { CallArgument, ToolUse, ToolUses } from "./tool-uses";
 export type { DecisionBlocker, DecisionBlockerCode } from "./decision-rules";
 export type { DiffLine, LineDiff } from "@/lib/untrusted/diff";
 export type { HighlightedLine, Token, TokenKind } from "./highlight";
-export type { QueueFilters, QueueItem, QueueView, RunRow } from "./queue-presenter";
+export type { QueueFilters, QueueItem, QueueView } from "./queue-presenter";
+export type { RunRow } from "./runs-presenter";
 export type { Effect, Risk, RiskLevel, RunFacts } from "./risk";
 export type {
   CapabilityItem,

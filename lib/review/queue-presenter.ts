@@ -1,9 +1,9 @@
 /**
- * Read models of the lists: the review queue (`queueView`, `waitingForYouCount`) and the runs
- * list (`recentRuns`).
+ * Read models of the review queue (`queueView`, `waitingForYouCount`); the runs list is
+ * ./runs-presenter.ts.
  *
  * Returns plain, serializable DTOs, never Prisma objects: every string that came from an agent
- * (agent names, purposes) passes through lib/review/inert.ts; hidden characters are kept, for
+ * (agent names, purposes) passes through lib/untrusted/inert.ts; hidden characters are kept, for
  * components to render through components/ui/inert.tsx as marker elements. Whether the viewer may
  * decide a queued run is ./decision-rules.ts decisionBlocker, the rule decideRun enforces; the
  * queue only *offers* with it.
@@ -68,6 +68,7 @@ export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters
       reviewExpiresAt: true,
       facts: true,
       findings: true,
+      decision: true,
       approvalsRequired: true,
       reviewerRole: true,
       agent: { select: { name: true, ownerId: true } },
@@ -90,7 +91,7 @@ export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters
         critical: findings.filter((f) => f.severity === "critical" || f.severity === "error").length,
         warning: findings.filter((f) => f.severity === "warning").length,
       },
-      risk: riskOf(facts, findings),
+      risk: riskOf(run, facts, findings),
       approvalsRequired: Math.max(1, run.approvalsRequired),
       approvals: run.reviews.filter((r) => r.verdict === "approve").map((r) => r.reviewer.email),
       blockedBecause: decisionBlocker(run, viewer, now)?.code ?? null,
@@ -123,19 +124,4 @@ export async function waitingForYouCount(db: Db, viewer: UserActor): Promise<num
       AND: [{ OR: [{ reviewerRole: null }, { reviewerRole: viewer.role }] }, { OR: [{ reviewExpiresAt: null }, { reviewExpiresAt: { gt: new Date() } }] }],
     },
   });
-}
-
-export type RunRow = { id: string; agent: string; status: string; purpose: string; decision: string | null; createdAt: string };
-
-/** The runs list: newest first. */
-export async function recentRuns(db: Db, take = 100): Promise<RunRow[]> {
-  const rows = await db.run.findMany({ orderBy: { createdAt: "desc" }, take, include: { agent: { select: { name: true } } } });
-  return rows.map((run) => ({
-    id: run.id,
-    agent: inertText(run.agent.name, 200),
-    status: run.status,
-    purpose: inertText(run.purpose, 300),
-    decision: run.decision,
-    createdAt: run.createdAt.toISOString(),
-  }));
 }

@@ -164,7 +164,7 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     toolUses: toolUses(run.code, run.language),
     findings,
     facts,
-    risk: riskOf(facts, findings),
+    risk: riskOf(run, facts, findings),
     capabilities: capabilityItems(capabilitySet, tools),
     limits: parseRunLimits(run),
     inputs: inputItems(inputs, datasets),

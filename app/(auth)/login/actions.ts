@@ -5,14 +5,18 @@ import { AuthError, CredentialsSignin } from "next-auth";
 import { signIn } from "@/lib/auth/next-auth";
 import { safeRedirect } from "./safe-redirect";
 
-export type LoginState = { error: string | null };
+/** `email` is what the person typed (never the password), so a failed sign-in does not clear it. */
+export type LoginState = { error: string | null; email?: string };
+
+const MAX_EMAIL = 320;
 
 export async function loginAction(_prev: LoginState, sent: FormData): Promise<LoginState> {
   const form = actionForm(sent);
   const email = form.get("email");
   const password = form.get("password");
+  const typed = typeof email === "string" && email ? email.slice(0, MAX_EMAIL) : undefined;
   if (typeof email !== "string" || typeof password !== "string" || !email || !password) {
-    return { error: "Enter your email and password." };
+    return { error: "Enter your email and password.", email: typed };
   }
   try {
     await signIn("credentials", { email, password, redirectTo: safeRedirect(form.get("from")) });
@@ -23,15 +27,16 @@ export async function loginAction(_prev: LoginState, sent: FormData): Promise<Lo
           error.code === "rate_limited"
             ? "Too many failed attempts. Wait a moment and try again; each further failure makes the wait longer."
             : "Wrong email or password.",
+        email: typed,
       };
     }
     if (error instanceof AuthError) {
       console.error("sign-in failed", error);
-      return { error: "Sign-in failed. Try again." };
+      return { error: "Sign-in failed. Try again.", email: typed };
     }
     throw error; // next's redirect after success
   }
-  return { error: null };
+  return { error: null, email: typed };
 }
 
 export async function oidcLoginAction(sent: FormData): Promise<void> {

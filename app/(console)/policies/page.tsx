@@ -1,14 +1,16 @@
 import type { Metadata } from "next";
 import { ApprovePolicyForm } from "@/components/policy/approve-form";
 import { DraftEditor } from "@/components/policy/draft-editor";
+import { PublishedPolicy } from "@/components/policy/published-policy";
 import { Badge, Card, EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
 import { Time } from "@/components/ui/time";
 import { hasScope } from "@/lib/contracts/scopes";
 import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
+import { publishedPolicyView } from "@/lib/policy/published-presenter";
 import { listPolicyProposals, listPolicyVersions } from "@/lib/policy/versions-presenter";
 import { approveAction, draftAction } from "./actions";
-import { DiffView, PlainCodeView } from "@/components/run/code-view";
+import { DiffView } from "@/components/run/code-view";
 
 export const metadata: Metadata = { title: "Policies" };
 
@@ -17,7 +19,11 @@ export default userPage("policies:read", async function PoliciesPage(user) {
   const versions = await listPolicyVersions(db);
   const proposals = await listPolicyProposals(db);
   const canManage = hasScope(user, "policies:manage");
-  const published = await db.policyVersion.findFirst({ where: { status: "published" }, orderBy: { version: "desc" }, select: { text: true, version: true } });
+  const view = await publishedPolicyView(db);
+  // The draft starts from the published text exactly as stored (the view's text is for reading).
+  const published = canManage
+    ? await db.policyVersion.findFirst({ where: { status: "published" }, orderBy: { version: "desc" }, select: { text: true, version: true } })
+    : null;
   return (
     <>
       <PageHeader
@@ -37,6 +43,11 @@ export default userPage("policies:read", async function PoliciesPage(user) {
           ) : null}
         </Card>
       ))}
+      {view ? (
+        <Card title={`Published policy v${view.version}`} className="mb-6">
+          <PublishedPolicy view={view} />
+        </Card>
+      ) : null}
       {versions.length === 0 ? (
         <EmptyState title="No policy versions yet">Until a policy is published, every run is denied.</EmptyState>
       ) : (
@@ -61,10 +72,6 @@ export default userPage("policies:read", async function PoliciesPage(user) {
       {canManage ? (
         <Card title={`Draft a new version${published ? ` (starting from v${published.version})` : ""}`} className="mt-6">
           <DraftEditor initialText={published?.text ?? ""} action={draftAction} />
-        </Card>
-      ) : published ? (
-        <Card title={`Published policy v${published.version}`} className="mt-6">
-          <PlainCodeView code={published.text} label="Published policy" />
         </Card>
       ) : null}
     </>

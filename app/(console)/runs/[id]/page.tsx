@@ -51,7 +51,9 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
         </h1>
         <div className="mt-2 flex flex-wrap items-center gap-2 text-sm text-slate-700">
           <StatusBadge status={run.status} data-testid="run-status" />
-          <Badge tone={run.risk.level === "high" ? "bad" : run.risk.level === "medium" ? "warn" : "neutral"}>{run.risk.level} risk</Badge>
+          <Badge tone={run.risk.level === "medium" ? "warn" : run.risk.level === "low" ? "neutral" : "bad"} data-testid="risk" data-risk={run.risk.level}>
+            {run.risk.label}
+          </Badge>
           <Badge>{run.facts.effect.replace("_", " ")}</Badge>
           {run.facts.openWorld ? <Badge tone="warn">open world</Badge> : null}
           {run.facts.dataClasses.map((c) => (
