@@ -1,29 +1,34 @@
 /**
  * Fast generator of a realistic audit log for bench/audit.ts.
  *
- * Writes `runs` runs (code, purpose, result, logs — searchable text with a controlled vocabulary:
- * every run says "invoices", exactly one run in RARE_EVERY says `rareWord(k)`) and ~10 audit
- * events per run with a valid hash chain (computed here with the same chainHash as the app), plus
- * sealed tool calls for one run in TOOL_RUN_EVERY. Rows go in with multi-row
- * `INSERT … SELECT FROM unnest($arrays)` over one pg connection, thousands per statement — no
- * per-row round trips — and the id sequence is moved past the last event at the end.
+ * Writes `runs` runs shaped and sized like the demo's (bench/audit-workload.ts: the scripts, the
+ * prompts and the ledger's real answers — every run's tool calls with their arguments and
+ * results), searchable text with a controlled vocabulary (exactly one run in RARE_EVERY says
+ * `rareWord(k)`), and ~10 audit events per run with a valid hash chain (computed here with the
+ * same chainHash as the app). The events carry what the app's carry for verification: the content
+ * digests of every run column people read (lib/audit/run-content.ts), and the terminal event's
+ * seal of the tool calls (lib/audit/seal.ts), so `verifyAuditChain` checks all of it. Rows go in
+ * with multi-row `INSERT … SELECT FROM unnest($arrays)` over one pg connection, thousands per
+ * statement — no per-row round trips — and the id sequence is moved past the last event at the end.
  *
  * Only for throwaway benchmark databases: it assumes an empty log.
  */
 import { createHash, randomUUID } from "node:crypto";
 import type pg from "pg";
 import { chainHash, GENESIS_HASH } from "@/lib/audit/record";
+import { TRANSITION_CONTENT } from "@/lib/audit/run-content";
 import { canonicalJson } from "@/lib/canonical-json";
 import { toolCallsDigest } from "@/lib/audit/seal";
+import { seedWorkload } from "./audit-workload";
 
 export const RARE_EVERY = 10_000;
-export const TOOL_RUN_EVERY = 100;
-const TOOLS_PER_RUN = 5;
-const BATCH_RUNS = 2_000;
+const BATCH_RUNS = 1_000;
 
-const STATUSES = ["succeeded", "succeeded", "succeeded", "failed", "denied", "rejected", "timed_out"] as const;
-const TOOLS = ["ledger.listInvoices", "ledger.getCustomer", "ledger.addNote", "crm.searchContacts", "docs.search"];
-const DATA_CLASSES = ["internal", "confidential", "pii", "financial", "public"];
+/** Reads are decided by policy alone; writes are escalated to reviewers. */
+const STATUSES = ["succeeded", "succeeded", "succeeded", "succeeded", "failed", "denied", "timed_out"] as const;
+const WRITE_STATUSES = ["succeeded", "succeeded", "rejected", "failed"] as const;
+const TERMINAL_FIELDS = TRANSITION_CONTENT;
+const LIMITS = { timeoutMs: 30_000, cpuSeconds: 10, heapMb: 128, maxToolCalls: 100, writeCaps: {} };
 const WORDS = [
   "overdue",
   "customer",
@@ -61,6 +66,8 @@ export type SeedResult = {
   runs: number;
   events: number;
   toolCalls: number;
+  /** Bytes of tool-call arguments and results, as JSON text. */
+  toolCallPayloadBytes: number;
   firstAt: Date;
   lastAt: Date;
   sampleCodeHash: string;
@@ -89,6 +96,7 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
   let prevHash = GENESIS_HASH;
   let eventId = 0n;
   let toolCallCount = 0;
+  let payloadBytes = 0;
   let sampleCodeHash = "";
   const stepMs = 30_000; // one run every 30 s of simulated time
   for (let base = 0; base < options.runs; base += BATCH_RUNS) {
@@ -99,11 +107,15 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
       code: [] as string[],
       sha: [] as string[],
       purpose: [] as string[],
+      provenance: [] as string[],
       decision: [] as string[],
       caps: [] as string[],
       facts: [] as string[],
-      result: [] as string[],
-      stats: [] as string[],
+      javascript: [] as (string | null)[],
+      limits: [] as (string | null)[],
+      result: [] as (string | null)[],
+      error: [] as (string | null)[],
+      stats: [] as (string | null)[],
       createdAt: [] as string[],
     };
     const ev = {
@@ -126,6 +138,7 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
       resultDigest: [] as string[],
       args: [] as string[],
       result: [] as string[],
+      readOnly: [] as boolean[],
     };
 
     const push = (at: Date, actor: { type: string; id: string | null }, action: string, runId: string, data: Record<string, unknown>) => {
@@ -147,37 +160,49 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
     for (let n = base; n < Math.min(base + BATCH_RUNS, options.runs); n++) {
       const id = randomUUID();
       const agentIndex = n % agents.length;
-      const status = pick(STATUSES, n);
-      const decision = status === "denied" ? "deny" : n % 3 === 0 ? "escalate" : "allow";
-      const tool = pick(TOOLS, n);
       const words = [pick(WORDS, n), pick(WORDS, n * 7 + 3), pick(WORDS, n * 13 + 5)];
       const rare = n % RARE_EVERY === 0 ? ` ${rareWord(n / RARE_EVERY)}` : "";
-      const code = `const rows = await tools.${tool}({ limit: ${n % 500} });\n// ${words.join(" ")}${rare}\nreturn rows.filter((r) => r.${words[0]}).length; // run ${n}`;
+      const work = seedWorkload(n, words, rare);
+      const status = work.writes ? pick(WRITE_STATUSES, n) : pick(STATUSES, n);
+      const decision = status === "denied" ? "deny" : work.writes ? "escalate" : "allow";
+      const ran = status !== "denied" && status !== "rejected";
       const createdAt = new Date(start.getTime() + n * stepMs);
-      const codeSha = sha256(code);
+      const codeSha = sha256(work.code);
       if (n === Math.floor(options.runs / 2)) sampleCodeHash = codeSha;
+      const calls = ran ? work.calls.slice(0, status === "failed" ? 1 : work.calls.length) : [];
+      const failed = status === "failed" || status === "timed_out";
+      // The columns exactly as the app stores them (what verification digests).
+      const content = {
+        code: work.code,
+        language: "javascript",
+        purpose: work.purpose,
+        provenance: { model: "claude-sonnet-4-5", conversationId: `conv-${n % 5000}`, prompt: work.prompt },
+        inputs: [],
+        javascript: decision === "deny" ? null : work.code,
+        limits: decision === "deny" ? null : LIMITS,
+        plan: null,
+        result: ran && !failed ? work.result : null,
+        error: failed ? { code: status === "timed_out" ? "TIMEOUT" : "SCRIPT_ERROR", message: `the script stopped: ${words[0]}` } : null,
+        execution: ran
+          ? { wallMs: 120 + (n % 400), cpuMs: 80, peakRssMb: 40, toolCalls: calls.length, logs: work.logs, flags: [], truncated: false, artifacts: [] }
+          : null,
+      };
+      const digests = (fields: readonly (keyof typeof content)[]) => Object.fromEntries(fields.map((f) => [f, sha256(canonicalJson(content[f]))]));
       run.id.push(id);
       run.agentId.push(agentIds[agentIndex]!);
       run.status.push(status);
-      run.code.push(code);
+      run.code.push(content.code);
       run.sha.push(codeSha);
-      run.purpose.push(`Summarise ${words[1]} invoices by ${words[2]}${rare}`);
+      run.purpose.push(content.purpose);
+      run.provenance.push(JSON.stringify(content.provenance));
       run.decision.push(decision);
-      run.caps.push(JSON.stringify([tool]));
-      run.facts.push(JSON.stringify({ dataClasses: [pick(DATA_CLASSES, n)] }));
-      run.result.push(JSON.stringify({ count: n % 97, note: `${words[2]} invoices checked` }));
-      run.stats.push(
-        JSON.stringify({
-          wallMs: 120,
-          cpuMs: 80,
-          peakRssMb: 40,
-          toolCalls: 1,
-          logs: [{ level: "log", text: `processed ${n % 500} ${words[0]} invoices` }],
-          flags: [],
-          truncated: false,
-          artifacts: [],
-        }),
-      );
+      run.caps.push(JSON.stringify([...new Set(work.calls.map((c) => `${c.server}.${c.tool}`))]));
+      run.facts.push(JSON.stringify({ dataClasses: [work.dataClass] }));
+      run.javascript.push(content.javascript);
+      run.limits.push(content.limits && JSON.stringify(content.limits));
+      run.result.push(content.result && JSON.stringify(content.result));
+      run.error.push(content.error && JSON.stringify(content.error));
+      run.stats.push(content.execution && JSON.stringify(content.execution));
       run.createdAt.push(createdAt.toISOString());
 
       const agentActor = { type: "agent", id: agentIds[agentIndex]! };
@@ -185,65 +210,98 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
       const reviewer = { type: "user", id: userIds[(n * 3) % userIds.length]! };
       let t = createdAt.getTime();
       const next = () => new Date((t += 500));
-      push(new Date(t), agentActor, "run.submitted", id, { codeSha256: codeSha, purpose: run.purpose.at(-1), language: "javascript" });
-      push(next(), system, "run.analyzed", id, { capabilitySet: [tool], findings: [] });
+      push(new Date(t), agentActor, "run.submitted", id, {
+        codeSha256: codeSha,
+        purpose: content.purpose,
+        language: "javascript",
+        contentDigests: digests(["code", "language", "purpose", "provenance", "inputs"]),
+      });
+      push(next(), system, "run.analyzed", id, { capabilitySet: JSON.parse(run.caps.at(-1)!), findings: [], contentDigests: digests(["javascript"]) });
       if (decision === "deny") {
-        push(next(), system, "run.denied", id, { decision, policyVersion: 1, reasons: ["policy0"] });
+        push(next(), system, "run.denied", id, { decision, policyVersion: 1, reasons: ["policy0"], contentDigests: digests(TERMINAL_FIELDS) });
       } else {
-        push(next(), system, decision === "allow" ? "run.auto_approved" : "run.pending_review", id, { decision, policyVersion: 1 });
-        if (decision === "escalate") push(next(), reviewer, status === "rejected" ? "run.rejected" : "run.approved", id, { comment: `looks fine ${words[1]}` });
-        if (status !== "rejected") {
+        push(next(), system, decision === "allow" ? "run.auto_approved" : "run.pending_review", id, {
+          decision,
+          policyVersion: 1,
+          contentDigests: digests(["limits"]),
+        });
+        if (decision === "escalate") {
+          const verdict = status === "rejected" ? "reject" : "approve";
+          push(next(), reviewer, "run.viewed", id, { status: "pending_review" });
+          push(next(), reviewer, "run.reviewed", id, { verdict, comment: `looks fine ${words[1]}` });
+          if (status === "rejected") push(next(), system, "run.rejected", id, { contentDigests: digests(TERMINAL_FIELDS) });
+          else push(next(), system, "run.approved", id, {});
+        }
+        if (ran) {
           push(next(), system, "run.queued", id, {});
           push(next(), system, "run.running", id, { executorId: "bench" });
-          const calls = [];
-          if (n % TOOL_RUN_EVERY === 0) {
-            for (let seq = 1; seq <= TOOLS_PER_RUN; seq++) {
-              const args = { limit: seq };
-              const result = { rows: seq };
-              const row = {
-                seq,
-                server: tool.split(".")[0]!,
-                tool: tool.split(".")[1]!,
-                argsDigest: sha256(canonicalJson(args)),
-                resultDigest: sha256(canonicalJson(result)),
-                outcome: "ok",
-              };
-              calls.push(row);
-              call.runId.push(id);
-              call.seq.push(seq);
-              call.server.push(row.server);
-              call.tool.push(row.tool);
-              call.argsDigest.push(row.argsDigest);
-              call.resultDigest.push(row.resultDigest);
-              call.args.push(JSON.stringify(args));
-              call.result.push(JSON.stringify(result));
-            }
-          }
+          const sealed = calls.map((c, i) => {
+            const row = {
+              seq: i + 1,
+              server: c.server,
+              tool: c.tool,
+              argsDigest: sha256(canonicalJson(c.args)),
+              resultDigest: sha256(canonicalJson(c.result)),
+              outcome: "ok",
+            };
+            call.runId.push(id);
+            call.seq.push(row.seq);
+            call.server.push(row.server);
+            call.tool.push(row.tool);
+            call.argsDigest.push(row.argsDigest);
+            call.resultDigest.push(row.resultDigest);
+            call.args.push(JSON.stringify(c.args));
+            call.result.push(JSON.stringify(c.result));
+            call.readOnly.push(!(work.writes && c.tool === "issueRefund"));
+            return row;
+          });
           push(next(), { type: "system", id: "executor" }, `run.${status}`, id, {
-            toolCalls: calls.length,
-            toolCallsDigest: toolCallsDigest(calls),
-            resultDigest: sha256(run.result.at(-1)!),
+            toolCalls: sealed.length,
+            toolCallsDigest: toolCallsDigest(sealed),
+            contentDigests: digests(TERMINAL_FIELDS),
           });
           // Agents poll their result a few times; each read is an event in this simulated workload.
-          for (let k = 0; k < 3; k++) push(next(), agentActor, "run.result_read", id, { poll: k });
+          for (let k = 0; k < 4; k++) push(next(), agentActor, "run.result_read", id, { poll: k });
         }
       }
     }
 
     await client.query(
-      `INSERT INTO "Run" (id, "agentId", status, language, code, "codeSha256", purpose, "inputsDigest", "requestDigest", decision, "capabilitySet", facts, result, execution, "createdAt", "updatedAt")
-       SELECT id, agent, status, 'javascript', code, sha, purpose, $13, sha, decision, caps, facts, result, stats, created, created
-       FROM unnest($1::uuid[], $2::uuid[], $3::"RunStatus"[], $4::text[], $5::text[], $6::text[], $7::"Decision"[], $8::jsonb[], $9::jsonb[], $10::jsonb[], $11::jsonb[], $12::timestamptz[])
-         AS t(id, agent, status, code, sha, purpose, decision, caps, facts, result, stats, created)`,
-      [run.id, run.agentId, run.status, run.code, run.sha, run.purpose, run.decision, run.caps, run.facts, run.result, run.stats, run.createdAt, sha256("[]")],
+      `INSERT INTO "Run" (id, "agentId", status, language, code, "codeSha256", purpose, provenance, "inputsDigest", "requestDigest", decision, "capabilitySet", facts,
+                          javascript, limits, result, error, execution, "createdAt", "updatedAt")
+       SELECT id, agent, status, 'javascript', code, sha, purpose, prov, $17, sha, decision, caps, facts, js, lim, res, err, stats, created, created
+       FROM unnest($1::uuid[], $2::uuid[], $3::"RunStatus"[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::"Decision"[], $9::jsonb[], $10::jsonb[],
+                   $11::text[], $12::jsonb[], $13::jsonb[], $14::jsonb[], $15::jsonb[], $16::timestamptz[])
+         AS t(id, agent, status, code, sha, purpose, prov, decision, caps, facts, js, lim, res, err, stats, created)`,
+      [
+        run.id,
+        run.agentId,
+        run.status,
+        run.code,
+        run.sha,
+        run.purpose,
+        run.provenance,
+        run.decision,
+        run.caps,
+        run.facts,
+        run.javascript,
+        run.limits,
+        run.result,
+        run.error,
+        run.stats,
+        run.createdAt,
+        sha256("[]"),
+      ],
     );
     if (call.runId.length) {
       await client.query(
-        `INSERT INTO "RunToolCall" ("runId", seq, server, tool, "argsDigest", "resultDigest", args, result, "durationMs", outcome)
-         SELECT r, s, sv, tl, ad, rd, a, re, 3, 'ok' FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[]) AS t(r, s, sv, tl, ad, rd, a, re)`,
-        [call.runId, call.seq, call.server, call.tool, call.argsDigest, call.resultDigest, call.args, call.result],
+        `INSERT INTO "RunToolCall" ("runId", seq, server, tool, "argsDigest", "resultDigest", args, result, "durationMs", outcome, "readOnly")
+         SELECT r, s, sv, tl, ad, rd, a, re, 3, 'ok', ro
+         FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], $9::boolean[]) AS t(r, s, sv, tl, ad, rd, a, re, ro)`,
+        [call.runId, call.seq, call.server, call.tool, call.argsDigest, call.resultDigest, call.args, call.result, call.readOnly],
       );
       toolCallCount += call.runId.length;
+      payloadBytes += call.args.reduce((sum, a) => sum + a.length, 0) + call.result.reduce((sum, r) => sum + r.length, 0);
     }
     await client.query(
       `INSERT INTO "AuditEvent" (id, at, "actorType", "actorId", action, "subjectType", "subjectId", data, "prevHash", hash)
@@ -259,6 +317,7 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
     runs: options.runs,
     events: Number(eventId),
     toolCalls: toolCallCount,
+    toolCallPayloadBytes: payloadBytes,
     firstAt: start,
     lastAt: new Date(start.getTime() + options.runs * stepMs),
     sampleCodeHash,
