@@ -5,8 +5,10 @@
  * - refuses, with 403, a request whose Host is not this deployment's (lib/auth/hosts.ts: DNS
  *   rebinding; a Host with userinfo such as `evil@localhost` included);
  * - sets a Content-Security-Policy with a fresh nonce on the request (Next puts the nonce on its
- *   scripts) and on the response (lib/auth/content-security-policy.ts). The other security
- *   headers are static, in next.config.js;
+ *   scripts) and on the response (lib/auth/content-security-policy.ts) — except on the routes that
+ *   serve a run's artifacts, bytes a hostile script wrote, which get `sandbox; default-src 'none'`
+ *   (lib/runs/artifacts-media.ts; a route cannot replace a header the proxy set). The other
+ *   security headers are static, in next.config.js;
  * - passes the requested path to the server (lib/auth/sign-in-redirect.ts), so sign-in returns
  *   the person to the page they asked for.
  */
@@ -15,6 +17,7 @@ import { NextResponse, type NextRequest } from "next/server";
 import { contentSecurityPolicy } from "@/lib/auth/content-security-policy";
 import { hostViolation } from "@/lib/auth/hosts";
 import { REQUESTED_PATH_HEADER } from "@/lib/auth/sign-in-redirect";
+import { HOSTILE_CONTENT_CSP, isArtifactPath } from "@/lib/runs/artifacts-media";
 import { AppError, toPublicError } from "@/lib/errors";
 
 export function proxy(request: NextRequest): NextResponse {
@@ -23,7 +26,7 @@ export function proxy(request: NextRequest): NextResponse {
     const error = toPublicError(new AppError("forbidden", `Forbidden: ${violation}`));
     return NextResponse.json({ error }, { status: error.status, headers: { "cache-control": "no-store" } });
   }
-  const policy = contentSecurityPolicy(randomBytes(16).toString("base64"));
+  const policy = isArtifactPath(request.nextUrl.pathname) ? HOSTILE_CONTENT_CSP : contentSecurityPolicy(randomBytes(16).toString("base64"));
   const headers = new Headers(request.headers);
   headers.set("content-security-policy", policy);
   headers.set(REQUESTED_PATH_HEADER, `${request.nextUrl.pathname}${request.nextUrl.search}`);

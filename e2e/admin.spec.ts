@@ -29,7 +29,7 @@ test("an admin creates an agent whose token works, then revokes it", async ({ pa
   expect(token).toMatch(/^alk_/);
 
   const client = await connectMcp(token);
-  expect((await client.listTools()).tools.length).toBe(5);
+  expect((await client.listTools()).tools.map((t) => t.name)).toContain("submit_run");
   await client.close();
 
   page.once("dialog", (dialog) => void dialog.accept());

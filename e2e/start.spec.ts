@@ -75,7 +75,7 @@ test("npm start: first start prints working credentials; SIGTERM stops everythin
 
   expect((await request.get(`http://127.0.0.1:${port}/login`)).status()).toBe(200);
   const client = await connectMcp(token!, `http://127.0.0.1:${port}`);
-  expect((await client.listTools()).tools).toHaveLength(5);
+  expect((await client.listTools()).tools.map((t) => t.name)).toContain("submit_run");
   await client.close();
 
   expect(await postgresProcessesFor(clusterDir)).not.toBe(""); // the check below can see a leftover

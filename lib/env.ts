@@ -152,6 +152,12 @@ export function setEnvForChildren(values: Record<string, string>): Env {
   return env();
 }
 
+/** Where people open the console: AIRLOCK_PUBLIC_URL, else the local address. */
+export function consoleBaseUrl(): string {
+  const config = env();
+  return (config.AIRLOCK_PUBLIC_URL ?? `http://127.0.0.1:${config.PORT}`).replace(/\/+$/, "");
+}
+
 /** The environment a child process of the app inherits (the Next server, workers). */
 export function childProcessEnv(): NodeJS.ProcessEnv {
   return { ...process.env };

@@ -14,6 +14,8 @@ export const APP_ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  /** It existed and was deleted on purpose (retention purged the bytes); the message says when. */
+  gone: 410,
   payload_too_large: 413,
   rate_limited: 429,
   config_invalid: 500,

@@ -1,7 +1,9 @@
 /**
- * A run's whole story: its audit events, reviews and tool calls, in order. Stored text (agent,
- * purpose, code, event data, comments) is shown through components/ui/inert.tsx, and the code on
- * JavaScript's numbered lines, so hidden characters appear as marker elements.
+ * A run's whole story: its audit events, reviews and tool calls, in order. Each event says in
+ * words what happened and who did it (names, with the raw actor id on hover); its raw JSON, and
+ * each tool call's arguments and result, are one click away (<details>). Stored text (agent,
+ * purpose, code, names, event data, arguments, comments) is shown through components/ui/inert.tsx,
+ * and the code on JavaScript's numbered lines, so hidden characters appear as marker elements.
  */
 import { PlainCodeView } from "@/components/run/code-view";
 import { Inert } from "@/components/ui/inert";
@@ -22,8 +24,18 @@ export type RunTimelineView = {
     createdAt: string;
     finishedAt: string | null;
   };
-  events: { id: string; at: string; actor: string; action: string; hash: string; data: string }[];
-  toolCalls: { seq: number; at: string; tool: string; outcome: string; durationMs: number; argsDigest: string; resultDigest: string | null }[];
+  events: { id: string; at: string; actor: string; actorId: string; action: string; description: string; hash: string; data: string }[];
+  toolCalls: {
+    seq: number;
+    at: string;
+    tool: string;
+    outcome: string;
+    durationMs: number;
+    argsDigest: string;
+    resultDigest: string | null;
+    args: string;
+    result: string;
+  }[];
   reviews: { at: string; reviewer: string; verdict: string; comment: string | null }[];
 };
 
@@ -81,19 +93,31 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
         {timeline.events.length === 0 ? (
           <EmptyState title="No events for this run" />
         ) : (
-          <Table caption="Audit events of the run" headers={["#", "Time", "Action", "Actor", "Details", "Hash"]}>
+          <Table caption="Audit events of the run" headers={["#", "Time", "What happened", "Who", "Raw", "Hash"]}>
             {timeline.events.map((event) => (
-              <tr key={event.id}>
+              <tr key={event.id} data-testid="audit-event">
                 <Td>{event.id}</Td>
                 <Td className="whitespace-nowrap">
                   <Time iso={event.at} />
                 </Td>
-                <Td className="font-mono text-xs">{event.action}</Td>
-                <Td className="font-mono text-xs">
-                  <Inert text={event.actor} />
+                <Td>
+                  <span className="block">
+                    <Inert text={event.description} />
+                  </span>
+                  <span className="font-mono text-xs text-slate-500">{event.action}</span>
                 </Td>
-                <Td className="max-w-md break-all font-mono text-xs">
-                  <Inert text={event.data} />
+                <Td>
+                  <span title={event.actorId}>
+                    <Inert text={event.actor} />
+                  </span>
+                </Td>
+                <Td className="max-w-md">
+                  <details>
+                    <summary className="cursor-pointer text-xs text-teal-700">JSON</summary>
+                    <pre className="mt-1 max-h-64 overflow-auto whitespace-pre-wrap break-all font-mono text-xs">
+                      <Inert text={event.data} />
+                    </pre>
+                  </details>
                 </Td>
                 <Td className="font-mono text-xs">
                   <span title={event.hash}>{event.hash.slice(0, 12)}…</span>
@@ -115,7 +139,9 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
                 <Td className="whitespace-nowrap">
                   <Time iso={review.at} />
                 </Td>
-                <Td>{review.reviewer}</Td>
+                <Td>
+                  <Inert text={review.reviewer} />
+                </Td>
                 <Td>{review.verdict.replaceAll("_", " ")}</Td>
                 <Td>{review.comment ? <Inert text={review.comment} /> : "—"}</Td>
               </tr>
@@ -131,7 +157,10 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
         {timeline.toolCalls.length === 0 ? (
           <EmptyState title="No tool calls" />
         ) : (
-          <Table caption="Tool calls of the run, in call order" headers={["#", "Time", "Tool", "Outcome", "ms", "Args sha256", "Result sha256"]}>
+          <Table
+            caption="Tool calls of the run, in call order"
+            headers={["#", "Time", "Tool", "Outcome", "ms", "Arguments and result", "Args sha256", "Result sha256"]}
+          >
             {timeline.toolCalls.map((call) => (
               <tr key={call.seq}>
                 <Td>{call.seq}</Td>
@@ -145,6 +174,19 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
                   <Badge tone={call.outcome === "ok" ? "good" : "bad"}>{call.outcome}</Badge>
                 </Td>
                 <Td>{call.durationMs}</Td>
+                <Td className="max-w-md">
+                  <details>
+                    <summary className="cursor-pointer text-xs text-teal-700">Show</summary>
+                    <p className="mt-1 text-xs text-slate-500">Arguments</p>
+                    <pre className="max-h-48 overflow-auto whitespace-pre-wrap break-all font-mono text-xs">
+                      <Inert text={call.args} />
+                    </pre>
+                    <p className="mt-1 text-xs text-slate-500">Result</p>
+                    <pre className="max-h-48 overflow-auto whitespace-pre-wrap break-all font-mono text-xs">
+                      <Inert text={call.result} />
+                    </pre>
+                  </details>
+                </Td>
                 <Td className="font-mono text-xs">
                   <span title={call.argsDigest}>{call.argsDigest.slice(0, 12)}…</span>
                 </Td>

@@ -1,7 +1,8 @@
 /**
  * The compliance search form: a plain GET form, so the query lives in the URL (shareable,
  * bookmarkable, back-button friendly) and works without JavaScript. The server re-validates
- * every parameter (lib/audit/filters.ts); the options here are only what the page offers.
+ * every parameter (lib/audit/filters.ts); the options here are only what the page offers. Agent
+ * and person take any part of a name or email, and suggest the known ones (a <datalist>).
  */
 export type SearchFormValues = Partial<
   Record<"q" | "agent" | "person" | "status" | "decision" | "dataClass" | "tool" | "codeHash" | "since" | "until", string>
@@ -12,6 +13,8 @@ type Props = {
   statuses: readonly string[];
   decisions: readonly string[];
   dataClasses: readonly string[];
+  /** Agent names and people ("email" values, with their names) the agent and person fields suggest. */
+  suggestions: { agents: readonly string[]; people: readonly { email: string; name: string }[] };
 };
 
 const input = "mt-1 w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm";
@@ -41,24 +44,26 @@ function Text({
   value,
   placeholder,
   type = "text",
+  list,
 }: {
   name: string;
   labelText: string;
   value?: string;
   placeholder?: string;
   type?: string;
+  list?: string;
 }) {
   return (
     <div>
       <label htmlFor={`f-${name}`} className={label}>
         {labelText}
       </label>
-      <input id={`f-${name}`} name={name} type={type} defaultValue={value ?? ""} placeholder={placeholder} className={input} />
+      <input id={`f-${name}`} name={name} type={type} defaultValue={value ?? ""} placeholder={placeholder} list={list} autoComplete="off" className={input} />
     </div>
   );
 }
 
-export function AuditSearchForm({ values, statuses, decisions, dataClasses }: Props) {
+export function AuditSearchForm({ values, statuses, decisions, dataClasses, suggestions }: Props) {
   return (
     <form method="get" action="/audit" role="search" aria-label="Search the audit log" className="space-y-3 rounded-lg border border-slate-200 bg-white p-4">
       <div className="flex gap-2">
@@ -80,8 +85,8 @@ export function AuditSearchForm({ values, statuses, decisions, dataClasses }: Pr
         </button>
       </div>
       <div className="grid grid-cols-2 gap-3 md:grid-cols-5">
-        <Text name="agent" labelText="Agent" value={values.agent} placeholder="agent name" />
-        <Text name="person" labelText="Person (owner or reviewer)" value={values.person} placeholder="email" />
+        <Text name="agent" labelText="Agent" value={values.agent} placeholder="name or part of it" list="f-agent-suggestions" />
+        <Text name="person" labelText="Person (owner or reviewer)" value={values.person} placeholder="email, name or part of it" list="f-person-suggestions" />
         <Select name="status" labelText="Status" value={values.status} options={statuses} />
         <Select name="decision" labelText="Decision" value={values.decision} options={decisions} />
         <Select name="dataClass" labelText="Data class" value={values.dataClass} options={dataClasses} />
@@ -95,6 +100,16 @@ export function AuditSearchForm({ values, statuses, decisions, dataClasses }: Pr
           </a>
         </div>
       </div>
+      <datalist id="f-agent-suggestions">
+        {suggestions.agents.map((agent) => (
+          <option key={agent} value={agent} />
+        ))}
+      </datalist>
+      <datalist id="f-person-suggestions">
+        {suggestions.people.map((person) => (
+          <option key={person.email} value={person.email} label={person.name} />
+        ))}
+      </datalist>
     </form>
   );
 }

@@ -197,7 +197,38 @@ export function Provenance({ run }: { run: RunDetail }) {
           "not stated"
         )}
       </dd>
+      <dt className="text-slate-500">Context</dt>
+      <dd>
+        {p.context ? (
+          <Pre label="Selected context excerpt">
+            <Inert text={p.context} />
+            {p.contextLength > p.context.length ? `\n… (${p.contextLength} characters in all)` : ""}
+          </Pre>
+        ) : (
+          "not stated"
+        )}
+      </dd>
     </dl>
+  );
+}
+
+/** What the agent said it did with the result (record_outcome), as it said it. */
+export function AgentOutcomes({ run }: { run: RunDetail }) {
+  if (run.agentOutcomes.length === 0) return <p className="text-sm text-slate-600">The agent has not said what it did with the result.</p>;
+  return (
+    <Table caption="What the agent did with the result, as the agent recorded it" headers={["Recorded", "Action", "Detail (from the agent, untrusted)"]}>
+      {run.agentOutcomes.map((outcome) => (
+        <tr key={outcome.id} data-testid="agent-outcome">
+          <Td>
+            <Time iso={outcome.at} />
+          </Td>
+          <Td>{outcome.action}</Td>
+          <Td>
+            <InertOr text={outcome.detail} fallback="—" />
+          </Td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
@@ -291,21 +322,6 @@ export function Outcome({ run }: { run: RunDetail }) {
           </Pre>
         )}
       </div>
-      {outcome.artifacts.length > 0 ? (
-        <div>
-          <h3 className="mb-1 text-sm font-semibold text-slate-700">Artifacts</h3>
-          <ul className="text-sm">
-            {outcome.artifacts.map((a) => (
-              <li key={a.name}>
-                <span className="font-mono">
-                  <Inert text={a.name} />
-                </span>{" "}
-                — {a.sizeBytes} bytes, sha256 <code className="text-xs">{a.sha256.slice(0, 16)}…</code>
-              </li>
-            ))}
-          </ul>
-        </div>
-      ) : null}
     </div>
   );
 }

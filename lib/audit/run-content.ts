@@ -12,9 +12,14 @@
  * all of those again, written or not, so what is still NULL when a run ends is sealed as NULL. The
  * migration run_content_write_once makes these columns write-once in the database.
  *
+ * Retention (./retention.ts) is the one later change: airlock_purge() deletes a field's payload and
+ * its `run.purged` event names the field (and the tool calls purged) and digests what is left.
+ * `purgeRecords` reads those events for verify.ts, which accepts a changed field only when a purge
+ * event after the digest names it.
+ *
  * Refuses nothing itself: it computes; the trigger refuses changes and verification reports them.
  */
-import type { Tx } from "@/lib/db";
+import type { Db, Tx } from "@/lib/db";
 import { jsonDigest } from "@/lib/digest";
 
 /** Set when the row is inserted (submit), never changed. */
@@ -40,4 +45,32 @@ export async function storedContentDigests(tx: Tx, runId: string, fields: readon
   const select = Object.fromEntries(fields.map((field) => [field, true])) as Record<RunContentField, true>;
   const row = await tx.run.findUniqueOrThrow({ where: { id: runId }, select });
   return contentDigests(row, fields);
+}
+
+/** The audit action of a retention purge (./retention.ts). */
+export const RUN_PURGED = "run.purged";
+
+/** A `run.purged` event as verification reads it: which fields and tool calls (by seq) it names. */
+export type PurgeRecord = { eventId: bigint; fields: string[]; toolCalls: number[] };
+
+/** The `run.purged` events of a run, in chain order (their hashes are checked by the walk itself). */
+export async function purgeRecords(db: Db, runId: string): Promise<PurgeRecord[]> {
+  const rows = await db.$queryRaw<{ id: bigint; data: { fields?: unknown; purgedToolCalls?: unknown } }[]>`
+    SELECT id, data FROM "AuditEvent" WHERE "subjectType" = 'run' AND "subjectId" = ${runId} AND action = ${RUN_PURGED} ORDER BY id`;
+  const list = (value: unknown) => (Array.isArray(value) ? value : []);
+  return rows.map((row) => ({
+    eventId: row.id,
+    fields: list(row.data.fields).filter((f): f is string => typeof f === "string"),
+    toolCalls: list(row.data.purgedToolCalls).filter((n): n is number => typeof n === "number"),
+  }));
+}
+
+/**
+ * What readers show instead of a purged field: "purged on DATE by retention", from the run's
+ * `purged` column ({field: ISO time}); null when the field was not purged.
+ */
+export function purgeNotice(purged: unknown, field: string): string | null {
+  if (!purged || typeof purged !== "object" || Array.isArray(purged)) return null;
+  const at = (purged as Record<string, unknown>)[field];
+  return typeof at === "string" ? `purged on ${at.slice(0, 10)} by retention` : null;
 }

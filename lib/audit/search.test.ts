@@ -164,7 +164,11 @@ describe("export", () => {
     );
     const { manifest, rows } = await exportAudited(db.prisma, compliance, {}, "csv");
     const text = await collect(rows);
-    expect(text.startsWith("id,at,actorType,actorId,action,subjectType,subjectId,data,prevHash,hash\r\n")).toBe(true);
+    expect(
+      text.startsWith(
+        "id,at (UTC),actorType,actorId,actorName,actorEmail,action,subjectType,subjectId,subjectName,purpose,code,result,error,toolCalls,data,prevHash,hash\r\n",
+      ),
+    ).toBe(true);
     const last = text.trimEnd().split("\r\n").at(-1)!;
     expect(last).toContain(`"'=HYPERLINK(""x"")"`);
     expect(last).toContain(`"a,""b"""`);

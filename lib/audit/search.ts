@@ -1,8 +1,15 @@
 /**
- * Compliance search over runs: full text over code, purpose, result, error,
- * logs and review comments ("Run"."searchVector", a tsvector kept by a trigger, GIN-indexed; see
- * migration 20261130051110_audit_search_and_seals), and filters by agent, person, status,
- * decision, data class, tool, code hash and time range.
+ * Compliance search over runs: full text over code, purpose, provenance, tool-call arguments and
+ * results, result, error, logs and review comments ("Run"."searchVector", a tsvector kept by
+ * triggers, GIN-indexed; see migrations 20261130051110_audit_search_and_seals and
+ * 20261202130000_search_identifiers), and filters by agent, person, status, decision, data class,
+ * tool, code hash and time range.
+ *
+ * Identifiers match by their parts: the document holds each identifier's parts in order
+ * (`tools.ledger.issueRefund` → "tools ledger issue refund", "issuerefund", "ledger.issuerefund"),
+ * and a query word with parts (`issueRefund`, `ledger.issueRefund`) also matches the phrase of its
+ * parts. Agent and person filters match any part of a name or email, in any case (ILIKE with the
+ * wildcards escaped).
  *
  * Guarantees: every value reaches SQL as a bound parameter (Prisma.sql), never as text; results
  * are newest first with keyset pagination on (createdAt, id) — stable under concurrent inserts,
@@ -30,18 +37,69 @@ export type RunSearchPage = { items: RunSearchItem[]; nextCursor: string | null 
 
 export const SEARCH_PAGE_SIZE = 50;
 
+const IDENTIFIER = /[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*/;
+const HAS_PARTS = /[._$]|[a-z0-9][A-Z]|[A-Z][A-Z][a-z]/;
+
+/**
+ * The parts of an identifier in a word, as the search document splits them ("issue refund" for
+ * `issueRefund`, "ledger issue refund" for `ledger.issueRefund`), or null when it has none.
+ */
+export function identifierParts(word: string): string | null {
+  const identifier = IDENTIFIER.exec(word)?.[0];
+  if (!identifier || !HAS_PARTS.test(identifier)) return null;
+  const parts = identifier
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .split(/[._$]+/)
+    .join(" ")
+    .trim()
+    .toLowerCase();
+  return parts.includes(" ") ? parts : null;
+}
+
+/**
+ * The tsquery of `q` in web-search syntax (words, "quoted phrases", -word, or), where each word
+ * with identifier parts also matches the phrase of its parts. Built from websearch_to_tsquery and
+ * phraseto_tsquery of bound parameters; terms are ANDed, `or` separates alternatives (as
+ * websearch_to_tsquery groups them).
+ */
+export function textQuery(q: string): Prisma.Sql {
+  const groups: Prisma.Sql[][] = [[]];
+  for (const [, negation, phrase, word] of q.matchAll(/(-?)"([^"]*)"?|(\S+)/g)) {
+    if (word !== undefined && /^or$/i.test(word)) {
+      if (groups.at(-1)!.length > 0) groups.push([]);
+      continue;
+    }
+    const negated = phrase !== undefined ? negation === "-" : word!.length > 1 && word!.startsWith("-");
+    const bare = phrase !== undefined ? `"${phrase}"` : negated ? word!.slice(1) : word!;
+    const parts = phrase === undefined ? identifierParts(bare) : null;
+    const term = parts
+      ? Prisma.sql`(websearch_to_tsquery('english', ${bare}) || phraseto_tsquery('english', ${parts}))`
+      : Prisma.sql`websearch_to_tsquery('english', ${bare})`;
+    groups.at(-1)!.push(negated ? Prisma.sql`(!! ${term})` : term);
+  }
+  const alternatives = groups.filter((group) => group.length > 0).map((group) => Prisma.sql`(${Prisma.join(group, " && ")})`);
+  return alternatives.length ? Prisma.sql`(${Prisma.join(alternatives, " || ")})` : Prisma.sql`websearch_to_tsquery('english', '')`;
+}
+
+/** `value` as an ILIKE pattern matching it anywhere, its own %, _ and backslash taken literally. */
+export function containsPattern(value: string): string {
+  return `%${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
 /**
  * The WHERE clause over `"Run" r JOIN "Agent" a ON a.id = r."agentId" JOIN "User" u ON u.id = a."ownerId"`.
  * `includeTime` is false for exports, which apply the time range to events instead.
  */
 export function runConditions(filters: AuditFilters, { includeTime = true } = {}): Prisma.Sql {
   const parts: Prisma.Sql[] = [];
-  if (filters.q) parts.push(Prisma.sql`r."searchVector" @@ websearch_to_tsquery('english', ${filters.q})`);
-  if (filters.agent) parts.push(Prisma.sql`a.name = ${filters.agent}`);
+  if (filters.q) parts.push(Prisma.sql`r."searchVector" @@ ${textQuery(filters.q)}`);
+  if (filters.agent) parts.push(Prisma.sql`a.name ILIKE ${containsPattern(filters.agent)}`);
   if (filters.person) {
-    parts.push(Prisma.sql`(lower(u.email) = lower(${filters.person}) OR EXISTS (
+    const person = containsPattern(filters.person);
+    parts.push(Prisma.sql`(u.email ILIKE ${person} OR u.name ILIKE ${person} OR EXISTS (
       SELECT 1 FROM "Review" v JOIN "User" ru ON ru.id = v."reviewerId"
-      WHERE v."runId" = r.id AND lower(ru.email) = lower(${filters.person})))`);
+      WHERE v."runId" = r.id AND (ru.email ILIKE ${person} OR ru.name ILIKE ${person})))`);
   }
   if (filters.status) parts.push(Prisma.sql`r.status = ${filters.status}::"RunStatus"`);
   if (filters.decision) parts.push(Prisma.sql`r.decision = ${filters.decision}::"Decision"`);

@@ -2,7 +2,8 @@ import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { CHECKPOINT_INTERVAL_MINUTES, loadCheckpoints, writeCheckpoint, type CheckpointConfig } from "./checkpoints";
+import { CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoints, writeCheckpoint, type CheckpointConfig } from "./checkpoints";
+import { CompactRange, eventLeafHash } from "./merkle";
 import { chainHash } from "./record";
 import { checkpointAudited, runVerification } from "./service";
 import { append, seedRun, SYSTEM, tamper, tempCheckpoints } from "./testing";
@@ -31,6 +32,12 @@ async function freshLog() {
   const ids = (await db.prisma.auditEvent.findMany({ select: { id: true }, orderBy: { id: "asc" } })).map((e) => e.id);
   const seal = await db.prisma.auditEvent.findFirstOrThrow({ where: { subjectType: "run", action: "run.succeeded" } });
   return { db, checkpoints, run, ids, sealId: seal.id };
+}
+
+function oneLeafTree() {
+  const range = CompactRange.empty();
+  range.append(eventLeafHash("a".repeat(64)));
+  return { size: range.size, root: range.root(), frontier: range.frontier() };
 }
 
 async function verify(db: TestDatabase, checkpoints: CheckpointConfig | null, from?: bigint) {
@@ -180,12 +187,13 @@ describe("verifyAuditChain", () => {
     });
   });
 
-  it("reports checkpoints missing when no checkpoint covers an event older than twice the interval", async () => {
+  it("reports checkpoints missing when no checkpoint covers an event older than the allowed gap", async () => {
     const { db, checkpoints, ids } = await freshLog();
+    const gap = CHECKPOINT_MAX_UNCOVERED_MS / 60_000;
     const later = (minutes: number) => new Date(Date.now() + minutes * 60_000);
-    // No checkpoint, but the log is younger than twice the interval: nothing is missing yet.
-    expect(await verifyAuditChain(db.prisma, { checkpoints, now: later(2 * CHECKPOINT_INTERVAL_MINUTES - 1) })).toMatchObject({ ok: true });
-    const report = await verifyAuditChain(db.prisma, { checkpoints, now: later(2 * CHECKPOINT_INTERVAL_MINUTES + 1) });
+    // No checkpoint, but the log is younger than the gap: nothing is missing yet.
+    expect(await verifyAuditChain(db.prisma, { checkpoints, now: later(gap - 0.5) })).toMatchObject({ ok: true });
+    const report = await verifyAuditChain(db.prisma, { checkpoints, now: later(gap + 1) });
     expect(report).toMatchObject({
       ok: false,
       broken: { eventId: ids[0]!.toString(), reason: "checkpoints_missing", detail: expect.stringMatching(/no checkpoint at all/) },
@@ -194,8 +202,8 @@ describe("verifyAuditChain", () => {
     // A checkpoint of the head covers everything up to it; what came after it ages from then on.
     await runVerification(db.prisma, SYSTEM, checkpoints);
     const afterCheckpoint = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "audit.verified" } });
-    expect(await verifyAuditChain(db.prisma, { checkpoints, now: later(CHECKPOINT_INTERVAL_MINUTES) })).toMatchObject({ ok: true });
-    expect((await verifyAuditChain(db.prisma, { checkpoints, now: later(3 * CHECKPOINT_INTERVAL_MINUTES) })).broken).toMatchObject({
+    expect(await verifyAuditChain(db.prisma, { checkpoints, now: later(gap - 0.5) })).toMatchObject({ ok: true });
+    expect((await verifyAuditChain(db.prisma, { checkpoints, now: later(gap + 1) })).broken).toMatchObject({
       eventId: afterCheckpoint.id.toString(),
       reason: "checkpoints_missing",
       detail: expect.stringContaining(`the newest checkpoint names #${ids.at(-1)}`),
@@ -213,7 +221,7 @@ describe("verifyAuditChain", () => {
     const { db, checkpoints } = await freshLog();
     expect((await runVerification(db.prisma, SYSTEM, checkpoints)).checkpointFile).not.toBeNull();
     await rm(checkpoints.dir, { recursive: true, force: true });
-    const now = new Date(Date.now() + 3 * CHECKPOINT_INTERVAL_MINUTES * 60_000);
+    const now = new Date(Date.now() + CHECKPOINT_MAX_UNCOVERED_MS + 60_000);
     for (let attempt = 0; attempt < 2; attempt++) {
       const { report, checkpointFile } = await runVerification(db.prisma, SYSTEM, checkpoints, { now });
       expect(report).toMatchObject({ ok: false, broken: { reason: "checkpoints_missing" } });
@@ -248,7 +256,7 @@ describe("verifyAuditChain", () => {
 
   it("refuses a forged checkpoint file", async () => {
     const { db, checkpoints, ids } = await freshLog();
-    const real = await writeCheckpoint(checkpoints, { id: ids[2]!, hash: "a".repeat(64), at: new Date() });
+    const real = await writeCheckpoint(checkpoints, { id: ids[2]!, hash: "a".repeat(64), at: new Date() }, oneLeafTree());
     const forged = { ...real.checkpoint, eventId: ids[3]!.toString() };
     await writeFile(join(checkpoints.dir, "checkpoint-forged.json"), JSON.stringify(forged));
     const report = await verify(db, checkpoints);

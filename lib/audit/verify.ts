@@ -14,10 +14,18 @@
  *   field's digest recomputed from the run's row as it is now; the first run whose content differs
  *   is `run_content_mismatch`, naming the run and the field (or that the row is gone). Runs whose
  *   events carry no digests (stored before they existed) are not covered: a whole-chain walk
- *   counts them in `runsNotCovered` and reports nothing about them;
+ *   counts them in `runsNotCovered` and reports nothing about them. A field retention purged
+ *   (run-content.ts purgeRecords) no longer matches the digests before its purge: it is accepted
+ *   only when the run has a purgedAt and a `run.purged` event after that digest names the field;
+ *   the purge event digests what is left, which is checked like any other. Likewise a tool call's
+ *   arguments and result, NULL with a purgedAt, pass only when a purge event names its seq;
  * - signed checkpoints (checkpoints.ts): every checkpoint file must verify with the configured key,
  *   and its event must still exist with the same hash — this is what catches a rewrite of the tail
- *   with recomputed hashes, or a truncated tail;
+ *   with recomputed hashes, or a truncated tail; and its signed tree head (version 2) must be the
+ *   Merkle tree (merkle.ts) recomputed from the events up to it (`tree_head_mismatch`). The walk
+ *   keeps the tree's frontier as it goes (about two hashes per event) and reports the tree at the
+ *   head; a walk `from` an id has no tree until it crosses a checkpoint, whose frontier it adopts,
+ *   or it continues an `anchor` its caller verified;
  * - that checkpoints exist: an event older than CHECKPOINT_MAX_UNCOVERED_MS (twice the checkpoint
  *   interval) that no valid checkpoint covers is reported as `checkpoints_missing` (an emptied
  *   checkpoint directory, or no checkpoint job running), after every other check, so a real break
@@ -37,10 +45,12 @@
 import type { Db } from "@/lib/db";
 import { toolCallsDigest } from "@/lib/audit/seal";
 import { NEXT_STATES, isTerminal } from "@/lib/contracts/run-states";
-import { CHECKPOINT_INTERVAL_MINUTES, CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoints, type CheckpointConfig } from "./checkpoints";
+import { CHECKPOINT_INTERVAL_MINUTES, CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoints, treeStateOf, type CheckpointConfig, type TreeState } from "./checkpoints";
+import { CompactRange, eventLeafHash } from "./merkle";
 import { jsonDigest } from "@/lib/digest";
 import { GENESIS_HASH, chainHash } from "./record";
-import { RUN_CONTENT_FIELDS, contentDigests, isRunContentField } from "./run-content";
+import { RUN_CONTENT_FIELDS, contentDigests, isRunContentField, purgeRecords, type PurgeRecord } from "./run-content";
+import { artifactsProblem, loadArtifactEvidence } from "./artifact-evidence";
 
 export const BREAK_REASONS = [
   "hash_mismatch",
@@ -52,6 +62,7 @@ export const BREAK_REASONS = [
   "unsealed_tool_calls",
   "run_content_mismatch",
   "checkpoint_mismatch",
+  "tree_head_mismatch",
   "checkpoint_missing_event",
   "checkpoint_beyond_head",
   "checkpoint_invalid",
@@ -81,6 +92,8 @@ export type VerifyReport = {
   checkpointsChecked: number;
   /** The last event checked (the chain head when ok). */
   head: { id: string; hash: string; at: string } | null;
+  /** The Merkle tree over every event up to the head; null when the walk did not know it (see `anchor`). */
+  tree: TreeState | null;
   broken: ChainBreak | null;
   startedAt: string;
   durationMs: number;
@@ -95,6 +108,11 @@ export type VerifyOptions = {
   allowUncovered?: boolean;
   /** The time old events are measured against; now by default. */
   now?: Date;
+  /**
+   * With `from`: the chain hash of the event before it and the tree over every event up to that
+   * one, as the caller just verified; the walk continues them instead of trusting the database.
+   */
+  anchor?: { hash: string; tree: TreeState };
 };
 
 const TERMINAL_STATUSES: string[] = (Object.keys(NEXT_STATES) as (keyof typeof NEXT_STATES)[]).filter(isTerminal);
@@ -150,7 +168,18 @@ type CallRow = {
   outcome: string;
   args: string | null;
   result: string | null;
+  purged: boolean;
 };
+
+/** The purge events of runs, read only for the runs whose rows differ from a digest. */
+function purgeLookup(db: Db): (runId: string) => Promise<PurgeRecord[]> {
+  const cache = new Map<string, Promise<PurgeRecord[]>>();
+  return (runId) => {
+    let records = cache.get(runId);
+    if (!records) cache.set(runId, (records = purgeRecords(db, runId)));
+    return records;
+  };
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -166,13 +195,17 @@ function storedValueMatches(stored: string | null, digest: string): boolean {
   return jsonDigest(value) === digest || isTruncationMarker(value);
 }
 
-async function checkSeals(db: Db, seals: { event: EventRow; data: Record<string, unknown> }[]): Promise<{ broken: ChainBreak | null; calls: number }> {
+async function checkSeals(
+  db: Db,
+  seals: { event: EventRow; data: Record<string, unknown> }[],
+  purges: (runId: string) => Promise<PurgeRecord[]>,
+): Promise<{ broken: ChainBreak | null; calls: number }> {
   if (seals.length === 0) return { broken: null, calls: 0 };
   const runIds = [...new Set(seals.map((s) => s.event.subjectId).filter((id): id is string => !!id && UUID.test(id)))];
   const rows = runIds.length
     ? await db.$queryRaw<CallRow[]>`
         SELECT "runId"::text AS "runId", seq, server, tool, "argsDigest", "resultDigest", outcome,
-               args::text AS args, result::text AS result
+               args::text AS args, result::text AS result, "purgedAt" IS NOT NULL AS purged
         FROM "RunToolCall" WHERE "runId" = ANY(${runIds}::uuid[]) ORDER BY "runId", seq`
     : [];
   const byRun = new Map<string, CallRow[]>();
@@ -197,6 +230,12 @@ async function checkSeals(db: Db, seals: { event: EventRow; data: Record<string,
       const argsOk = storedValueMatches(call.args, call.argsDigest);
       const resultOk = call.resultDigest === null ? call.result === null : storedValueMatches(call.result, call.resultDigest);
       if (!argsOk || !resultOk) {
+        const purgedByRetention =
+          call.purged &&
+          call.args === null &&
+          call.result === null &&
+          (await purges(call.runId)).some((p) => p.eventId > event.id && p.toolCalls.includes(call.seq));
+        if (purgedByRetention) continue;
         return {
           broken: {
             eventId: event.id.toString(),
@@ -214,15 +253,24 @@ async function checkSeals(db: Db, seals: { event: EventRow; data: Record<string,
 type ContentEvent = { event: EventRow; digests: Record<string, unknown> };
 
 /** Compares each event's content digests with the run's row as it is now; the first difference, in event order. */
-async function checkContent(db: Db, events: ContentEvent[], covered: Set<string>): Promise<ChainBreak | null> {
+async function checkContent(
+  db: Db,
+  events: ContentEvent[],
+  covered: Set<string>,
+  purges: (runId: string) => Promise<PurgeRecord[]>,
+): Promise<ChainBreak | null> {
   if (events.length === 0) return null;
   const ids = [...new Set(events.map((e) => (e.event.subjectId ?? "").toLowerCase()).filter((id) => UUID.test(id)))];
-  const select = Object.fromEntries([["id", true], ...RUN_CONTENT_FIELDS.map((field) => [field, true])]) as Record<
-    "id" | (typeof RUN_CONTENT_FIELDS)[number],
+  const select = Object.fromEntries([["id", true], ["purgedAt", true], ...RUN_CONTENT_FIELDS.map((field) => [field, true])]) as Record<
+    "id" | "purgedAt" | (typeof RUN_CONTENT_FIELDS)[number],
     true
   >;
   const rows = ids.length ? await db.run.findMany({ where: { id: { in: ids } }, select }) : [];
   const byId = new Map(rows.map((row) => [row.id, row]));
+  const artifacts = await loadArtifactEvidence(
+    db,
+    rows.filter((row) => row.execution !== null).map((row) => row.id),
+  );
   for (const { event, digests } of events) {
     const runId = (event.subjectId ?? "").toLowerCase();
     const row = byId.get(runId);
@@ -236,12 +284,17 @@ async function checkContent(db: Db, events: ContentEvent[], covered: Set<string>
     covered.add(runId);
     for (const [field, digest] of Object.entries(digests)) {
       if (isRunContentField(field) && contentDigests(row, [field])[field] === digest) continue;
+      if (row.purgedAt && (await purges(row.id)).some((p) => p.eventId > event.id && p.fields.includes(field))) continue;
       return {
         ...at,
         run: { id: row.id, field },
         detail: `run ${row.id}: its ${field} no longer matches the digest in event #${event.id} (${event.action}); the row was changed after it was written`,
       };
     }
+    // The sealed execution lists the run's artifacts: their rows and bytes must agree with it.
+    const artifactProblem = "execution" in digests ? artifactsProblem(row.execution, artifacts.get(row.id) ?? []) : null;
+    if (artifactProblem)
+      return { ...at, run: { id: row.id, field: "artifacts" }, detail: `run ${row.id}: ${artifactProblem} (sealed by event #${event.id}, ${event.action})` };
   }
   return null;
 }
@@ -268,6 +321,7 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
     runsNotCovered: null,
     checkpointsChecked: 0,
     head: null,
+    tree: null,
     broken: null,
     startedAt: startedAt.toISOString(),
     durationMs: 0,
@@ -275,12 +329,15 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
   const done = (broken: ChainBreak | null) => {
     report.broken = broken;
     report.ok = broken === null;
+    report.tree = broken === null && tree ? { size: tree.size, root: tree.root(), frontier: tree.frontier() } : null;
     report.durationMs = Math.round(performance.now() - t0);
     return report;
   };
 
+  /** The Merkle tree over every event walked so far (unknown when starting `from` an id without an anchor). */
+  let tree: CompactRange | null = CompactRange.empty();
   // Checkpoints first: a forged or foreign checkpoint file is itself a finding.
-  const pending: { id: bigint; hash: string; at: string }[] = [];
+  const pending: { id: bigint; hash: string; at: string; tree: TreeState | null }[] = [];
   /** The newest event a valid checkpoint names (0 when there is none). */
   let covered = 0n;
   if (options.checkpoints) {
@@ -290,7 +347,9 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
       }
       const id = BigInt(loaded.checkpoint.eventId);
       if (id > covered) covered = id;
-      if (options.from === undefined || id >= options.from) pending.push({ id, hash: loaded.checkpoint.hash, at: loaded.checkpoint.at });
+      if (options.from === undefined || id >= options.from) {
+        pending.push({ id, hash: loaded.checkpoint.hash, at: loaded.checkpoint.at, tree: treeStateOf(loaded.checkpoint) });
+      }
     }
   }
   let lastMatchedCheckpoint: bigint | null = null;
@@ -300,13 +359,18 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
   let cursor = 0n;
   if (options.from !== undefined) {
     cursor = options.from - 1n;
-    const before = await db.$queryRaw<{ id: bigint; hash: string }[]>`
-      SELECT id, hash FROM "AuditEvent" WHERE id < ${options.from} ORDER BY id DESC LIMIT 1`;
-    if (before[0]) expectedPrev = before[0].hash;
+    tree = options.anchor ? CompactRange.fromFrontier(options.anchor.tree.size, options.anchor.tree.frontier) : null;
+    if (options.anchor) expectedPrev = options.anchor.hash;
+    else {
+      const before = await db.$queryRaw<{ id: bigint; hash: string }[]>`
+        SELECT id, hash FROM "AuditEvent" WHERE id < ${options.from} ORDER BY id DESC LIMIT 1`;
+      if (before[0]) expectedPrev = before[0].hash;
+    }
   }
   let beforePrev: string | null = null;
   let previous: EventRow | null = null;
   const contentRuns = new Set<string>();
+  const purges = purgeLookup(db);
 
   for (;;) {
     const rows = await fetchBatch(db, cursor, batchSize);
@@ -356,6 +420,7 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
         };
         break;
       }
+      tree?.append(eventLeafHash(row.hash));
       if (pending[0] && pending[0].id === row.id) {
         const checkpoint = pending.shift()!;
         report.checkpointsChecked++;
@@ -369,6 +434,15 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
           };
           break;
         }
+        if (checkpoint.tree && tree && (tree.size !== checkpoint.tree.size || !tree.root().equals(checkpoint.tree.root))) {
+          chainBreak = {
+            eventId: row.id.toString(),
+            reason: "tree_head_mismatch",
+            detail: `the signed tree head of ${checkpoint.at} (${checkpoint.tree.size} events, root ${checkpoint.tree.root.toString("hex")}) is not the tree of the events up to #${row.id} (${tree.size} events, root ${tree.root().toString("hex")})`,
+          };
+          break;
+        }
+        if (checkpoint.tree && !tree) tree = CompactRange.fromFrontier(checkpoint.tree.size, checkpoint.tree.frontier);
         lastMatchedCheckpoint = row.id;
       }
       if (row.subjectType === "run" && typeof data.toolCallsDigest === "string") seals.push({ event: row, data });
@@ -382,10 +456,10 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
       previous = row;
     }
 
-    const sealed = await checkSeals(db, seals);
+    const sealed = await checkSeals(db, seals, purges);
     report.sealsChecked += seals.length;
     report.toolCallsChecked += sealed.calls;
-    const contentBroken = await checkContent(db, content, contentRuns);
+    const contentBroken = await checkContent(db, content, contentRuns, purges);
     report.runsContentChecked = contentRuns.size;
     const broken = earlier(earlier(chainBreak, sealed.broken), contentBroken);
     if (broken) return done(broken);

@@ -73,20 +73,22 @@ describe("airlock exec", () => {
 
   it("names itself and sets the usage off by a blank line", async () => {
     const { out, io } = capture();
-    expect(await execCommand([], io)).toBe(2);
-    expect(out.stderr).toMatch(/^airlock exec: exactly one FILE is required\n\nUsage: airlock exec FILE /);
+    expect(await execCommand(["--dev"], io)).toBe(2);
+    expect(out.stderr).toMatch(/^airlock exec: exactly one FILE is required\n\nUsage: airlock exec --agent NAME /);
     const unknown = capture();
-    expect(await execCommand([join(dir, "ok.ts"), "--allow", "ledger.nope", "--config", config], unknown.io)).toBe(2);
-    expect(unknown.out.stderr).toMatch(/^airlock exec: --allow names tools no upstream offers: ledger\.nope\n\nUsage: airlock exec /);
+    expect(await execCommand(["--dev", join(dir, "ok.ts"), "--allow", "ledger.nope", "--config", config], unknown.io)).toBe(2);
+    expect(unknown.out.stderr).toMatch(
+      /^airlock exec: DEV MODE .*\nairlock exec: --allow names tools no upstream offers: ledger\.nope\n\nUsage: airlock exec /,
+    );
   });
 
   it("runs a TypeScript file with inputs and allowed tools, prints the envelope as JSON, exits 0", async () => {
     const { out, io } = capture();
     const code = await execCommand(
-      [join(dir, "ok.ts"), "--input", `note=${join(dir, "note.txt")}`, "--allow", "ledger.listInvoices", "--json", "--config", config],
+      ["--dev", join(dir, "ok.ts"), "--input", `note=${join(dir, "note.txt")}`, "--allow", "ledger.listInvoices", "--json", "--config", config],
       io,
     );
-    expect(out.stderr).toBe("");
+    expect(out.stderr).toBe(`airlock exec: DEV MODE — unaudited: no policy, no review, no audit log; against ${config}.\n`);
     expect(code).toBe(0);
     const env = JSON.parse(out.stdout);
     expect(env).toMatchObject({ status: "succeeded", logs: [{ level: "log", text: "from an input" }], isolation: { level: "strict" } });
@@ -95,12 +97,12 @@ describe("airlock exec", () => {
 
   it("type-checks TypeScript against the declarations and prints findings with line and column", async () => {
     const { out, io } = capture();
-    expect(await execCommand([join(dir, "typo.ts"), "--allow", "ledger.listInvoices", "--config", config], io)).toBe(1);
+    expect(await execCommand(["--dev", join(dir, "typo.ts"), "--allow", "ledger.listInvoices", "--config", config], io)).toBe(1);
     expect(out.stderr).toContain(`${join(dir, "typo.ts")}:1:`);
     expect(out.stderr).toMatch(/error argument_type_error: TS2322: Type 'string' is not assignable to type 'number'/);
     expect(out.stderr).toContain("error argument_invalid: tools.ledger.listInvoices: limit must be integer (type)");
     const json = capture();
-    await execCommand([join(dir, "typo.ts"), "--allow", "ledger.listInvoices", "--json", "--config", config], json.io);
+    await execCommand(["--dev", join(dir, "typo.ts"), "--allow", "ledger.listInvoices", "--json", "--config", config], json.io);
     expect(JSON.parse(json.out.stdout).findings).toEqual([
       expect.objectContaining({ code: "argument_invalid", line: 1 }),
       expect.objectContaining({ code: "argument_type_error", line: 1 }),
@@ -109,7 +111,7 @@ describe("airlock exec", () => {
 
   it("exits 1 when the run fails (a tool outside --allow is CAPABILITY_DENIED)", async () => {
     const { out, io } = capture();
-    expect(await execCommand([join(dir, "refund.js"), "--allow", "ledger.listInvoices", "--config", config], io)).toBe(1);
+    expect(await execCommand(["--dev", join(dir, "refund.js"), "--allow", "ledger.listInvoices", "--config", config], io)).toBe(1);
     expect(out.stdout).toContain("status: failed (CAPABILITY_DENIED)");
   });
 });
@@ -159,7 +161,7 @@ describe("tool pins", () => {
       `airlock: warning: pins in ${legacyConfig} is ignored: tool pins live in the database (changed tools are accepted on the Tools page); remove the key\n`,
     );
     const run = capture();
-    expect(await execCommand([listsInvoices, "--allow-all", "--config", legacyConfig], run.io)).toBe(0);
+    expect(await execCommand(["--dev", listsInvoices, "--allow-all", "--config", legacyConfig], run.io)).toBe(0);
     expect(run.out.stderr.match(/is ignored/g)).toHaveLength(1);
     expect(existsSync(pinFile)).toBe(false);
   });
@@ -176,7 +178,7 @@ describe("tool pins", () => {
     const row = await db.prisma.upstreamTool.findFirstOrThrow({ where: { name: "listInvoices" } });
     expect(row).toMatchObject({ quarantined: true, schemaHash: before.hash, pinnedHash: "0".repeat(64) });
     const refused = capture();
-    expect(await execCommand([listsInvoices, "--allow-all", "--config", config], refused.io)).toBe(1);
+    expect(await execCommand(["--dev", listsInvoices, "--allow-all", "--config", config], refused.io)).toBe(1);
     expect(refused.out.stdout).toContain("status: failed (CAPABILITY_DENIED)");
 
     // One admin alone only asks: the tool stays quarantined for the CLI.
@@ -205,7 +207,7 @@ describe("tool pins", () => {
     expect(await accept("alan@example.com", "not-a-hash")).toMatchObject({ code: 2 });
     expect((await listed()).tools.find((t) => t.name === "listInvoices")).toMatchObject({ quarantined: true });
     const alone = capture();
-    expect(await execCommand([listsInvoices, "--allow-all", "--config", config], alone.io)).toBe(1);
+    expect(await execCommand(["--dev", listsInvoices, "--allow-all", "--config", config], alone.io)).toBe(1);
     expect(alone.out.stdout).toContain("status: failed (CAPABILITY_DENIED)");
 
     // A second admin's accept pins it.
@@ -216,7 +218,7 @@ describe("tool pins", () => {
     const after = (await listed()).tools.find((t) => t.name === "listInvoices")!;
     expect(after).toMatchObject({ quarantined: false, quarantineReason: null });
     const run = capture();
-    expect(await execCommand([listsInvoices, "--allow-all", "--json", "--config", config], run.io)).toBe(0);
+    expect(await execCommand(["--dev", listsInvoices, "--allow-all", "--json", "--config", config], run.io)).toBe(0);
     expect(JSON.parse(run.out.stdout)).toMatchObject({ status: "succeeded", result: 1 });
   });
 });

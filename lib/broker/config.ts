@@ -1,7 +1,9 @@
 /**
- * `airlock.config.json`: the upstream MCP servers, their data classes, the package allowlist and
- * the sandbox (isolation level, pool size, whether start-up may degrade to permission-only). Parsed with closed (strict) zod schemas; every problem names its key path
- * (`servers.ledger.url: ...`). Credentials (env, headers) stay in the host process: they are
+ * `airlock.config.json`: the upstream MCP servers, their data classes, the package allowlist,
+ * the sandbox (isolation level, pool size, whether start-up may degrade to permission-only) and the
+ * retention window of each data class in days (`retention.days`, defaults when absent). Parsed
+ * with closed (strict) zod schemas; every problem names its key path (`servers.ledger.url: ...`,
+ * `retention.days.secret: ...`). Credentials (env, headers) stay in the host process: they are
  * passed to the upstream transport and never to a sandbox. Relative commands and working
  * directories resolve against the config file's directory.
  *
@@ -12,13 +14,19 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { DATA_CLASSES } from "@/lib/contracts/data-classes";
+import { RETENTION_DEFAULT_DAYS, type RetentionDays } from "@/lib/audit/retention-windows";
+import { DATA_CLASSES, type DataClass } from "@/lib/contracts/data-classes";
 import { DEFAULT_PACKAGES } from "@/lib/contracts/packages";
 import { env } from "@/lib/env";
 import { ISOLATION_LEVELS } from "@/lib/sandbox/types";
 
 const identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "must be an identifier (letters, digits, _)");
 const dataClass = z.enum(DATA_CLASSES);
+const retentionDays = z.number().int().positive().max(36_500);
+const retentionDayShape = Object.fromEntries([...DATA_CLASSES, "default"].map((key) => [key, retentionDays.optional()])) as Record<
+  DataClass | "default",
+  z.ZodOptional<typeof retentionDays>
+>;
 const toolOverrides = z.record(z.string().min(1), z.object({ dataClass }).strict()).default({});
 
 const stdioServer = z
@@ -58,6 +66,12 @@ const configSchema = z
       .strict()
       .default({ isolation: "strict", poolSize: 2 }),
     callTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+    // Days each data class keeps its payloads (lib/audit/retention-windows.ts); unnamed classes keep the defaults.
+    retention: z
+      .object({ days: z.object(retentionDayShape).strict().default({}) })
+      .strict()
+      .default({ days: {} })
+      .transform(({ days }): { days: RetentionDays } => ({ days: { ...RETENTION_DEFAULT_DAYS, ...days } })),
   })
   .strict();
 

@@ -66,7 +66,12 @@ describe("airlock audit", () => {
       .trimEnd()
       .split("\n")
       .map((l) => JSON.parse(l));
-    expect(lines[0].manifest).toMatchObject({ format: "jsonl", rowCount: 2, exportedBy: "system:cli", filters: { q: "refund" } });
+    expect(lines[0].manifest).toMatchObject({
+      format: "jsonl",
+      rowCount: 2,
+      exportedBy: expect.stringMatching(/^system:cli:.+@.+$/),
+      filters: { q: "refund" },
+    });
     expect(lines.slice(1).map((l) => l.action)).toEqual(["run.submitted", "run.succeeded"]);
     expect(jsonl.out.stderr).toMatch(/Exported 2 event\(s\); chain head #\d+/);
 

@@ -1,56 +1,101 @@
 /**
  * `airlock audit …`: verify the log, sign a checkpoint, export evidence.
  *
- *   airlock audit verify [--from ID] [--json]    exit 0 and the head, or exit 1 naming the first broken event
+ *   airlock audit verify [--from ID] [--json] [--as EMAIL]
+ *                                                exit 0 and the head, or exit 1 naming the first broken event
  *                                                (or that checkpoints are missing)
  *   airlock audit checkpoint [--bootstrap] [--json]
  *                                                verify since the last checkpoint, then sign the head (for cron);
  *                                                --bootstrap signs a first one over an old log (new key or directory)
- *   airlock audit export --format jsonl|csv [filters] [--manifest FILE] > file
+ *   airlock audit export --format jsonl|csv [--per-run] [--no-audit-reads] [filters] [--manifest FILE] [--as EMAIL] > file
+ *   airlock audit purge [--as-of TIME] [--json]  the retention job for a past instant (default now), with a summary
+ *   airlock audit hold --run ID|--agent NAME --reason TEXT [--as EMAIL]
+ *   airlock audit release --hold ID --reason TEXT [--as EMAIL]
+ *   airlock audit evidence RUN_ID [--as EMAIL] > run.evidence.json
+ *                                                one run's evidence file (lib/audit/evidence.ts), after a checkpoint
+ *   airlock audit public-key > airlock-audit.pub.pem  the signing key's public half, to hand to whoever checks evidence
+ *   airlock audit verify-evidence FILE [--public-key PEM]
+ *                                                checks that file offline (lib/audit/evidence-verify.ts): never
+ *                                                opens the database; exit 0 OK or UNANCHORED (no key), exit 1
+ *                                                naming every value that does not match
  *
  * Arguments are parsed strictly (parseCliArgs); anything unknown or malformed prints usage and
- * exits 2. The CLI acts as CLI_ACTOR (`system:cli`); every verification and export it runs is
+ * exits 2. verify, checkpoint and export act as cliActor (lib/cli/person.ts: --as EMAIL, else
+ * `cli:<os user>@<host>`); every verification and export it runs is
  * itself an audit event (lib/audit/service.ts). A whole-chain verify that finds no problem also
  * signs a checkpoint; one that reports a problem never does.
  */
-import { writeFile } from "node:fs/promises";
+import { createPublicKey, type KeyObject } from "node:crypto";
+import { readFile, writeFile } from "node:fs/promises";
 import { checkpointConfigFromEnv, type CheckpointConfig } from "@/lib/audit/checkpoints";
 import { EXPORT_FORMATS, type ExportFormat } from "@/lib/audit/export";
 import { auditFiltersSchema } from "@/lib/audit/filters";
-import { checkpointAudited, exportAudited, runVerification, type VerificationOutcome } from "@/lib/audit/service";
+import { EvidenceFormatError, parseEvidence, verifyRunEvidence, type EvidenceVerdict } from "@/lib/audit/evidence-verify";
+import { checkpointAudited, exportAudited, exportEvidenceAudited, runVerification, type VerificationOutcome } from "@/lib/audit/service";
+import { placeHold, releaseHold } from "@/lib/audit/holds";
+import { purgeExpired } from "@/lib/audit/retention";
+import type { RetentionDays } from "@/lib/audit/retention-windows";
+import { recordForbidden } from "@/lib/audit/access";
+import type { Actor } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { withCliDatabase } from "./database";
-import { CLI_ACTOR, exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
+import { exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
+import { cliActor } from "./person";
+import { loadCliConfig } from "./upstreams";
 
 export const AUDIT_USAGE = `Usage:
-  airlock audit verify [--from ID] [--json]
-  airlock audit checkpoint [--bootstrap] [--json]
-  airlock audit export --format jsonl|csv [--q TEXT] [--agent NAME] [--person EMAIL] [--status S]
-                       [--decision allow|escalate|deny] [--data-class C] [--tool SERVER.TOOL]
-                       [--code-hash SHA256] [--since TIME] [--until TIME] [--manifest FILE]
+  airlock audit verify [--from ID] [--json] [--as EMAIL]
+  airlock audit checkpoint [--bootstrap] [--json] [--as EMAIL]
+  airlock audit export --format jsonl|csv [--per-run] [--no-audit-reads] [--q TEXT] [--agent NAME]
+                       [--person EMAIL] [--status S] [--decision allow|escalate|deny] [--data-class C]
+                       [--tool SERVER.TOOL] [--code-hash SHA256] [--since TIME] [--until TIME]
+                       [--manifest FILE] [--as EMAIL]
+  airlock audit purge [--as-of TIME] [--json]
+  airlock audit hold --run ID|--agent NAME --reason TEXT [--as EMAIL]
+  airlock audit release --hold ID --reason TEXT [--as EMAIL]
+  airlock audit evidence RUN_ID [--as EMAIL] > run.evidence.json
+  airlock audit public-key > airlock-audit.pub.pem
+  airlock audit verify-evidence FILE [--public-key PEM]
 
 verify recomputes the hash chain, the tool-call seals, each run's content against the digests in
 its events (naming the run and field that differ) and the signed checkpoints: exit 0 with the
 head, exit 1 naming the first broken event, or saying that checkpoints are missing (events older
 than twice the checkpoint interval that no checkpoint covers). checkpoint --bootstrap signs a first
 checkpoint over such a log (a new key or checkpoint directory): you vouch for the log as it is.
-export writes to standard output; the manifest (row
-count, time range, chain head) is the first JSONL line, and for CSV goes to standard error or FILE.
+export writes to standard output one row per audit event (--per-run: one per matching run),
+leaving out the log's own reads with --no-audit-reads; the manifest (row count, time range, chain
+head) is the first JSONL line, and for CSV goes to standard error or FILE. verify, checkpoint and
+export are recorded as the person --as names (an enabled user), else as cli:<os user>@<host>.
+purge deletes the payloads whose retention window (retention.days in the config) ended at TIME (an
+ISO 8601 time that has passed; default now), except of runs under a legal hold. hold and release
+place and release a legal hold, as the person --as names (else as the CLI).
+evidence writes one run's evidence file (its events with proofs to a signed tree head, its content,
+reviews, tool calls and outcome) to standard output, after signing a checkpoint that covers it.
+public-key prints the public half of the signing key (AIRLOCK_AUDIT_KEY_FILE) for whoever checks.
+verify-evidence checks such a file without the database, with the public key in PEM (default: the
+key of AIRLOCK_AUDIT_KEY_FILE, when that file is here): exit 0 printing OK, or UNANCHORED when there
+is no key; exit 1 naming each value that does not match.
 `;
 
 export type AuditCommandDeps = {
   withDatabase: <T>(fn: (db: Db) => Promise<T>) => Promise<T>;
   checkpoints: () => CheckpointConfig;
+  /** The retention windows (the config's `retention.days`); null when the config cannot be used. */
+  retention?: (io: CliIo) => RetentionDays | null;
 };
 
+const configRetention = (io: CliIo) => loadCliConfig(undefined, io, "audit purge")?.retention.days ?? null;
+
 const defaultDeps: AuditCommandDeps = {
-  withDatabase: (fn) => withCliDatabase((db) => fn(db)),
+  // Reading the log never creates a database: no database where it looks is an error naming the place.
+  withDatabase: (fn) => withCliDatabase((db) => fn(db), { mustExist: true }),
   checkpoints: checkpointConfigFromEnv,
 };
 
 function printOutcome(io: CliIo, { report, checkpointFile }: VerificationOutcome, json: boolean): number {
   if (json) {
-    io.stdout(JSON.stringify({ ...report, checkpointFile }, null, 2) + "\n");
+    const tree = report.tree && { size: report.tree.size, rootHash: report.tree.root.toString("hex") };
+    io.stdout(JSON.stringify({ ...report, tree, checkpointFile }, null, 2) + "\n");
   } else if (report.ok) {
     io.stdout(
       `OK: ${report.eventsChecked} event(s) verified${report.from ? ` from #${report.from}` : " from genesis"}, ` +
@@ -74,19 +119,23 @@ function printOutcome(io: CliIo, { report, checkpointFile }: VerificationOutcome
 }
 
 async function verify(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
-  const { values } = parseCliArgs(args, { from: { type: "string" }, json: { type: "boolean" } }, AUDIT_USAGE);
+  const { values } = parseCliArgs(args, { from: { type: "string" }, json: { type: "boolean" }, as: { type: "string" } }, AUDIT_USAGE);
   let from: bigint | undefined;
   if (values.from !== undefined) {
     if (!/^[1-9]\d{0,18}$/.test(values.from)) throw new UsageError("--from must be an event id (a positive whole number)", AUDIT_USAGE);
     from = BigInt(values.from);
   }
-  const outcome = await deps.withDatabase((db) => runVerification(db, CLI_ACTOR, deps.checkpoints(), { from }));
+  const outcome = await deps.withDatabase((db) =>
+    asCliActor(db, values.as, "cli:audit verify", (actor) => runVerification(db, actor, deps.checkpoints(), { from })),
+  );
   return printOutcome(io, outcome, values.json === true);
 }
 
 async function checkpoint(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
-  const { values } = parseCliArgs(args, { json: { type: "boolean" }, bootstrap: { type: "boolean" } }, AUDIT_USAGE);
-  const outcome = await deps.withDatabase((db) => checkpointAudited(db, CLI_ACTOR, deps.checkpoints(), { bootstrap: values.bootstrap === true }));
+  const { values } = parseCliArgs(args, { json: { type: "boolean" }, bootstrap: { type: "boolean" }, as: { type: "string" } }, AUDIT_USAGE);
+  const outcome = await deps.withDatabase((db) =>
+    asCliActor(db, values.as, "cli:audit checkpoint", (actor) => checkpointAudited(db, actor, deps.checkpoints(), { bootstrap: values.bootstrap === true })),
+  );
   return printOutcome(io, outcome, values.json === true);
 }
 
@@ -106,6 +155,9 @@ async function exportCommand(args: string[], io: CliIo, deps: AuditCommandDeps):
       since: { type: "string" },
       until: { type: "string" },
       manifest: { type: "string" },
+      "per-run": { type: "boolean" },
+      "no-audit-reads": { type: "boolean" },
+      as: { type: "string" },
     },
     AUDIT_USAGE,
   );
@@ -129,21 +181,183 @@ async function exportCommand(args: string[], io: CliIo, deps: AuditCommandDeps):
     const flag = (path: string) => `--${path.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
     throw new UsageError(parsed.error.issues.map((i) => `${flag(String(i.path[0]))} ${i.message}`).join("; "), AUDIT_USAGE);
   }
-  const manifest = await deps.withDatabase(async (db) => {
-    const prepared = await exportAudited(db, CLI_ACTOR, parsed.data, format as ExportFormat);
-    for await (const chunk of prepared.rows) io.stdout(chunk);
-    return prepared.manifest;
-  });
+  if (values["per-run"] && values["no-audit-reads"]) throw new UsageError("--no-audit-reads applies to event rows, not --per-run", AUDIT_USAGE);
+  const options = {
+    rows: values["per-run"] ? ("runs" as const) : ("events" as const),
+    excludeAuditReads: values["no-audit-reads"] === true,
+  };
+  const manifest = await deps.withDatabase((db) =>
+    asCliActor(db, values.as, "cli:audit export", async (actor) => {
+      const prepared = await exportAudited(db, actor, parsed.data, format as ExportFormat, options);
+      for await (const chunk of prepared.rows) io.stdout(chunk);
+      return prepared.manifest;
+    }),
+  );
   if (values.manifest) await writeFile(values.manifest, JSON.stringify(manifest, null, 2) + "\n");
   if (format === "csv" && !values.manifest) io.stderr(`manifest: ${JSON.stringify(manifest)}\n`);
-  io.stderr(`Exported ${manifest.rowCount} event(s)${manifest.chainHead ? `; chain head #${manifest.chainHead.id} ${manifest.chainHead.hash}` : ""}.\n`);
+  io.stderr(
+    `Exported ${manifest.rowCount} ${manifest.rows === "runs" ? "run" : "event"}(s)${manifest.chainHead ? `; chain head #${manifest.chainHead.id} ${manifest.chainHead.hash}` : ""}.\n`,
+  );
   return 0;
 }
 
-const SUBCOMMANDS = { verify, checkpoint, export: exportCommand } as const satisfies Record<
-  string,
-  (args: string[], io: CliIo, deps: AuditCommandDeps) => Promise<number>
->;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+async function purge(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
+  const { values } = parseCliArgs(args, { "as-of": { type: "string" }, json: { type: "boolean" } }, AUDIT_USAGE);
+  const asOf = values["as-of"] === undefined ? new Date() : new Date(values["as-of"]);
+  if (values["as-of"] !== undefined && (!ISO_TIME.test(values["as-of"]) || Number.isNaN(asOf.getTime()))) {
+    throw new UsageError("--as-of must be an ISO 8601 time with a zone, such as 2026-01-31T00:00:00Z", AUDIT_USAGE);
+  }
+  if (asOf.getTime() > Date.now()) throw new UsageError("--as-of must not be in the future", AUDIT_USAGE);
+  const days = (deps.retention ?? configRetention)(io);
+  if (!days) return 1;
+  const summary = await deps.withDatabase((db) => purgeExpired(db, { asOf, days }));
+  if (values.json) io.stdout(JSON.stringify(summary, null, 2) + "\n");
+  else
+    io.stdout(
+      `Retention as of ${summary.asOf}: purged ${summary.fieldsPurged} field(s) and ${summary.toolCallsPurged} tool call(s) of ${summary.runsPurged} run(s)` +
+        `${summary.runsHeld ? `; ${summary.runsHeld} run(s) past their window kept by a legal hold` : ""}.\n`,
+    );
+  return 0;
+}
+
+/**
+ * Runs `fn` as cliActor (the enabled user --as names, else cli:<os user>@<host>); a refusal of
+ * that person by the service is recorded as `auth.forbidden` at `door`.
+ */
+async function asCliActor<T>(db: Db, email: string | undefined, door: string, fn: (actor: Actor) => Promise<T>): Promise<T> {
+  const actor = await cliActor(db, email);
+  try {
+    return await fn(actor);
+  } catch (error) {
+    await recordForbidden(db, actor, error, door);
+    throw error;
+  }
+}
+
+async function hold(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
+  const { values } = parseCliArgs(
+    args,
+    { run: { type: "string" }, agent: { type: "string" }, reason: { type: "string" }, as: { type: "string" } },
+    AUDIT_USAGE,
+  );
+  if ((values.run === undefined) === (values.agent === undefined)) throw new UsageError("give exactly one of --run ID and --agent NAME", AUDIT_USAGE);
+  if (!values.reason?.trim()) throw new UsageError("--reason is required", AUDIT_USAGE);
+  const reason = values.reason;
+  const target = values.run !== undefined ? { runId: values.run, reason } : { agentName: values.agent!, reason };
+  const { holdId } = await deps.withDatabase((db) =>
+    asCliActor(db, values.as, "cli:audit hold", (actor) => db.$transaction((tx) => placeHold(tx, actor, target))),
+  );
+  io.stdout(`Legal hold ${holdId} placed on ${values.run !== undefined ? `run ${values.run}` : `agent ${values.agent}`}.\n`);
+  return 0;
+}
+
+async function release(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
+  const { values } = parseCliArgs(args, { hold: { type: "string" }, reason: { type: "string" }, as: { type: "string" } }, AUDIT_USAGE);
+  if (!values.hold) throw new UsageError("--hold ID is required", AUDIT_USAGE);
+  if (!values.reason?.trim()) throw new UsageError("--reason is required", AUDIT_USAGE);
+  const input = { holdId: values.hold, reason: values.reason };
+  await deps.withDatabase((db) => asCliActor(db, values.as, "cli:audit release", (actor) => db.$transaction((tx) => releaseHold(tx, actor, input))));
+  io.stdout(`Legal hold ${values.hold} released.\n`);
+  return 0;
+}
+
+async function evidence(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
+  const { values, positionals } = parseCliArgs(args, { as: { type: "string" } }, AUDIT_USAGE, { allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError("give exactly one RUN_ID", AUDIT_USAGE);
+  const runId = positionals[0]!;
+  const file = await deps.withDatabase((db) =>
+    asCliActor(db, values.as, "cli:audit evidence", (actor) => exportEvidenceAudited(db, actor, deps.checkpoints(), runId)),
+  );
+  io.stdout(JSON.stringify(file, null, 2) + "\n");
+  const head = file.proof.treeHead;
+  io.stderr(
+    `Evidence for run ${runId}: ${file.events.length} event(s) proven in the tree head of ${head.at} (${head.treeSize} events), ` +
+      `${file.content.toolCalls.length} tool call(s), ${file.content.reviews.length} review(s). Check it with: airlock audit verify-evidence FILE\n`,
+  );
+  return 0;
+}
+
+async function publicKey(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
+  parseCliArgs(args, {}, AUDIT_USAGE);
+  const { keyFile } = deps.checkpoints();
+  const pem = await readFile(keyFile, "utf8").catch((error: Error) => {
+    throw new UsageError(`cannot read the signing key ${keyFile}: ${error.message}`, AUDIT_USAGE);
+  });
+  io.stdout(createPublicKey(pem).export({ type: "spki", format: "pem" }).toString());
+  return 0;
+}
+
+/** The public key to check signatures with: --public-key, else the signing key's, when its file is here; null for none. */
+async function evidenceKey(pemFile: string | undefined, deps: AuditCommandDeps): Promise<KeyObject | null> {
+  const file = pemFile ?? deps.checkpoints().keyFile;
+  let pem: string;
+  try {
+    pem = await readFile(file, "utf8");
+  } catch (error) {
+    if (pemFile === undefined && (error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw new UsageError(`cannot read the public key ${file}: ${(error as Error).message}`, AUDIT_USAGE);
+  }
+  try {
+    const key = createPublicKey(pem);
+    if (key.asymmetricKeyType !== "ed25519") throw new Error(`a ${key.asymmetricKeyType} key, not Ed25519`);
+    return key;
+  } catch (error) {
+    throw new UsageError(`${file} is not an Ed25519 key in PEM: ${(error as Error).message}`, AUDIT_USAGE);
+  }
+}
+
+function printVerdict(io: CliIo, verdict: EvidenceVerdict): number {
+  const { evidence: file, problems, notes } = verdict;
+  const head = file.proof.treeHead;
+  const latest = file.proof.latestTreeHead;
+  const lines = notes.map((note) => `note: ${note}\n`).join("");
+  if (verdict.status === "mismatch") {
+    io.stderr(`MISMATCH: run ${file.run.id}: ${problems.length} value(s) do not match:\n${problems.map((p) => `  ${p}\n`).join("")}${lines}`);
+    return 1;
+  }
+  const proven =
+    `${file.events.length} event(s) proven in the tree head of ${head.at} (${head.treeSize} events), consistent with the head of ${latest.at} ` +
+    `(${latest.treeSize} events); content, ${file.content.toolCalls.length} tool call(s), ${file.content.reviews.length} review(s), the policy ` +
+    `and ${file.content.outcomes.length} outcome(s) match them`;
+  io.stdout(
+    verdict.status === "ok"
+      ? `OK: run ${file.run.id}: ${proven}; signed by key ${head.keyId}.\n${lines}`
+      : `UNANCHORED: run ${file.run.id}: ${proven} — but no public key was given, so nothing ties the tree heads to Airlock's signing key (pass --public-key PEM).\n${lines}`,
+  );
+  return 0;
+}
+
+/** Offline: reads the file and a key, never the database. */
+async function verifyEvidence(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
+  const { values, positionals } = parseCliArgs(args, { "public-key": { type: "string" } }, AUDIT_USAGE, { allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError("give exactly one evidence FILE", AUDIT_USAGE);
+  const path = positionals[0]!;
+  const text = await readFile(path, "utf8").catch((error: Error) => {
+    throw new UsageError(`cannot read ${path}: ${error.message}`, AUDIT_USAGE);
+  });
+  const key = await evidenceKey(values["public-key"], deps);
+  try {
+    return printVerdict(io, verifyRunEvidence(parseEvidence(text), key));
+  } catch (error) {
+    if (!(error instanceof EvidenceFormatError)) throw error;
+    io.stderr(`NOT EVIDENCE: ${path}: ${error.message}\n`);
+    return 1;
+  }
+}
+
+const SUBCOMMANDS = {
+  verify,
+  checkpoint,
+  export: exportCommand,
+  purge,
+  hold,
+  release,
+  evidence,
+  "public-key": publicKey,
+  "verify-evidence": verifyEvidence,
+} as const satisfies Record<string, (args: string[], io: CliIo, deps: AuditCommandDeps) => Promise<number>>;
 
 export async function auditCommand(argv: string[], io: CliIo, deps: AuditCommandDeps = defaultDeps): Promise<number> {
   const [sub, ...args] = argv;

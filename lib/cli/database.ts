@@ -4,16 +4,23 @@
  * just for this command and stopped after it. Migrations are applied first, as the owner
  * (AIRLOCK_MIGRATION_DATABASE_URL, or the embedded superuser), with the app role's grants
  * refreshed (lib/db/setup.ts); the command itself then runs as the app role, like the app.
+ *
+ * A command that reads (audit verify/export/…, `exec --agent`) passes `mustExist`: it never creates
+ * a database. With no cluster under AIRLOCK_DATA_DIR, or a DATABASE_URL whose database does not
+ * exist or holds no Airlock schema, it fails (NoAirlockDatabase, one line naming the directory or
+ * the URL without its password) and nothing is written: no folder, no cluster, no schema.
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import pg from "pg";
 import { createPrismaClient, type Db } from "@/lib/db";
-import { clusterDirFor, startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
+import { clusterDirFor, existingClusterDir, startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
 import { externalDatabaseUrls, migrateDatabase, prepareEmbeddedDatabase, type DatabaseUrls } from "@/lib/db/setup";
 import { userOf } from "@/lib/db/roles";
 import { env } from "@/lib/env";
+import { AppError } from "@/lib/errors";
 
 /** `ownerUrl` is absent in files written by versions whose app connected as the owner. */
 const runningSchema = z.object({ url: z.string(), ownerUrl: z.string().optional(), pid: z.number().int() }).strict();
@@ -38,7 +45,47 @@ export async function runningEmbeddedUrl(dataDir: string): Promise<string | null
   return (await runningEmbedded(dataDir))?.appUrl ?? null;
 }
 
-export async function withCliDatabase<T>(fn: (db: Db, context: { appliedMigrations: string[] }) => Promise<T>): Promise<T> {
+/** A read found no Airlock database where it looked; the message names the place. */
+export class NoAirlockDatabase extends AppError {
+  constructor(where: string, why: string) {
+    super("not_found", `No Airlock database ${where}: ${why}. Nothing was created.`, { details: { where } });
+  }
+}
+
+/** `url` without its password, to name it in a message. */
+function withoutPassword(url: string): string {
+  const parsed = new URL(url);
+  parsed.password = "";
+  return parsed.toString();
+}
+
+/** Refuses (NoAirlockDatabase) a server whose database does not exist or has never been migrated. */
+async function assertAirlockDatabase(url: string): Promise<void> {
+  const where = `at ${withoutPassword(url)}`;
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+  } catch (error) {
+    if ((error as { code?: string }).code === "3D000") throw new NoAirlockDatabase(where, "that database does not exist");
+    throw error;
+  }
+  try {
+    const { rows } = await client.query<{ migrations: string | null }>(`SELECT to_regclass('"_prisma_migrations"')::text AS migrations`);
+    if (!rows[0]?.migrations) throw new NoAirlockDatabase(where, "the database has no Airlock schema (`npx airlock db migrate` or `npm start` makes one)");
+  } finally {
+    await client.end();
+  }
+}
+
+export type CliDatabaseOptions = {
+  /** The command reads: fail (NoAirlockDatabase) rather than create a database. */
+  mustExist?: boolean;
+};
+
+export async function withCliDatabase<T>(
+  fn: (db: Db, context: { appliedMigrations: string[]; appUrl: string }) => Promise<T>,
+  options: CliDatabaseOptions = {},
+): Promise<T> {
   const config = env();
   const dataDir = resolve(config.AIRLOCK_DATA_DIR);
   let server: PostgresServer | null = null;
@@ -46,16 +93,21 @@ export async function withCliDatabase<T>(fn: (db: Db, context: { appliedMigratio
     let urls = config.DATABASE_URL ? externalDatabaseUrls(config.DATABASE_URL, config.AIRLOCK_MIGRATION_DATABASE_URL) : await runningEmbedded(dataDir);
     let applied: string[];
     if (urls) {
+      if (options.mustExist) await assertAirlockDatabase(urls.ownerUrl);
       ({ applied } = await migrateDatabase(urls.ownerUrl, urls.appRole));
     } else {
-      server = await startPostgres({ persistent: true, dataDir: (await clusterDirFor(dataDir)).dir });
+      const existing = existingClusterDir(dataDir);
+      if (options.mustExist && !existing) {
+        throw new NoAirlockDatabase(`in ${dataDir}`, "no PostgreSQL cluster there (set AIRLOCK_DATA_DIR to the server's data directory, or DATABASE_URL)");
+      }
+      server = await startPostgres({ persistent: true, dataDir: existing ?? (await clusterDirFor(dataDir)).dir });
       const prepared = await prepareEmbeddedDatabase(server);
       urls = prepared;
       applied = prepared.applied;
     }
     const db = createPrismaClient(urls.appUrl);
     try {
-      return await fn(db, { appliedMigrations: applied });
+      return await fn(db, { appliedMigrations: applied, appUrl: urls.appUrl });
     } finally {
       await db.$disconnect();
     }

@@ -1,32 +1,79 @@
 /**
- * `airlock exec` leaves nothing on the host: when the command returns (and the CLI exits), the
- * sandbox's temporary directories and its scratch mount are gone, whether the run succeeded or not.
- * Real sandbox, real database (the tool pins), no upstreams.
+ * `airlock exec` through its two doors, on real parts (PostgreSQL, the demo ledger over stdio, the
+ * shipped policies, a real sandbox):
+ * - `--agent`: the script is that agent's proposal through submitRun — an escalated run waits for
+ *   reviewers (exit 3, its id printed), run.submitted records the door and the person (--as);
+ *   with --wait, two reviewers' approvals and a worker make it run, and the regulated result is
+ *   recorded as read before it is printed (exit 0); unknown or revoked agents and unknown people
+ *   are refused (exit 1);
+ * - `--dev`: says on stderr that it is unaudited, runs against the demo upstream or the named
+ *   config, and leaves nothing on the host (the sandbox's directories and scratch mount are gone
+ *   when it returns);
+ * - neither: usage, exit 2.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAgent } from "@/lib/auth/agents";
+import { createUser } from "@/lib/auth/users";
+import type { Actor } from "@/lib/contracts/scopes";
 import { setEnvForChildren } from "@/lib/env";
+import { defaultPolicyText } from "@/lib/policy/policy-set";
+import { publishPolicyText } from "@/lib/policy/store";
+import { decideRun } from "@/lib/review/service";
+import { revokeAgentAndStopRuns } from "@/lib/runs/cancel";
+import { createRuntime, demoConfig, type Runtime } from "@/lib/runs/runtime";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { execCommand } from "./exec";
+import { EXIT_AWAITING_REVIEW, execCommand } from "./exec";
 import type { CliIo } from "./io";
+import { runCli } from "./main";
 
+const system: Actor = { type: "system", name: "test" };
 const dir = mkdtempSync(join(tmpdir(), "airlock-exec-test-"));
 const config = join(dir, "airlock.config.json");
 writeFileSync(config, JSON.stringify({ servers: {} }));
 writeFileSync(join(dir, "ok.js"), `const fs = await import("node:fs"); fs.writeFileSync("out/report.txt", "x"); return 1;`);
 writeFileSync(join(dir, "fails.js"), `throw new Error("no");`);
+writeFileSync(join(dir, "invoices.js"), `return (await tools.ledger.listInvoices({ limit: 2 })).invoices.length;`);
+/** Reads customers (pii): the shipped policies escalate it to two reviewers, without a plan preview. */
+writeFileSync(join(dir, "customers.ts"), `const page = await tools.ledger.listCustomers({ limit: 2 });\nreturn page.customers.length;`);
 
 let db: TestDatabase;
+let worker: Runtime | undefined;
+const users: Record<string, Extract<Actor, { type: "user" }>> = {};
+
 beforeAll(async () => {
   db = await createTestDatabase();
-  setEnvForChildren({ DATABASE_URL: db.url });
-});
+  setEnvForChildren({ DATABASE_URL: db.url, AIRLOCK_DATA_DIR: join(dir, "data"), AIRLOCK_IN_PROCESS_WORKER: "false" });
+  await db.prisma.$transaction(async (tx) => {
+    for (const [email, role] of [
+      ["owner@example.com", "admin"],
+      ["dev@example.com", "compliance"],
+      ["alice@example.com", "reviewer"],
+      ["bob@example.com", "reviewer"],
+    ] as const) {
+      const created = await createUser(tx, system, { email, role });
+      users[email] = { type: "user", id: created.id, email, role };
+    }
+    await publishPolicyText(tx, system, defaultPolicyText());
+    await createAgent(tx, system, { name: "cli-bot", ownerEmail: "owner@example.com" });
+    await createAgent(tx, system, { name: "gone-bot", ownerEmail: "owner@example.com" });
+  });
+  await db.prisma.$transaction((tx) => revokeAgentAndStopRuns(tx, system, "gone-bot"));
+}, 120_000);
+
 afterAll(async () => {
+  await worker?.close();
   await db?.drop();
   rmSync(dir, { recursive: true, force: true });
 });
+
+function capture() {
+  const out = { stdout: "", stderr: "" };
+  const io: CliIo = { stdout: (s) => void (out.stdout += s), stderr: (s) => void (out.stderr += s), readStdin: async () => "" };
+  return { out, io };
+}
 
 /** This process's sandbox directories, and mounts below them. */
 function leftovers(): string[] {
@@ -38,13 +85,99 @@ function leftovers(): string[] {
   return [...dirs, ...mounts].filter((path) => path.startsWith(prefix));
 }
 
-it.each([
-  ["ok.js", 0],
-  ["fails.js", 1],
-])("airlock exec %s returns %i with the sandbox's directories and scratch mount already removed", async (file, expected) => {
-  let out = "";
-  const io: CliIo = { stdout: (s) => void (out += s), stderr: (s) => void (out += s), readStdin: async () => "" };
-  expect(await execCommand([join(dir, file), "--config", config], io)).toBe(expected);
-  expect(out).toMatch(/^status: (succeeded|failed)/m);
-  expect(leftovers()).toEqual([]);
+describe("airlock exec --dev", () => {
+  it.each([
+    ["ok.js", 0],
+    ["fails.js", 1],
+  ])("%s returns %i, says it is unaudited, with the sandbox's directories and scratch mount already removed", async (file, expected) => {
+    const { out, io } = capture();
+    expect(await execCommand(["--dev", join(dir, file), "--config", config], io)).toBe(expected);
+    expect(out.stderr).toMatch(new RegExp(`^airlock exec: DEV MODE — unaudited: no policy, no review, no audit log; against ${config}\\.\\n`));
+    expect(out.stdout).toMatch(/^status: (succeeded|failed)/m);
+    expect(leftovers()).toEqual([]);
+  });
+
+  it("without --config runs against the demo upstream, not the server's configuration, and says so", async () => {
+    const before = await db.prisma.auditEvent.count({ where: { action: { startsWith: "run." } } });
+    const { out, io } = capture();
+    expect(await execCommand(["--dev", "--allow", "ledger.listInvoices", join(dir, "invoices.js")], io)).toBe(0);
+    expect(out.stderr).toContain("airlock exec: DEV MODE — unaudited: no policy, no review, no audit log; against the demo upstream (ledger).");
+    expect(out.stdout).toMatch(/^status: succeeded/m);
+    expect(await db.prisma.run.count()).toBe(0);
+    expect(await db.prisma.auditEvent.count({ where: { action: { startsWith: "run." } } })).toBe(before);
+  });
+});
+
+describe("airlock exec without a door", () => {
+  it("is a usage error: exit 2 naming both doors", async () => {
+    const { out, io } = capture();
+    expect(await execCommand([join(dir, "ok.js")], io)).toBe(2);
+    expect(out.stderr).toMatch(/^airlock exec: say how to run FILE: --agent NAME \(policy, review, audit\) or --dev \(none of them\)\n\nUsage: /);
+  });
+});
+
+describe("airlock exec --agent", () => {
+  it("submits through intake and policy: an escalated run waits for reviewers, exit 3 with its id; the door and the person are in run.submitted", async () => {
+    const { out, io } = capture();
+    const code = await runCli(["exec", "--agent", "cli-bot", "--as", "dev@example.com", "--purpose", "count customers", join(dir, "customers.ts")], io);
+    expect(out.stderr).toBe("");
+    expect(code).toBe(EXIT_AWAITING_REVIEW);
+    const run = await db.prisma.run.findFirstOrThrow({ where: { purpose: "count customers" }, include: { agent: true } });
+    expect(run).toMatchObject({ status: "pending_review", decision: "escalate", approvalsRequired: 2, agent: { name: "cli-bot" } });
+    expect(out.stdout).toContain(`run ${run.id}: pending_review (policy: escalate)`);
+    expect(out.stdout).toContain("reason [review-regulated-data]:");
+    expect(out.stdout).toContain("reason [review-provenance-missing]: Provenance missing:");
+    expect(out.stdout).toContain(`Waiting for reviewers: run ${run.id} is decided in the console (/runs/${run.id}).`);
+    const submitted = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "run.submitted", subjectId: run.id } });
+    expect(submitted).toMatchObject({ actorType: "agent", actorId: run.agentId });
+    expect((submitted.data as { via: unknown }).via).toEqual({ door: "cli:exec", type: "user", id: users["dev@example.com"]!.id, email: "dev@example.com" });
+    expect(await db.prisma.auditEvent.count({ where: { action: "run.running", subjectId: run.id } })).toBe(0);
+  });
+
+  it("--wait waits for the reviewers and the run: two approvals, a worker runs it, the regulated result is recorded as read, then printed (exit 0)", async () => {
+    worker = await createRuntime(
+      db.prisma,
+      { ...demoConfig(join(mkdtempSync(join(tmpdir(), "airlock-ledger-")), "state.json")), sandbox: { isolation: "strict", poolSize: 1 } },
+      { databaseUrl: db.url, execute: true },
+    );
+    const { out, io } = capture();
+    const exited = runCli(["exec", "--agent", "cli-bot", "--wait", "--purpose", "count customers, waiting", join(dir, "customers.ts")], io);
+    let run = await db.prisma.run.findFirst({ where: { purpose: "count customers, waiting" } });
+    for (let i = 0; i < 200 && run?.status !== "pending_review"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      run = await db.prisma.run.findFirst({ where: { purpose: "count customers, waiting" } });
+    }
+    expect(run?.status).toBe("pending_review");
+    const seen = {
+      codeSha256: run!.codeSha256,
+      capabilitySet: run!.capabilitySet,
+      inputsDigest: run!.inputsDigest,
+      policyVersionId: run!.policyVersionId,
+      planDigest: null,
+    };
+    for (const reviewer of ["alice@example.com", "bob@example.com"]) {
+      await decideRun({ db: db.prisma, startExecution: (id) => worker!.startExecution(id) }, users[reviewer]!, { runId: run!.id, verdict: "approve", seen });
+    }
+    expect(await exited).toBe(0);
+    expect(out.stdout).toContain(`run ${run!.id}: pending_review (policy: escalate)`);
+    expect(out.stdout).toContain(`run ${run!.id}: succeeded`);
+    expect(out.stdout).toMatch(/status: succeeded\nresult: 2\n$/);
+    const read = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "run.result_read", subjectId: run!.id } });
+    expect(read.data).toMatchObject({ via: "cli:exec", dataClasses: ["pii"], status: "succeeded" });
+    expect((await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "run.submitted", subjectId: run!.id } })).data).toMatchObject({
+      via: { door: "cli:exec", type: "system", name: "cli" },
+    });
+  }, 60_000);
+
+  it.each([
+    [["--agent", "nobody"], "airlock: No agent named nobody.\n"],
+    [["--agent", "gone-bot"], "airlock: Agent gone-bot is revoked.\n"],
+    [["--agent", "cli-bot", "--as", "stranger@example.com"], "airlock: No user with email stranger@example.com.\n"],
+  ])("%j is refused with one line, exit 1, and nothing is submitted", async (flags, message) => {
+    const runs = await db.prisma.run.count();
+    const { out, io } = capture();
+    expect(await runCli(["exec", ...flags, join(dir, "customers.ts")], io)).toBe(1);
+    expect(out.stderr).toBe(message);
+    expect(await db.prisma.run.count()).toBe(runs);
+  });
 });

@@ -1,30 +1,67 @@
 /**
- * `airlock exec FILE`: runs one script in the sandbox against the configured upstreams and prints
- * its envelope. Exit 0 when the run succeeded, 1 when it did not (or the upstreams/config could
- * not be used), 2 for bad arguments. Tools are allowed only by name (`--allow`) or all at once
- * (`--allow-all`, never quarantined ones); with neither, the script may call no tool. The
+ * `airlock exec`: runs one script file, through one of two doors, and never through neither.
+ *
+ * `--agent NAME [--as EMAIL]`: the governed door. FILE is submitted as that agent's proposal
+ * through submitRun (lib/intake/submit.ts) — the same closed schema, budgets, analysis, published
+ * policy, plan preview, review and binding as the agent's own submit_run — against the configured
+ * upstreams (the server's configuration and tool pins). The agent must exist, not be revoked, and
+ * hold an unrevoked, unexpired token with `runs:submit` and `runs:read` (its scopes are those
+ * tokens'). run.submitted records the door (`via: cli:exec`) and who used it: the person --as
+ * names (an existing, enabled user; a refusal is audited as auth.forbidden), else `system:cli`.
+ * The command prints the decision and its reasons, then waits: an escalated run prints that it
+ * waits for reviewers and its id, and exits 3, unless --wait (then it waits for the reviewers and
+ * the run). Runs are executed by the server's workers (npm start or npm run worker), as any run.
+ * A result on regulated data is recorded as read (run.result_read, via `cli:exec`) before it is
+ * printed. Exit 0: succeeded; 1: anything else that ended (denied, rejected, failed, …) or a refusal;
+ * 3: waiting for reviewers. The database must exist (lib/cli/database.ts `mustExist`).
+ *
+ * `--dev`: the developer door, which applies no policy, no review and no audit, and says so on
+ * stderr before anything runs. It runs FILE directly in the sandbox against the demo upstream, or
+ * against the config file --config names — never the server's configured upstreams. Tools are
+ * allowed only by name (`--allow`) or all at once (`--allow-all`, never quarantined ones); the
  * isolation level is the flag's, else the config's; a level the host cannot provide fails the run
- * (SANDBOX_UNAVAILABLE) rather than running weaker. The script is analysed first (TypeScript is
- * type-checked against the upstreams' declarations) and the findings are printed with line and
- * column. This is a developer/admin door: it applies no policy or review — those belong to the
- * run lifecycle. Without --config it uses the same configuration as the server (lib/runs/runtime),
- * and it always uses the server's tool pins, in the database (./upstreams.ts): a tool an admin
- * accepted is callable here, a changed one is quarantined here as there. The sandbox's temporary
- * directories (and its scratch mount) are gone before the command returns.
+ * (SANDBOX_UNAVAILABLE). The script is analysed first and findings printed with line and column.
+ * Tool pins are the database's (./upstreams.ts). Exit 0 when the run succeeded, 1 when not. The
+ * sandbox's temporary directories (and its scratch mount) are gone before the command returns.
+ *
+ * Neither --agent nor --dev, or a flag of the other door: usage, exit 2.
  */
 import { readFileSync } from "node:fs";
-import { extname } from "node:path";
+import { basename, extname } from "node:path";
+import { hasScope, isScope, type Actor, type Scope } from "@/lib/contracts/scopes";
+import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
+import type { Db } from "@/lib/db";
+import { AppError } from "@/lib/errors";
 import { analyzeScript } from "@/lib/intake/analyze";
+import { submitRun } from "@/lib/intake/submit";
+import { recordResultRead } from "@/lib/mcp/audit";
+import { createRuntime, demoConfig, resolveConfig } from "@/lib/runs/runtime";
+import { getRun, type AgentActor, type RunView } from "@/lib/runs/service";
 import { ALLOWED_BUILTINS, ISOLATION_LEVELS, membersTornDown, runInSandbox, type Envelope, type IsolationLevel, type StagedInput } from "@/lib/sandbox";
-import { exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
+import { withCliDatabase } from "./database";
+import { CLI_ACTOR, exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
+import { actingAs } from "./person";
 import { loadCliConfig, withCliBroker } from "./upstreams";
 
-export const EXEC_USAGE = `Usage: airlock exec FILE [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all]
-                    [--isolation strict|permission-only] [--timeout-ms N] [--json] [--config PATH]
+export const EXEC_USAGE = `Usage: airlock exec --agent NAME [--as EMAIL] [--input DATASET]... [--purpose TEXT] [--wait] [--json] FILE
+       airlock exec --dev [--config PATH] [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all]
+                    [--isolation strict|permission-only] [--timeout-ms N] [--json] FILE
 
-Runs FILE (.js/.mjs: JavaScript, .ts/.mts: TypeScript) as the body of an async function in the
-sandbox. Exit 0: the run succeeded; 1: it did not; 2: bad arguments.
+FILE (.js/.mjs: JavaScript, .ts/.mts: TypeScript) is the body of an async function.
+--agent submits it as that agent's proposal, under the published policy and review like the
+agent's own submit_run, against the configured upstreams; the server's workers run it. --as
+records who ran the command. Exit 0: it succeeded; 1: it did not; 3: it waits for reviewers
+(the run id is printed; --wait waits for them).
+--dev runs it directly in the sandbox against the demo upstream or --config PATH, with no policy,
+no review and no audit. Exit 0: it succeeded; 1: it did not.
+Exit 2: bad arguments.
 `;
+
+/** Exit code of `--agent` when the run waits for reviewers (without --wait). */
+export const EXIT_AWAITING_REVIEW = 3;
+
+const DEV_ONLY = ["config", "allow", "allow-all", "isolation", "timeout-ms"] as const;
+const AGENT_ONLY = ["as", "wait", "purpose"] as const;
 
 const badArgs = (message: string) => new UsageError(message, EXEC_USAGE, "exec");
 
@@ -32,9 +69,14 @@ function parse(argv: string[]) {
   const { values, positionals } = parseCliArgs(
     argv,
     {
+      agent: { type: "string" },
+      as: { type: "string" },
+      purpose: { type: "string" },
+      wait: { type: "boolean" },
+      dev: { type: "boolean", default: false },
       input: { type: "string", multiple: true, default: [] },
       allow: { type: "string" },
-      "allow-all": { type: "boolean", default: false },
+      "allow-all": { type: "boolean" },
       isolation: { type: "string" },
       "timeout-ms": { type: "string" },
       json: { type: "boolean", default: false },
@@ -43,11 +85,25 @@ function parse(argv: string[]) {
     EXEC_USAGE,
     { allowPositionals: true, command: "exec" },
   );
+  if (values.agent === undefined && !values.dev) throw badArgs("say how to run FILE: --agent NAME (policy, review, audit) or --dev (none of them)");
+  if (values.agent !== undefined && values.dev) throw badArgs("use --agent or --dev, not both");
+  const others = values.dev ? AGENT_ONLY : DEV_ONLY;
+  const misplaced = others.find((flag) => values[flag] !== undefined);
+  if (misplaced) throw badArgs(`--${misplaced} is only for ${values.dev ? "--agent" : "--dev"}`);
   if (positionals.length !== 1) throw badArgs("exactly one FILE is required");
   const file = positionals[0]!;
   const ext = extname(file);
   const language = [".ts", ".mts"].includes(ext) ? "typescript" : [".js", ".mjs"].includes(ext) ? "javascript" : null;
   if (!language) throw badArgs(`FILE must end in .js, .mjs, .ts or .mts (got '${ext || file}')`);
+  const common = { file, language: language as "typescript" | "javascript", json: values.json };
+  if (values.agent !== undefined) {
+    if (values.agent.trim() === "") throw badArgs("--agent needs an agent name");
+    if (values.as !== undefined && values.as.trim() === "") throw badArgs("--as needs an email");
+    const datasets = values.input;
+    const withPath = datasets.find((name) => name.includes("="));
+    if (withPath) throw badArgs(`with --agent, --input names a dataset (list_inputs shows them), not NAME=PATH (got '${withPath}')`);
+    return { mode: "agent" as const, ...common, agent: values.agent, as: values.as, purpose: values.purpose, wait: values.wait === true, datasets };
+  }
   const inputs: StagedInput[] = values.input.map((spec) => {
     const eq = spec.indexOf("=");
     if (eq <= 0 || eq === spec.length - 1) throw badArgs(`--input must be NAME=PATH (got '${spec}')`);
@@ -71,17 +127,19 @@ function parse(argv: string[]) {
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 3_600_000) throw badArgs("--timeout-ms must be an integer between 1 and 3600000");
   }
   return {
-    file,
-    language: language as "typescript" | "javascript",
+    mode: "dev" as const,
+    ...common,
     inputs,
     allow,
-    allowAll: values["allow-all"],
+    allowAll: values["allow-all"] === true,
     isolation: values.isolation as IsolationLevel | undefined,
     timeoutMs,
-    json: values.json,
     config: values.config,
   };
 }
+
+type AgentArgs = Extract<ReturnType<typeof parse>, { mode: "agent" }>;
+type DevArgs = Extract<ReturnType<typeof parse>, { mode: "dev" }>;
 
 export function formatEnvelope(env: Envelope): string {
   const lines = [`status: ${env.status}${env.error ? ` (${env.error.code})` : ""}`];
@@ -99,6 +157,140 @@ export function formatEnvelope(env: Envelope): string {
   return `${lines.join("\n")}\n`;
 }
 
+/** The decision as `--agent` prints it first: status, policy, reasons, findings, approvals, reviewers' comments. */
+export function formatDecision(view: RunView): string {
+  const lines = [`run ${view.runId}: ${view.status}${view.decision ? ` (policy: ${view.decision})` : ""}`];
+  for (const reason of view.reasons) lines.push(`  reason [${reason.policyId}]: ${reason.text}`);
+  for (const f of view.findings) lines.push(`  finding ${f.line}:${f.column} ${f.severity} ${f.code}: ${f.message}`);
+  if (view.approvals) lines.push(`  approvals: ${view.approvals.approvedBy.length} of ${view.approvals.required}`);
+  for (const c of view.comments) lines.push(`  reviewer (${c.verdict}): ${c.comment}`);
+  return `${lines.join("\n")}\n`;
+}
+
+/** How the run ended, as `--agent` prints it last: its error, logs and result. */
+export function formatEnded(view: RunView): string {
+  const lines = [`status: ${view.status}${view.error ? ` (${view.error.code})` : ""}`];
+  if (view.error) lines.push(`error${view.error.untrusted ? " [untrusted]" : ""}: ${view.error.message}`);
+  for (const log of view.logs ?? []) lines.push(`[${log.level}] ${log.text}`);
+  if (view.result !== undefined) lines.push(`result: ${JSON.stringify(view.result, null, 2)}`);
+  return `${lines.join("\n")}\n`;
+}
+
+/** The agent `--agent` names, acting with the scopes of its live tokens; refuses unknown, revoked or tokenless agents. */
+async function cliAgent(db: Db, name: string): Promise<AgentActor> {
+  const row = await db.agent.findUnique({ where: { name }, include: { tokens: true } });
+  if (!row) throw new AppError("not_found", `No agent named ${name}.`);
+  if (row.revokedAt) throw new AppError("forbidden", `Agent ${name} is revoked.`, { details: { reason: "agent_revoked" } });
+  const now = new Date();
+  const live = row.tokens.filter((t) => !t.revokedAt && (!t.expiresAt || t.expiresAt > now));
+  if (live.length === 0)
+    throw new AppError("forbidden", `Agent ${name} has no unrevoked, unexpired token, so it cannot act.`, { details: { reason: "no_token" } });
+  const scopes = [...new Set(live.flatMap((t) => t.scopes).filter(isScope))] as Scope[];
+  const agent: AgentActor = { type: "agent", id: row.id, name: row.name, ownerId: row.ownerId, scopes };
+  for (const scope of ["runs:submit", "runs:read"] as const) {
+    if (!hasScope(agent, scope)) throw new AppError("forbidden", `Agent ${name} lacks ${scope}, which airlock exec --agent needs.`, { details: { scope } });
+  }
+  return agent;
+}
+
+const WAITING_FOR_REVIEW = new Set(["previewing", "pending_review"]);
+const isTerminal = (status: string) => (TERMINAL_STATUSES as readonly string[]).includes(status);
+
+async function execAsAgent(args: AgentArgs, code: string, io: CliIo): Promise<number> {
+  return withCliDatabase(
+    async (db, { appUrl }) => {
+      const agent = await cliAgent(db, args.agent);
+      const submit = async (by: Actor) => {
+        const runtime = await createRuntime(db, resolveConfig(), { databaseUrl: appUrl, execute: false });
+        try {
+          const submitted = await submitRun(
+            runtime,
+            agent,
+            { code, language: args.language, purpose: args.purpose ?? `airlock exec ${basename(args.file)}`, inputs: args.datasets },
+            { via: { door: "cli:exec", by } },
+          );
+          return await follow(db, agent, submitted, args, io);
+        } finally {
+          await runtime.close();
+        }
+      };
+      return args.as === undefined ? submit(CLI_ACTOR) : actingAs(db, args.as, "cli:exec", submit);
+    },
+    { mustExist: true },
+  );
+}
+
+/** Prints the decision, then waits as the flags say; the exit code. */
+async function follow(db: Db, agent: AgentActor, submitted: RunView, args: AgentArgs, io: CliIo): Promise<number> {
+  let view = submitted;
+  if (!args.json) io.stdout(formatDecision(view));
+  let toldQueued = false;
+  const started = Date.now();
+  while (!isTerminal(view.status)) {
+    if (WAITING_FOR_REVIEW.has(view.status) && !args.wait) {
+      if (args.json) io.stdout(`${JSON.stringify(view, null, 2)}\n`);
+      else io.stdout(`Waiting for reviewers: run ${view.runId} is decided in the console (/runs/${view.runId}). Rerun with --wait to wait for them.\n`);
+      return EXIT_AWAITING_REVIEW;
+    }
+    if (view.status === "queued" && !toldQueued && Date.now() - started > 5_000) {
+      toldQueued = true;
+      if (!args.json) io.stderr("airlock exec: the run is queued; it runs when a worker takes it (npm start or npm run worker).\n");
+    }
+    const previous = view.status;
+    view = await getRun({ db }, agent, { runId: view.runId, waitSeconds: 5 });
+    if (!args.json && view.status !== previous) io.stdout(`run ${view.runId}: ${view.status}\n`);
+  }
+  await recordResultRead(db, agent, view.runId, { via: "cli:exec", hasResult: view.result !== undefined || view.logs !== undefined });
+  io.stdout(args.json ? `${JSON.stringify(view, null, 2)}\n` : formatEnded(view));
+  return view.status === "succeeded" ? 0 : 1;
+}
+
+async function execDev(args: DevArgs, code: string, io: CliIo): Promise<number> {
+  const config = args.config === undefined ? demoConfig() : loadCliConfig(args.config, io, "exec");
+  if (!config) return 1;
+  io.stderr(
+    `airlock exec: DEV MODE — unaudited: no policy, no review, no audit log; against ${args.config === undefined ? "the demo upstream (ledger)" : args.config}.\n`,
+  );
+  return withCliBroker(config, io, "exec", async (broker) => {
+    const known = broker.tools().map((t) => `${t.server}.${t.name}`);
+    const unknown = args.allow.filter((name) => !known.includes(name));
+    if (unknown.length > 0) throw badArgs(`--allow names tools no upstream offers: ${unknown.join(", ")}`);
+    const allowed = args.allowAll
+      ? broker
+          .tools()
+          .filter((t) => !t.quarantined)
+          .map((t) => `${t.server}.${t.name}`)
+      : args.allow;
+    const { findings } = analyzeScript({
+      code,
+      language: args.language,
+      tools: broker
+        .tools()
+        .map(({ server, name, annotations, dataClass, quarantined, inputSchema }) => ({ server, name, annotations, dataClass, quarantined, inputSchema })),
+      declarations: broker.declarations(),
+      allowedPackages: [...config.packages, ...ALLOWED_BUILTINS],
+    });
+    if (!args.json) {
+      for (const f of findings) io.stderr(`${args.file}:${f.line}:${f.column}: ${f.severity} ${f.code}: ${f.message}\n`);
+    }
+    const env = await runInSandbox({
+      code,
+      language: args.language,
+      inputs: args.inputs,
+      allowedTools: allowed,
+      knownTools: known,
+      callTool: broker.callTool,
+      isolation: args.isolation ?? config.sandbox.isolation,
+      packages: config.packages,
+      limits: args.timeoutMs === undefined ? {} : { timeoutMs: args.timeoutMs },
+    });
+    // The CLI exits right after this command: wait until the sandbox's directories are removed.
+    await membersTornDown();
+    io.stdout(args.json ? `${JSON.stringify({ ...env, findings }, null, 2)}\n` : formatEnvelope(env));
+    return env.status === "succeeded" ? 0 : 1;
+  });
+}
+
 export async function execCommand(argv: string[], io: CliIo): Promise<number> {
   return exitOnUsageError(io, async () => {
     const args = parse(argv);
@@ -108,45 +300,6 @@ export async function execCommand(argv: string[], io: CliIo): Promise<number> {
     } catch (error) {
       throw badArgs((error as Error).message);
     }
-    const config = loadCliConfig(args.config, io, "exec");
-    if (!config) return 1;
-    return withCliBroker(config, io, "exec", async (broker) => {
-      const known = broker.tools().map((t) => `${t.server}.${t.name}`);
-      const unknown = args.allow.filter((name) => !known.includes(name));
-      if (unknown.length > 0) throw badArgs(`--allow names tools no upstream offers: ${unknown.join(", ")}`);
-      const allowed = args.allowAll
-        ? broker
-            .tools()
-            .filter((t) => !t.quarantined)
-            .map((t) => `${t.server}.${t.name}`)
-        : args.allow;
-      const { findings } = analyzeScript({
-        code,
-        language: args.language,
-        tools: broker
-          .tools()
-          .map(({ server, name, annotations, dataClass, quarantined, inputSchema }) => ({ server, name, annotations, dataClass, quarantined, inputSchema })),
-        declarations: broker.declarations(),
-        allowedPackages: [...config.packages, ...ALLOWED_BUILTINS],
-      });
-      if (!args.json) {
-        for (const f of findings) io.stderr(`${args.file}:${f.line}:${f.column}: ${f.severity} ${f.code}: ${f.message}\n`);
-      }
-      const env = await runInSandbox({
-        code,
-        language: args.language,
-        inputs: args.inputs,
-        allowedTools: allowed,
-        knownTools: known,
-        callTool: broker.callTool,
-        isolation: args.isolation ?? config.sandbox.isolation,
-        packages: config.packages,
-        limits: args.timeoutMs === undefined ? {} : { timeoutMs: args.timeoutMs },
-      });
-      // The CLI exits right after this command: wait until the sandbox's directories are removed.
-      await membersTornDown();
-      io.stdout(args.json ? `${JSON.stringify({ ...env, findings }, null, 2)}\n` : formatEnvelope(env));
-      return env.status === "succeeded" ? 0 : 1;
-    });
+    return args.mode === "agent" ? execAsAgent(args, code, io) : execDev(args, code, io);
   });
 }

@@ -24,13 +24,16 @@ Commands:
   agent list [--json]
   db migrate
   db seed
-  exec FILE [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all] [--isolation strict|permission-only] [--timeout-ms N] [--json]
+  exec --agent NAME [--as EMAIL] [--input DATASET]... [--purpose TEXT] [--wait] [--json] FILE   (policy, review, audit; exit 3: waits for reviewers)
+  exec --dev [--config PATH] [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all] [--isolation strict|permission-only] [--timeout-ms N] [--json] FILE
   tools [--server S] [--dts] [--search Q]
   tools accept --server S --tool T --hash HASH --as ADMIN_EMAIL            (asks; a second admin's accept pins it)
   policy validate|replay --file draft.cedar [--last N] [--json]
   policy propose --file draft.cedar --as ADMIN_EMAIL                         (publish is an alias: it proposes)
   policy approve --version N --as OTHER_ADMIN_EMAIL                          (publishes it; not the proposer)
   audit verify [--from ID] [--json] | audit checkpoint | audit export --format jsonl|csv [filters]
+  audit purge [--as-of TIME] | audit hold --run ID|--agent NAME --reason TEXT | audit release --hold ID --reason TEXT
+  audit evidence RUN_ID > run.evidence.json | audit verify-evidence FILE [--public-key PEM]   (offline)
 
 Without DATABASE_URL the commands use the embedded database under AIRLOCK_DATA_DIR (default ./.airlock).
 `;
@@ -103,7 +106,7 @@ const agentRevoke: Command = async (args, io) => {
 const agentList: Command = async (args, io) => {
   const usage = "Usage: airlock agent list [--json]\n";
   const { values } = parseCliArgs(args, { json: { type: "boolean" } }, usage);
-  const agents = await withCliDatabase((db) => listAgents(db));
+  const agents = await withCliDatabase((db) => listAgents(db), { mustExist: true });
   if (values.json) {
     io.stdout(JSON.stringify(agents, null, 2) + "\n");
   } else if (agents.length === 0) {

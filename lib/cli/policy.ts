@@ -68,7 +68,7 @@ export async function policyCommand(argv: string[], io: CliIo): Promise<number> 
     io.stdout(`  airlock policy approve --version ${proposed.version} --as OTHER_ADMIN_EMAIL\n`);
     return 0;
   }
-  const { rows, changed } = await withCliDatabase((db) => replayDraft(db, text, last));
+  const { rows, changed } = await withCliDatabase((db) => replayDraft(db, text, last), { mustExist: true });
   if (values.json) {
     io.stdout(JSON.stringify({ replayed: rows.length, changed, rows }, null, 2) + "\n");
     return 0;

@@ -17,7 +17,7 @@ const text = z.string();
 const findingCodes = Object.keys(FINDING_RULES) as [FindingCode, ...FindingCode[]];
 
 export const RUN_COLUMN_SCHEMAS = {
-  provenance: z.object({ model: text.optional(), conversationId: text.optional(), prompt: text.optional() }).strict(),
+  provenance: z.object({ model: text.optional(), conversationId: text.optional(), prompt: text.optional(), context: text.optional() }).strict(),
   inputs: z.array(z.object({ name: text, datasetId: text, sha256: text, dataClass: z.enum(DATA_CLASSES) }).strict()),
   decisionReasons: z.array(z.object({ policyId: text, text, source: text }).strict()),
   policyRequest: z
@@ -26,7 +26,12 @@ export const RUN_COLUMN_SCHEMAS = {
       principal: z.object({ type: text, id: text }).strict(),
       action: z.object({ type: text, id: text }).strict(),
       resource: z.object({ type: text, id: text }).strict(),
-      context: z.object({}).strict(),
+      /** `{}` before policy request version 3. */
+      context: z
+        .object({
+          provenance: z.object({ hasModel: z.boolean(), hasPrompt: z.boolean(), hasConversation: z.boolean(), hasContext: z.boolean() }).strict().optional(),
+        })
+        .strict(),
       entities: z.array(
         z
           .object({
@@ -65,7 +70,8 @@ export const RUN_COLUMN_SCHEMAS = {
       logs: z.array(z.object({ level: z.enum(["log", "warn", "error", "debug"]), text }).strict()),
       flags: z.array(text),
       truncated: z.boolean(),
-      artifacts: z.array(z.object({ name: text, sizeBytes: count, sha256: text }).strict()),
+      /** The files under ./out/ (bytes in "ArtifactBlob", lib/runs/artifacts.ts); mediaType is sniffed from the bytes, absent before it was stored. */
+      artifacts: z.array(z.object({ name: text, sizeBytes: count, sha256: text, mediaType: text.optional() }).strict()),
     })
     .strict(),
   /** The writes a plan preview intercepted, in order (lib/runs/plan.ts), and their digest, which approvals bind. */

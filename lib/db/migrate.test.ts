@@ -60,6 +60,12 @@ describe("applyMigrations on an empty database", () => {
     });
   });
 
+  it("keeps, in the newest migration folder, the schema it was made from: prisma/schema.prisma (the next migration's starting point)", async () => {
+    const newest = (await readMigrationsList()).migrationDirectories.map((d) => d.path).at(-1)!;
+    const copy = await readFile(join(MIGRATIONS_DIR, newest, "schema.prisma"), "utf8");
+    expect(copy).toBe(await readFile(join(MIGRATIONS_DIR, "..", "schema.prisma"), "utf8"));
+  });
+
   it("creates the schema's tables", async () => {
     const { rows } = await client.query<{ table_name: string }>(
       "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name",

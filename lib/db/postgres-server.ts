@@ -199,8 +199,16 @@ export async function clusterDirFor(dataDir: string): Promise<{ dir: string; rel
   if (!isRoot() || existsSync(join(preferred, "pgdata")) || !(await postgresIds())) return { dir: preferred, relocated: false };
   await mkdir(dataDir, { recursive: true, mode: 0o711 });
   if ((await run("runuser", ["-u", "postgres", "--", "test", "-x", resolve(dataDir)])).code === 0) return { dir: preferred, relocated: false };
-  const id = createHash("sha256").update(resolve(dataDir)).digest("hex").slice(0, 16);
-  return { dir: join("/var/lib/airlock", id), relocated: true };
+  return { dir: relocatedClusterDir(dataDir), relocated: true };
+}
+
+function relocatedClusterDir(dataDir: string): string {
+  return join("/var/lib/airlock", createHash("sha256").update(resolve(dataDir)).digest("hex").slice(0, 16));
+}
+
+/** The folder of the cluster that already exists for `dataDir` (where clusterDirFor would find it), or null; creates nothing. */
+export function existingClusterDir(dataDir: string): string | null {
+  return [join(resolve(dataDir), "postgres"), relocatedClusterDir(dataDir)].find((dir) => existsSync(join(dir, "pgdata"))) ?? null;
 }
 
 /** The superuser password: kept in `dataDir/password` for a persistent cluster. */

@@ -123,6 +123,13 @@ export function appPrivilegesSql(role: string, owner: string, database: string, 
     `REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${app}`,
     `REVOKE UPDATE, DELETE ON "AuditEvent" FROM ${app}`,
     `REVOKE DELETE ON "RunToolCall" FROM ${app}`,
+    // Holds are released, never deleted (its trigger allows only the release); retention purges
+    // through airlock_purge() alone, which EXECUTE on the schema's functions covers.
+    `REVOKE DELETE ON "LegalHold" FROM ${app}`,
+    `REVOKE UPDATE, DELETE ON "RunOutcome" FROM ${app}`,
+    // Artifacts: links are append-only; a blob's UPDATE is limited by its trigger to restoring purged bytes.
+    `REVOKE UPDATE, DELETE ON "RunArtifact" FROM ${app}`,
+    `REVOKE DELETE ON "ArtifactBlob" FROM ${app}`,
     `REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM ${app}`,
     `GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${app}`,
     `GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO ${app}`,

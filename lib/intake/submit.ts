@@ -10,9 +10,13 @@
  *   another body;
  * - agent text (code, purpose, provenance, idempotencyKey, inputs) holding U+0000 or a lone
  *   surrogate is refused naming the field, never repaired (PostgreSQL cannot store either);
+ * - provenance (model, conversation id, prompt, the context the agent selected) is optional and
+ *   capped in UTF-8 bytes (prompt 32 KiB, context 64 KiB), refused naming the field; policy sees
+ *   only whether each is there (lib/policy/request.ts);
  * - a refused submission leaves a `run.refused` audit event; a stored one `run.submitted`, carrying
  *   the digests of the code, language, purpose, provenance and inputs as stored
- *   (lib/audit/run-content.ts);
+ *   (lib/audit/run-content.ts), the model and conversation id, the prompt's and context's own
+ *   sha256 and size, and the door it came through when it is not the agent's (`via`);
  * - budgets (runs per hour, concurrent runs, sandbox CPU-seconds per day, runs waiting for review)
  *   and the loop breaker (the same code failing N times in a window) refuse with BUDGET_EXCEEDED;
  *   they are checked before any work is done and again under a per-agent lock in the transaction
@@ -30,18 +34,18 @@
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
 import { SUBMITTED_CONTENT, contentDigests } from "@/lib/audit/run-content";
-import { requireScope } from "@/lib/contracts/scopes";
+import { requireScope, type Actor } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { DataClass } from "@/lib/contracts/data-classes";
 import { runColumnValue, type RunColumnValue } from "@/lib/contracts/run-columns";
 import type { Db, Tx } from "@/lib/db";
-import { sha256Hex } from "@/lib/digest";
+import { jsonDigest, sha256Hex } from "@/lib/digest";
 import { env } from "@/lib/env";
 import { AppError, isAppError, type AppErrorCode } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import { analyzeScript } from "@/lib/intake/analyze";
 import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
-import { buildPolicyRequest } from "@/lib/policy/request";
+import { buildPolicyRequest, provenancePresence } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
 import { notifyEscalation } from "@/lib/runs/notify";
 import { decideRunLimits } from "@/lib/runs/limits";
@@ -50,11 +54,15 @@ import { transitionRun } from "@/lib/runs/states";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 import { findUnstorable, normalizeText } from "@/lib/untrusted/storable-text";
 
+/** Caps of the provenance texts, in UTF-8 bytes (the schemas' maxLength, in characters, is the same number: a bound never tighter). */
+export const PROVENANCE_BYTE_CAPS = { prompt: 32 * 1024, context: 64 * 1024 } as const;
+
 const provenanceSchema = z
   .object({
     model: z.string().max(200).optional(),
     conversationId: z.string().max(200).optional(),
-    prompt: z.string().max(20_000).optional(),
+    prompt: z.string().max(PROVENANCE_BYTE_CAPS.prompt).optional(),
+    context: z.string().max(PROVENANCE_BYTE_CAPS.context).optional(),
   })
   .strict();
 
@@ -90,6 +98,15 @@ function parseSubmit(raw: unknown) {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new AppError("bad_request", `${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}`);
+  }
+  for (const field of ["prompt", "context"] as const) {
+    const bytes = Buffer.byteLength(parsed.data.provenance[field] ?? "", "utf8");
+    const cap = PROVENANCE_BYTE_CAPS[field];
+    if (bytes > cap) {
+      throw new AppError("bad_request", `provenance.${field}: ${bytes} bytes; the limit is ${cap} bytes (${cap / 1024} KiB) in UTF-8.`, {
+        details: { field: `provenance.${field}`, bytes, limit: cap },
+      });
+    }
   }
   // Refused, never repaired: what the agent sent is what reviewers see and what is hashed.
   for (const [field, value] of Object.entries(parsed.data)) {
@@ -165,13 +182,34 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, 
 
 const STATUS_BY_DECISION = { allow: "auto_approved", escalate: "pending_review", deny: "denied" } as const;
 
+/** A door other than the agent's own (the CLI's `exec --agent`) and who used it, recorded in run.submitted. */
+export type SubmitOptions = { via?: { door: string; by: Actor } };
+
+const actorRef = (actor: Actor) =>
+  actor.type === "system" ? { type: actor.type, name: actor.name } : { type: actor.type, id: actor.id, ...("email" in actor ? { email: actor.email } : {}) };
+
+/**
+ * What run.submitted carries of the provenance besides the column's digest: the model and
+ * conversation id as given, and each long text (prompt, selected context) as its sha256 and size,
+ * so each is sealed on its own and can be checked without the others.
+ */
+function provenanceSeal(provenance: { model?: string; conversationId?: string; prompt?: string; context?: string }) {
+  const sealed = (text: string | undefined) => (text === undefined ? null : { sha256: sha256Hex(text), bytes: Buffer.byteLength(text, "utf8") });
+  return {
+    model: provenance.model ?? null,
+    conversationId: provenance.conversationId ?? null,
+    prompt: sealed(provenance.prompt),
+    context: sealed(provenance.context),
+  };
+}
+
 /**
  * Submits a proposal. A refused submission (malformed, too large, over budget, an idempotency
  * conflict) leaves a `run.refused` event naming the agent and the reason, then the error is thrown.
  */
-export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
+export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown, options: SubmitOptions = {}): Promise<RunView> {
   try {
-    return await submitProposal(deps, actor, raw);
+    return await submitProposal(deps, actor, raw, options);
   } catch (error) {
     if (isAppError(error) && REFUSALS_RECORDED.has(error.code)) await recordRefusal(deps.db, actor, raw, error);
     throw error;
@@ -199,7 +237,7 @@ async function recordRefusal(db: Db, actor: AgentActor, raw: unknown, error: App
     .catch((auditError: unknown) => console.error("recording a refused submission failed", auditError));
 }
 
-async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
+async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown, options: SubmitOptions): Promise<RunView> {
   requireScope(actor, "runs:submit");
   const input = parseSubmit(raw);
   const { db } = deps;
@@ -242,6 +280,7 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): P
     inputDataClasses: [...new Set(inputs.map((i) => i.dataClass as DataClass))],
     limits: RUN_LIMIT_DEFAULTS,
     isolation: deps.isolation,
+    provenance: provenancePresence(input.provenance),
   });
   const decision: PolicyDecision = policy
     ? decide(policyRequest, policy.prepared)
@@ -288,7 +327,9 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): P
         purpose: input.purpose,
         inputsDigest,
         language: input.language,
+        provenance: provenanceSeal(input.provenance),
         contentDigests: contentDigests(created, SUBMITTED_CONTENT),
+        ...(options.via ? { via: { door: options.via.door, ...actorRef(options.via.by) } } : {}),
       },
     });
     await transitionRun(
@@ -327,6 +368,9 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown): P
         audit: {
           decision: decision.decision,
           policyVersion: policy?.version ?? null,
+          // The policy text and the reasons as stored, so a run's evidence proves them (lib/audit/evidence.ts).
+          policyTextDigest: policy ? sha256Hex((await tx.policyVersion.findUniqueOrThrow({ where: { id: policy.id }, select: { text: true } })).text) : null,
+          decisionReasonsDigest: jsonDigest(runColumnValue("decisionReasons", decision.reasons)),
           reasons: decision.reasons.map((r) => r.policyId),
           approvalsRequired: decision.approvalsRequired,
           limits,

@@ -5,7 +5,7 @@
  * - `tools.searched {query, server, detail, results}` for every search_tools;
  * - `inputs.listed {count}` for every list_inputs;
  * - `run.result_read {via, dataClasses, status}` whenever a run's result is handed to the agent
- *   (get_run, submit_run when it answers with the result, tasks/result) and the run touches
+ *   (get_run, submit_run when it answers with the result, tasks/result, and `airlock exec --agent`) and the run touches
  *   regulated data — its inputs' classes or its tools' (facts.dataClasses), see
  *   REGULATED_DATA_CLASSES in lib/contracts/data-classes.ts.
  * Refusals (auth.forbidden) go through lib/audit/access.ts; rejected tokens through
@@ -37,7 +37,8 @@ export function runDataClasses(run: { inputs: Prisma.JsonValue; facts: Prisma.Js
   return [...classes].sort();
 }
 
-export type ResultDoor = "get_run" | "submit_run" | "tasks/result";
+/** Where a result was handed over: an MCP tool or task, or `airlock exec --agent` (lib/cli/exec.ts). */
+export type ResultDoor = "get_run" | "submit_run" | "tasks/result" | "cli:exec";
 
 /**
  * Before the agent is handed a run's view: records `run.result_read` when the view carries a

@@ -220,18 +220,18 @@ function asTask(client: Client, args: Record<string, unknown>) {
 }
 
 describe("MCP tool contract", () => {
-  it("tools/list: the five tools, each with a closed input schema and an output schema generated from zod, within 1,100 tokens", async () => {
+  it("tools/list: the six tools, each with a closed input schema and an output schema generated from zod, within 1,200 tokens", async () => {
     const client = await connect(agent);
     const list = await client.listTools();
     const byName = Object.fromEntries(list.tools.map((tool) => [tool.name, tool]));
-    expect(Object.keys(byName).sort()).toEqual(["cancel_run", "get_run", "list_inputs", "search_tools", "submit_run"]);
+    expect(Object.keys(byName).sort()).toEqual(["cancel_run", "get_run", "list_inputs", "record_outcome", "search_tools", "submit_run"]);
     for (const tool of list.tools) {
       expect(tool.inputSchema).toMatchObject({ type: "object", additionalProperties: false });
       expect(tool.outputSchema).toMatchObject({ type: "object", properties: expect.any(Object) });
       expect(tool.description!.length).toBeGreaterThan(10);
     }
     expect(JSON.stringify(list)).not.toContain("$schema");
-    expect(encode(JSON.stringify(list)).length).toBeLessThanOrEqual(1100);
+    expect(encode(JSON.stringify(list)).length).toBeLessThanOrEqual(1200);
 
     // The constraints the zod schemas enforce are published.
     const submit = byName.submit_run!.inputSchema.properties as Record<string, Record<string, unknown>>;
@@ -241,7 +241,14 @@ describe("MCP tool contract", () => {
     expect(submit.language).toMatchObject({ enum: ["typescript", "javascript"], default: "typescript" });
     expect(submit.inputs).toMatchObject({ maxItems: 20, items: { type: "string", maxLength: 128 } });
     expect(submit.idempotencyKey).toMatchObject({ minLength: 1, maxLength: 200 });
-    expect(submit.provenance).toMatchObject({ additionalProperties: false, properties: { prompt: { maxLength: 20000 }, model: { maxLength: 200 } } });
+    expect(submit.provenance).toMatchObject({
+      additionalProperties: false,
+      properties: { prompt: { maxLength: 32768 }, context: { maxLength: 65536 }, model: { maxLength: 200 } },
+    });
+    expect(byName.record_outcome!.inputSchema).toMatchObject({
+      required: ["runId", "action"],
+      properties: { action: { enum: ["answered_user", "passed_to_tool", "discarded", "other"] }, detail: { maxLength: 2000 } },
+    });
     expect(byName.get_run!.inputSchema.properties).toMatchObject({
       runId: { type: "string", format: "uuid", description: "From submit_run" },
       waitSeconds: { type: "number", minimum: 0, maximum: 60 },

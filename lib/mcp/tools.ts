@@ -1,11 +1,12 @@
 /**
- * The five agent tools (lib/mcp/define.ts for what a definition is). Names, argument names and
+ * The six agent tools (lib/mcp/define.ts for what a definition is). Names, argument names and
  * descriptions are a public contract: agents, e2e/mcp.spec.ts and the conformance suite use them.
  */
 import { z } from "zod";
 import { appRuntime } from "@/lib/runs/runtime";
 import { listDatasets } from "@/lib/runs/datasets";
 import { cancelRun } from "@/lib/runs/cancel";
+import { recordOutcome, recordOutcomeSchema } from "@/lib/runs/outcome";
 import { submitRun, submitRunSchema } from "@/lib/intake/submit";
 import { getRun, getRunSchema, type RunView } from "@/lib/runs/service";
 import { recordAgentRead, recordResultRead, type ResultDoor } from "./audit";
@@ -142,4 +143,17 @@ export const listInputs = defineTool({
   },
 });
 
-export const MCP_TOOLS: readonly McpTool[] = [searchTools, submitRunTool, getRunTool, cancelRunTool, listInputs];
+export const recordOutcomeTool = defineTool({
+  name: "record_outcome",
+  description: "After a run ended, record what you did with its result.",
+  scope: "runs:submit",
+  input: recordOutcomeSchema,
+  // Open, like runViewSchema: the answer also carries runId, action and at.
+  output: z.object({ outcomeId: z.string() }),
+  // recordOutcome validates with recordOutcomeSchema itself.
+  async rawHandler(args, { ctx, db }) {
+    return { value: await recordOutcome(db, ctx.agent, args) };
+  },
+});
+
+export const MCP_TOOLS: readonly McpTool[] = [searchTools, submitRunTool, getRunTool, cancelRunTool, listInputs, recordOutcomeTool];

@@ -25,6 +25,8 @@ function request(overrides: Partial<PolicyRequestInput> = {}) {
     inputDataClasses: [],
     limits: { timeoutMs: 30_000, cpuSeconds: 60, heapMb: 128, maxToolCalls: 100 },
     isolation: "strict",
+    // Provenance given: its own rule is request-provenance.test.ts's subject.
+    provenance: { hasModel: true, hasPrompt: true, hasConversation: true, hasContext: true },
     ...overrides,
   });
 }

@@ -6,16 +6,20 @@
  * `Proposal::"submitted"` carrying everything policy may look at: effect class, open world,
  * data classes of tools and inputs, finding codes and counts, the capability set and the
  * requested limits, and the sandbox isolation level the run is decided on (the level this
- * deployment executes at, lib/runs/isolation.ts). Every attribute is required, so a policy never
- * needs `has`.
+ * deployment executes at, lib/runs/isolation.ts). The request's context says which provenance the
+ * agent declared with the proposal (`context.provenance`: a model, a prompt, a conversation id,
+ * the context it selected) — only whether each is there, never its text. Every attribute is
+ * required, so a policy never needs `has`.
  *
  * Guarantees: the request is plain JSON (it can be stored with the decision and replayed
- * against a draft later), and it is built only from analysis output and server-side facts;
- * nothing in it is taken from the agent's own claims about its script.
+ * against a draft later), and the Proposal is built only from analysis output and server-side
+ * facts; nothing in it is taken from the agent's own claims about its script. The context holds
+ * the one thing the agent declares (whether it gave provenance), kept apart from the facts.
  *
  * Versioned: every stored request carries `schemaVersion`. A change that adds a Proposal
- * attribute bumps POLICY_REQUEST_VERSION and adds, in ADDED_ATTRIBUTES, the value that attribute
- * takes when an older stored request is replayed against a draft (`upgradePolicyRequest`).
+ * attribute (or a context attribute) bumps POLICY_REQUEST_VERSION and adds, in ADDED_ATTRIBUTES
+ * (ADDED_CONTEXT), the value it takes when an older stored request is replayed against a draft
+ * (`upgradePolicyRequest`).
  */
 import type { EntityJson, EntityUidJson } from "@cedar-policy/cedar-wasm/nodejs";
 import type { DataClass } from "@/lib/contracts/data-classes";
@@ -23,7 +27,7 @@ import type { ScriptFacts } from "@/lib/contracts/analysis";
 import type { Finding } from "@/lib/contracts/analysis";
 import type { IsolationLevel, RunLimits } from "@/lib/sandbox/types";
 
-export const POLICY_REQUEST_VERSION = 2;
+export const POLICY_REQUEST_VERSION = 3;
 
 /** Name under which the schema is pre-parsed inside the Cedar module. */
 export const SCHEMA_NAME = `airlock-v${POLICY_REQUEST_VERSION}`;
@@ -70,7 +74,15 @@ entity Proposal = {
 action run appliesTo {
   principal: Agent,
   resource: Proposal,
-  context: {},
+  context: {
+    // what the agent declared with the proposal (present and not blank), never the text itself
+    provenance: {
+      hasModel: Bool,
+      hasPrompt: Bool,
+      hasConversation: Bool,
+      hasContext: Bool,
+    },
+  },
 };
 `;
 
@@ -82,7 +94,24 @@ export type PolicyRequestInput = {
   inputDataClasses: readonly DataClass[];
   limits: RunLimits;
   isolation: IsolationLevel;
+  /** Which provenance the agent declared; absent means none (every flag false). */
+  provenance?: ProvenancePresence;
 };
+
+export type ProvenancePresence = { hasModel: boolean; hasPrompt: boolean; hasConversation: boolean; hasContext: boolean };
+
+const NO_PROVENANCE: ProvenancePresence = { hasModel: false, hasPrompt: false, hasConversation: false, hasContext: false };
+
+/** Which of the declared provenance fields are there (a blank string counts as absent). */
+export function provenancePresence(provenance: { model?: string; prompt?: string; conversationId?: string; context?: string }): ProvenancePresence {
+  const given = (value: string | undefined) => Boolean(value?.trim());
+  return {
+    hasModel: given(provenance.model),
+    hasPrompt: given(provenance.prompt),
+    hasConversation: given(provenance.conversationId),
+    hasContext: given(provenance.context),
+  };
+}
 
 export type PolicyRequest = {
   /** POLICY_REQUEST_VERSION when built; requests stored before versioning have none (= 1). */
@@ -90,7 +119,8 @@ export type PolicyRequest = {
   principal: EntityUidJson;
   action: EntityUidJson;
   resource: EntityUidJson;
-  context: Record<string, never>;
+  /** `{}` in requests stored before version 3. */
+  context: { provenance?: ProvenancePresence };
   entities: EntityJson[];
 };
 
@@ -107,7 +137,7 @@ export function buildPolicyRequest(input: PolicyRequestInput): PolicyRequest {
     principal,
     action: { type: "Action", id: "run" },
     resource,
-    context: {},
+    context: { provenance: { ...(input.provenance ?? NO_PROVENANCE) } },
     entities: [
       { uid: owner, attrs: {}, parents: [] },
       { uid: principal, attrs: { owner: { __entity: owner } }, parents: [] },
@@ -150,15 +180,27 @@ export function buildPolicyRequest(input: PolicyRequestInput): PolicyRequest {
  */
 const ADDED_ATTRIBUTES: Readonly<Record<number, Readonly<Record<string, unknown>>>> = { 2: { isolation: "strict" } };
 
+/**
+ * Context attributes added after version 1, likewise. Version 3 added `provenance`; requests
+ * decided before it replay as if no provenance had been given (what was given then was not
+ * looked at, and the flags cannot be recovered from the request).
+ */
+const ADDED_CONTEXT: Readonly<Record<number, Readonly<Record<string, unknown>>>> = { 3: { provenance: NO_PROVENANCE } };
+
 /** A stored request brought to the current schema version, for replay against a draft. */
 export function upgradePolicyRequest(stored: PolicyRequest): PolicyRequest {
   const from = stored.schemaVersion ?? 1;
   if (from >= POLICY_REQUEST_VERSION) return stored;
   const added: Record<string, unknown> = {};
-  for (let version = from + 1; version <= POLICY_REQUEST_VERSION; version++) Object.assign(added, ADDED_ATTRIBUTES[version]);
+  const addedContext: Record<string, unknown> = {};
+  for (let version = from + 1; version <= POLICY_REQUEST_VERSION; version++) {
+    Object.assign(added, ADDED_ATTRIBUTES[version]);
+    Object.assign(addedContext, ADDED_CONTEXT[version]);
+  }
   return {
     ...stored,
     schemaVersion: POLICY_REQUEST_VERSION,
+    context: { ...addedContext, ...stored.context } as PolicyRequest["context"],
     entities: stored.entities.map((entity) =>
       "type" in entity.uid && entity.uid.type === "Proposal"
         ? { ...entity, attrs: { ...added, ...(entity.attrs as Record<string, unknown>) } as EntityJson["attrs"] }

@@ -9,7 +9,9 @@ export type { HighlightedLine, Token, TokenKind } from "./highlight";
 export type { QueueFilters, QueueItem, QueueView } from "./queue-presenter";
 export type { RunRow } from "./runs-presenter";
 export type { Effect, Risk, RiskLevel, RunFacts } from "./risk";
+export type { ArtifactPreview, TreeNode } from "@/lib/runs/artifacts-preview";
 export type {
+  ArtifactItem,
   CapabilityItem,
   CodeView,
   DecisionBinding,

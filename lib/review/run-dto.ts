@@ -7,6 +7,7 @@
  * (./inert.ts), to be rendered through components/ui/inert.tsx. Code keeps every character, to be
  * marked, never dropped.
  */
+import type { ArtifactPreview } from "@/lib/runs/artifacts-preview";
 import type { DecidedRunLimits } from "@/lib/runs/limits";
 import type { ToolUses } from "./tool-uses";
 import type { DecisionBlockerCode } from "./decision-rules";
@@ -49,7 +50,18 @@ export type CodeView = { lines: HighlightedLine[]; findingsByLine: Record<number
 
 export type ReasonItem = { policyId: string; text: string; source: string };
 
-export type ProvenanceView = { model: string | null; conversationId: string | null; prompt: string | null; promptLength: number };
+export type ProvenanceView = {
+  model: string | null;
+  conversationId: string | null;
+  prompt: string | null;
+  promptLength: number;
+  /** The context the agent selected for the model (an excerpt), and its full length in characters. */
+  context: string | null;
+  contextLength: number;
+};
+
+/** What the agent said it did with the run's result (record_outcome), oldest first. */
+export type AgentOutcomeItem = { id: string; at: string; action: string; detail: string | null };
 
 export type PreviousAttempt = { id: string; createdAt: string; status: string; diff: LineDiff };
 
@@ -61,9 +73,24 @@ export type OutcomeView = {
   stats: { wallMs: number | null; cpuMs: number | null; peakRssMb: number | null; toolCalls: number | null };
   flags: string[];
   truncated: boolean;
-  artifacts: { name: string; sizeBytes: number; sha256: string }[];
+  artifacts: ArtifactItem[];
   error: { code: string; message: string; untrusted: boolean } | null;
   isolation: string | null;
+};
+
+/** A file the run wrote under ./out/, as sealed in `execution`, with its stored bytes' state and preview. */
+export type ArtifactItem = {
+  name: string;
+  sizeBytes: number;
+  sha256: string;
+  /** Sniffed from the bytes when they were stored; null for a run from before. */
+  mediaType: string | null;
+  /** The download route; null when no bytes were stored for it. */
+  downloadUrl: string | null;
+  /** The image route, for an `<img>` preview of a PNG or SVG; null otherwise. */
+  imageUrl: string | null;
+  purgedAt: string | null;
+  preview: ArtifactPreview;
 };
 
 /** The writes a plan preview intercepted, as reviewers approve them (lib/runs/plan.ts). */
@@ -122,6 +149,7 @@ export type RunDetail = {
   sameCode: SameCodeItem[];
   timeline: TimelineItem[];
   outcome: OutcomeView | null;
+  agentOutcomes: AgentOutcomeItem[];
   toolCalls: ToolCallItem[];
   binding: DecisionBinding;
   viewer: ViewerView;

@@ -13,6 +13,7 @@ import { runColumn, type RunPlan } from "@/lib/contracts/run-columns";
 import "server-only";
 import type { UserActor } from "@/lib/auth/session";
 import type { Db } from "@/lib/db";
+import { loadRunArtifacts } from "@/lib/runs/artifacts";
 import { parseRunLimits } from "@/lib/runs/limits";
 import { moneyTotals } from "@/lib/runs/plan";
 import { inertText } from "@/lib/untrusted/inert";
@@ -20,6 +21,7 @@ import { toolUses } from "./tool-uses";
 import { riskOf, runFacts } from "./risk";
 import type { PlanView, RunDetail } from "./run-dto";
 import {
+  agentOutcomeItems,
   capabilityItems,
   codeView,
   findingItems,
@@ -27,6 +29,7 @@ import {
   outcomeView,
   previousAttemptView,
   provenanceView,
+  withPurgeNotices,
   reasonItems,
   reviewItems,
   sameCodeItems,
@@ -48,6 +51,7 @@ function loadRun(db: Db, id: string) {
       policyVersion: { select: { version: true } },
       reviews: { orderBy: { createdAt: "asc" }, include: { reviewer: { select: { email: true, name: true } } } },
       toolCalls: { orderBy: { seq: "asc" } },
+      outcomes: { orderBy: { at: "asc" } },
     },
   });
 }
@@ -130,18 +134,20 @@ function planView(plan: RunPlan | null): PlanView | null {
 
 export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<RunDetail | null> {
   if (!UUID.test(id)) return null;
-  const run = await loadRun(db, id);
-  if (!run) return null;
+  const loaded = await loadRun(db, id);
+  if (!loaded) return null;
+  const run = withPurgeNotices(loaded);
 
   const capabilitySet = runColumn(run, "capabilitySet") ?? [];
   const provenance = runColumn(run, "provenance") ?? {};
   const inputs = runColumn(run, "inputs") ?? [];
-  const [tools, datasets, previous, sameCode, events] = await Promise.all([
+  const [tools, datasets, previous, sameCode, events, artifacts] = await Promise.all([
     loadTools(db, capabilitySet),
     db.dataset.findMany({ where: { id: { in: inputs.map((i) => i.datasetId) } } }),
     loadPreviousAttempt(db, run, provenance.conversationId),
     loadSameCode(db, run),
     loadEvents(db, run.id),
+    loadRunArtifacts(db, run.id),
   ]);
   const names = await loadActorNames(db, events);
 
@@ -177,7 +183,8 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     previousAttempt: previousAttemptView(previous, run.code),
     sameCode: sameCodeItems(sameCode),
     timeline: timelineItems(events, names),
-    outcome: outcomeView(run),
+    outcome: outcomeView(run, artifacts),
+    agentOutcomes: agentOutcomeItems(run.outcomes),
     toolCalls: toolCallItems(run.toolCalls),
     binding: {
       codeSha256: run.codeSha256,

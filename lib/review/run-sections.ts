@@ -7,6 +7,7 @@
  * read defensively (a missing or odd field becomes null, empty or a string, never a crash); every
  * string from an agent, a script, a tool or a dataset goes through ./inert.ts.
  */
+import { purgeNotice } from "@/lib/audit/run-content";
 import { runColumn, type RunColumnValue } from "@/lib/contracts/run-columns";
 import type { Finding } from "@/lib/contracts/analysis";
 import { CANCELLABLE_BEFORE_START, EXECUTED_STATUSES } from "@/lib/contracts/run-states";
@@ -16,7 +17,12 @@ import { decisionBlocker, type DecisionSubject } from "./decision-rules";
 import { diffLines } from "@/lib/untrusted/diff";
 import { highlight } from "./highlight";
 import { hasHiddenCharacters, inertCode, inertJson, inertText } from "@/lib/untrusted/inert";
+import type { LoadedArtifact } from "@/lib/runs/artifacts";
+import { artifactUrl } from "@/lib/runs/artifacts-media";
+import { artifactPreview, type ArtifactPreview } from "@/lib/runs/artifacts-preview";
 import type {
+  AgentOutcomeItem,
+  ArtifactItem,
   CapabilityItem,
   CodeView,
   FindingItem,
@@ -31,6 +37,42 @@ import type {
   ToolCallItem,
   ViewerView,
 } from "./run-dto";
+
+/** The columns withPurgeNotices replaces, and the tool calls' payloads. */
+type PurgeableRun = {
+  purged: unknown;
+  code: string;
+  purpose: string;
+  result: unknown;
+  execution: unknown;
+  provenance: unknown;
+  toolCalls: { purgedAt: Date | null; args: unknown; result: unknown }[];
+};
+
+/**
+ * The run with what retention purged (lib/audit/retention.ts) replaced by "purged on DATE by
+ * retention", so every section shows that instead of an empty value: the code (as a comment), the
+ * purpose, the result, the logs (one line), the prompt and context, and each purged tool call's
+ * arguments and result.
+ */
+export function withPurgeNotices<R extends PurgeableRun>(run: R): R {
+  const notice = (field: string) => purgeNotice(run.purged, field);
+  const execution = runColumn({ id: "", execution: run.execution }, "execution");
+  const provenance = notice("provenance");
+  return {
+    ...run,
+    code: notice("code") ? `// ${notice("code")}` : run.code,
+    purpose: notice("purpose") ?? run.purpose,
+    result: notice("result") ?? run.result,
+    execution: notice("execution") && execution ? { ...execution, logs: [{ level: "log", text: notice("execution") }] } : run.execution,
+    provenance: provenance && run.provenance && typeof run.provenance === "object" ? { ...run.provenance, prompt: provenance } : run.provenance,
+    toolCalls: run.toolCalls.map((call) => {
+      if (!call.purgedAt) return call;
+      const purged = `purged on ${call.purgedAt.toISOString().slice(0, 10)} by retention`;
+      return { ...call, args: purged, result: purged };
+    }),
+  };
+}
 
 export type StoredInput = RunColumnValue<"inputs">[number];
 export type StoredProvenance = RunColumnValue<"provenance">;
@@ -135,7 +177,19 @@ export function provenanceView(provenance: StoredProvenance): ProvenanceView {
     conversationId: provenance.conversationId ? inertText(String(provenance.conversationId), 200) : null,
     prompt: provenance.prompt ? inertText(String(provenance.prompt), 1_000) : null,
     promptLength: typeof provenance.prompt === "string" ? provenance.prompt.length : 0,
+    context: provenance.context ? inertText(String(provenance.context), 1_000) : null,
+    contextLength: typeof provenance.context === "string" ? provenance.context.length : 0,
   };
+}
+
+/** The agent's record_outcome rows; the detail is agent text, made inert. */
+export function agentOutcomeItems(rows: readonly { id: string; at: Date; action: string; detail: string | null }[]): AgentOutcomeItem[] {
+  return rows.map((row) => ({
+    id: row.id,
+    at: row.at.toISOString(),
+    action: words(row.action),
+    detail: row.detail === null ? null : inertText(row.detail, 2_000),
+  }));
 }
 
 /** The diff from the agent's previous attempt in the same conversation; code keeps every character. */
@@ -182,8 +236,42 @@ export function timelineItems(events: Pick<AuditEvent, "id" | "at" | "action" | 
   }));
 }
 
+/** Previews on one page at most; later artifacts are listed without one. */
+const MAX_PREVIEWS = 20;
+
+/**
+ * The artifacts as sealed in `execution` (the list the terminal event digests), each with its
+ * stored bytes' state (lib/runs/artifacts.ts loadRunArtifacts) and its preview.
+ */
+export function artifactItems(runId: string, sealed: RunColumnValue<"execution">["artifacts"], stored: readonly LoadedArtifact[]): ArtifactItem[] {
+  const byName = new Map(stored.map((artifact) => [artifact.name, artifact]));
+  let previews = 0;
+  return sealed.map((artifact) => {
+    const row = byName.get(artifact.name);
+    const mediaType = row?.mediaType ?? artifact.mediaType ?? null;
+    let preview: ArtifactPreview = row
+      ? artifactPreview(row, row.bytes, row.purgedAt !== null)
+      : { kind: "none", reason: "the bytes were not kept (the run ended before artifacts were stored)" };
+    if (preview.kind !== "none" && ++previews > MAX_PREVIEWS)
+      preview = { kind: "none", reason: `only the first ${MAX_PREVIEWS} previews are shown; download it` };
+    return {
+      name: inertText(artifact.name, 600),
+      sizeBytes: artifact.sizeBytes,
+      sha256: artifact.sha256,
+      mediaType,
+      downloadUrl: row && !row.purgedAt ? artifactUrl(runId, row.name, "download") : null,
+      imageUrl: row && preview.kind === "image" ? artifactUrl(runId, row.name, "image") : null,
+      purgedAt: row?.purgedAt?.toISOString() ?? null,
+      preview,
+    };
+  });
+}
+
 /** What running produced; null until the run reached a terminal state after starting. */
-export function outcomeView(run: Pick<Run, "id" | "status" | "finishedAt" | "result" | "error" | "execution" | "isolation">): OutcomeView | null {
+export function outcomeView(
+  run: Pick<Run, "id" | "status" | "finishedAt" | "result" | "error" | "execution" | "isolation">,
+  storedArtifacts: readonly LoadedArtifact[] = [],
+): OutcomeView | null {
   if (!run.finishedAt || !(EXECUTED_STATUSES as readonly string[]).includes(run.status)) return null;
   const execution = runColumn(run, "execution");
   const error = runColumn(run, "error");
@@ -198,7 +286,7 @@ export function outcomeView(run: Pick<Run, "id" | "status" | "finishedAt" | "res
     },
     flags: (execution?.flags ?? []).map((f) => inertText(f, 500)),
     truncated: execution?.truncated ?? false,
-    artifacts: (execution?.artifacts ?? []).map((a) => ({ name: inertText(a.name, 300), sizeBytes: a.sizeBytes, sha256: a.sha256 })),
+    artifacts: artifactItems(run.id, execution?.artifacts ?? [], storedArtifacts),
     error: error ? { code: error.code, message: inertText(error.message, 10_000), untrusted: error.untrusted } : null,
     isolation: run.isolation,
   };

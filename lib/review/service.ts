@@ -16,6 +16,8 @@
  *   conditional update (`WHERE status = 'pending_review'`) in the same transaction as the Review
  *   row (unique per reviewer, so one vote per person) and the audit events. Of two simultaneous
  *   final approvals exactly one queues the run; the other is told it was already decided;
+ * - the `run.reviewed` event carries the verdict, the comment and the reviewer's name and email,
+ *   so a run's evidence file proves them from the chain (lib/audit/evidence.ts);
  * - quorum: the run is `approved` and `queued` only when the distinct approvals reach
  *   `approvalsRequired`; reject → `rejected`, request changes → `changes_requested` (terminal);
  * - after the commit, the one transaction that queued the run hands it to the executor, once,
@@ -173,11 +175,13 @@ export async function decideRun({ db, startExecution }: ReviewDeps, actor: Actor
       });
       const approvals = { received: approvers.length, required: Math.max(1, run.approvalsRequired), by: approvers.map((r) => r.reviewer.email) };
       const subject = { type: "run", id: runId };
+      // Who decided, by name and email as they are now: a run's evidence names reviewers from here (lib/audit/evidence.ts).
+      const reviewer = await tx.user.findUniqueOrThrow({ where: { id: actor.id }, select: { name: true, email: true } });
       await recordAudit(tx, {
         actor,
         action: "run.reviewed",
         subject,
-        data: { verdict, comment: comment ?? null, approvals: approvals.received, approvalsRequired: approvals.required, seen },
+        data: { verdict, comment: comment ?? null, reviewer, approvals: approvals.received, approvalsRequired: approvals.required, seen },
       });
 
       if (verdict !== "approve") {

@@ -22,6 +22,8 @@
  * - content from the script and from upstreams (results, logs, errors, tool arguments and tool
  *   results) is normalized once, here, before it is stored, sealed or returned; the upstream gets
  *   the original arguments; the envelope is flagged `content_normalized` when anything changed;
+ * - the files the script wrote under ./out/ are stored with the terminal state, in its transaction
+ *   (lib/runs/artifacts.ts), and listed with their sha256 in `execution`, which its event digests;
  * - the run always ends: the terminal state is written conditionally on `running` with the whole
  *   envelope and its audit event; if that write fails anyway, a second, minimal write ends the run
  *   `failed` with STORAGE_REJECTED and its audit event. Only if both fail (the database is gone)
@@ -42,6 +44,7 @@ import type { Prisma, Run } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import type { IsolationLevel } from "@/lib/sandbox/types";
 import { CONTENT_NORMALIZED_FLAG, normalizeContent } from "@/lib/untrusted/storable-text";
+import { artifactRecords, storeArtifacts } from "./artifacts";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
 import { parseRunLimits } from "./limits";
 import { PlanFollower } from "./plan";
@@ -300,6 +303,7 @@ async function finish(db: Db, fence: RunFence, envelope: Envelope): Promise<void
   const held = { executorId: fence.executorId, attempt: fence.attempt };
   try {
     await db.$transaction(async (tx) => {
+      const artifacts = artifactRecords(envelope.artifacts);
       const written = await transitionRun(tx, SYSTEM, {
         runId: fence.runId,
         from: "running",
@@ -314,7 +318,7 @@ async function finish(db: Db, fence: RunFence, envelope: Envelope): Promise<void
             logs: envelope.logs,
             flags: envelope.flags,
             truncated: envelope.truncated,
-            artifacts: envelope.artifacts.map(({ name, sizeBytes, sha256 }) => ({ name, sizeBytes, sha256 })),
+            artifacts: artifacts.map(({ name, sizeBytes, sha256, mediaType }) => ({ name, sizeBytes, sha256, mediaType })),
           }),
           isolation: envelope.isolation.level,
         },
@@ -327,6 +331,7 @@ async function finish(db: Db, fence: RunFence, envelope: Envelope): Promise<void
         },
       });
       if (!written) console.error(`run ${fence.runId}: no longer held by this executor when its result arrived; result dropped`);
+      else await storeArtifacts(tx, fence.runId, artifacts);
     });
   } catch (error) {
     console.error(`run ${fence.runId}: the terminal write failed; ending it with STORAGE_REJECTED`, error);

@@ -11,18 +11,12 @@
  */
 import type { Db } from "@/lib/db";
 import { prisma } from "@/lib/db";
-import { env } from "@/lib/env";
+import { consoleBaseUrl, env } from "@/lib/env";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 
 export type SlackMessage = { text: string; blocks?: { type: "section"; text: { type: "mrkdwn"; text: string } }[] };
 
 const TIMEOUT_MS = 5_000;
-
-/** Where people open the console: AIRLOCK_PUBLIC_URL, else the local address. */
-export function consoleBaseUrl(): string {
-  const config = env();
-  return (config.AIRLOCK_PUBLIC_URL ?? `http://127.0.0.1:${config.PORT}`).replace(/\/+$/, "");
-}
 
 function escapeMrkdwn(text: string): string {
   return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");

@@ -23,13 +23,17 @@
  * runs whose job was lost (deferred ones included) and previews whose job or executor was lost (a
  * preview writes nothing, so running it again is safe), hands runs whose executor stopped heartbeating
  * to ./recovery.ts (retried at most once, and only when nothing with an effect could have
- * happened), and prunes silent executors and the slots of ended runs. Every ten minutes one worker
- * verifies the audit chain since the last checkpoint and signs a new one (lib/audit).
+ * happened), and prunes silent executors and the slots of ended runs. Every minute
+ * (CHECKPOINT_INTERVAL_MINUTES) one worker verifies the audit chain since the last checkpoint and,
+ * when events were appended since, signs a new one (lib/audit). Every hour one worker runs the
+ * retention job (lib/audit/retention.ts) with the config's windows: it purges expired payloads.
  */
 import { randomUUID } from "node:crypto";
 import { run as runWorker, type Runner } from "graphile-worker";
 import { z } from "zod";
 import { CHECKPOINT_INTERVAL_MINUTES, checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
+import { RETENTION_CRON, purgeExpired } from "@/lib/audit/retention";
+import type { RetentionDays } from "@/lib/audit/retention-windows";
 import { checkpointAudited } from "@/lib/audit/service";
 import { expireReviews } from "./expiry";
 import type { Db } from "@/lib/db";
@@ -43,6 +47,7 @@ export const EXECUTE_RUN = "execute_run";
 export const PREVIEW_RUN = "preview_run";
 export const MAINTENANCE = "runs_maintenance";
 export const AUDIT_CHECKPOINT = "audit_checkpoint";
+export const RETENTION_PURGE = "retention_purge";
 
 const payloadSchema = z.object({ runId: z.uuid() }).strict();
 
@@ -109,6 +114,8 @@ export async function startRunQueue(options: {
   /** How long stop() lets runs in flight finish before aborting them (they then fail EXECUTOR_LOST). */
   drainMs?: number;
   maintenance?: MaintenanceOptions;
+  /** The retention windows (the config's `retention.days`) the hourly purge applies. */
+  retention: RetentionDays;
 }): Promise<RunQueue> {
   const maintenance = options.maintenance ?? DEFAULT_MAINTENANCE;
   let runner: Runner | null = null;
@@ -141,7 +148,7 @@ export async function startRunQueue(options: {
     noHandleSignals: true,
     gracefulShutdownAbortTimeout: options.drainMs ?? 60_000,
     logger: quietQueueLogger,
-    crontab: `* * * * * ${MAINTENANCE}\n*/${CHECKPOINT_INTERVAL_MINUTES} * * * * ${AUDIT_CHECKPOINT}`,
+    crontab: `* * * * * ${MAINTENANCE}\n*/${CHECKPOINT_INTERVAL_MINUTES} * * * * ${AUDIT_CHECKPOINT}\n${RETENTION_CRON} ${RETENTION_PURGE}`,
     taskList: {
       [EXECUTE_RUN]: async (payload, helpers) => {
         const { runId } = payloadSchema.parse(payload);
@@ -164,6 +171,9 @@ export async function startRunQueue(options: {
       [AUDIT_CHECKPOINT]: async () => {
         const { report } = await checkpointAudited(options.db, { type: "system", name: "audit-checkpointer" }, checkpointConfigFromEnv());
         if (!report.ok) console.error(`audit chain verification failed: ${JSON.stringify(report.broken)}`);
+      },
+      [RETENTION_PURGE]: async () => {
+        await purgeExpired(options.db, { asOf: new Date(), days: options.retention });
       },
     },
   }).catch(async (error: unknown) => {

@@ -98,6 +98,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       concurrency: Math.max(1, config.sandbox.poolSize),
       drainMs: options.drainMs,
       maintenance: options.maintenance,
+      retention: config.retention.days,
       executor: {
         executorId: options.executorId ?? `${hostname()}-${process.pid}`,
         isolation: sandbox.level,

@@ -4,12 +4,13 @@
  */
 import type { Metadata } from "next";
 import { redirect } from "next/navigation";
+import { AuditExportForm } from "@/components/audit/export-form";
 import { AuditSearchForm, type SearchFormValues } from "@/components/audit/search-form";
 import { AuditSearchResults } from "@/components/audit/search-results";
 import { VerificationPanel } from "@/components/audit/verification-panel";
 import { PageHeader } from "@/components/ui/primitives";
 import { filtersFromSearchParams, filtersToSearchParams } from "@/lib/audit/filters";
-import { lastVerification } from "@/lib/audit/presenter";
+import { filterSuggestions, lastVerification } from "@/lib/audit/presenter";
 import { searchAudited } from "@/lib/audit/service";
 import { userPage } from "@/lib/auth/user-route";
 import { hasScope } from "@/lib/contracts/scopes";
@@ -42,9 +43,10 @@ export default userPage("audit:read", async function AuditPage(user, { searchPar
       .filter(([, value]) => value !== undefined),
   ) as SearchFormValues;
 
-  const [page, last] = await Promise.all([
+  const [page, last, suggestions] = await Promise.all([
     parsed.ok ? searchAudited(prisma(), user, parsed.filters, { after }) : Promise.resolve(null),
     lastVerification(prisma()),
+    filterSuggestions(prisma()),
   ]);
   const query = parsed.ok ? filtersToSearchParams(parsed.filters) : new URLSearchParams();
   const nextHref = page?.nextCursor ? `/audit?${new URLSearchParams([...query.entries(), ["after", page.nextCursor]])}` : null;
@@ -57,20 +59,16 @@ export default userPage("audit:read", async function AuditPage(user, { searchPar
         description="Find any run by what it did, see its whole story, export evidence, and check that the log is intact. Searches, views and exports are audited."
       />
       <VerificationPanel last={last} action={verifyAuditAction} />
-      <AuditSearchForm values={values} statuses={Object.values(RunStatus)} decisions={Object.values(Decision)} dataClasses={Object.values(DataClass)} />
+      <AuditSearchForm
+        values={values}
+        statuses={Object.values(RunStatus)}
+        decisions={Object.values(Decision)}
+        dataClasses={Object.values(DataClass)}
+        suggestions={suggestions}
+      />
       <div className="my-4 flex flex-wrap items-center justify-between gap-2 text-sm">
         <p className="text-slate-600">{page ? `${page.items.length}${page.nextCursor ? "+" : ""} run(s), newest first` : ""}</p>
-        {canExport && parsed.ok ? (
-          <p className="space-x-3">
-            <span className="text-slate-600">Export the matching events:</span>
-            <a className="text-teal-700 underline" href={`/api/audit/export?${new URLSearchParams([...query.entries(), ["format", "jsonl"]])}`}>
-              JSONL
-            </a>
-            <a className="text-teal-700 underline" href={`/api/audit/export?${new URLSearchParams([...query.entries(), ["format", "csv"]])}`}>
-              CSV
-            </a>
-          </p>
-        ) : null}
+        {canExport && parsed.ok ? <AuditExportForm query={query} /> : null}
       </div>
       {parsed.ok ? (
         <AuditSearchResults rows={page!.items} nextHref={nextHref} />

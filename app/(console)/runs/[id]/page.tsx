@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import { headers } from "next/headers";
 import { notFound } from "next/navigation";
+import { Artifacts } from "@/components/run/artifacts";
 import { AutoRefresh } from "@/components/run/auto-refresh";
 import { CancelButton } from "@/components/run/cancel-button";
 import { CodeView, DiffView } from "@/components/run/code-view";
@@ -8,6 +9,7 @@ import { DecisionForm } from "@/components/run/decision-form";
 import { PlanTable } from "@/components/run/plan-table";
 import { ToolUsesTable } from "@/components/run/tool-uses";
 import {
+  AgentOutcomes,
   Capabilities,
   Inputs,
   Limits,
@@ -174,6 +176,18 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
       {run.outcome ? (
         <Section title="Outcome" id="outcome">
           <Outcome run={run} />
+        </Section>
+      ) : null}
+
+      {run.outcome || run.agentOutcomes.length > 0 ? (
+        <Section title="What the agent did with the result" id="agent-outcomes">
+          <AgentOutcomes run={run} />
+        </Section>
+      ) : null}
+
+      {run.outcome && run.outcome.artifacts.length > 0 ? (
+        <Section title="Artifacts" id="artifacts">
+          <Artifacts artifacts={run.outcome.artifacts} />
         </Section>
       ) : null}
 

@@ -1,11 +1,13 @@
 /**
- * GET /api/audit/export?format=jsonl|csv&<search filters> — streams the matching audit events
- * (lib/audit/export.ts) to a signed-in user with audit:export. The export is audited
- * ("audit.exported") before the first byte is sent. The manifest is the first JSONL line, and
- * for both formats also the X-Airlock-Manifest header (JSON, non-ASCII escaped).
+ * GET /api/audit/export?format=jsonl|csv[&rows=events|runs][&auditReads=include|exclude]&<search filters>
+ * — streams the matching audit events, or one row per matching run (`rows=runs`), without the
+ * log's own reads when `auditReads=exclude` (lib/audit/export.ts), to a signed-in user with
+ * audit:export. The export is audited ("audit.exported") before the first byte is sent. The
+ * manifest is the first JSONL line, and for both formats also the X-Airlock-Manifest header
+ * (JSON, non-ASCII escaped).
  */
 import { NextResponse } from "next/server";
-import { EXPORT_FORMATS, type ExportFormat } from "@/lib/audit/export";
+import { EXPORT_FORMATS, EXPORT_ROWS, type ExportFormat, type ExportRows } from "@/lib/audit/export";
 import { filtersFromSearchParams } from "@/lib/audit/filters";
 import { exportAudited } from "@/lib/audit/service";
 import { userRoute } from "@/lib/auth/user-route";
@@ -20,9 +22,18 @@ const CONTENT_TYPE: Record<ExportFormat, string> = { jsonl: "application/x-ndjso
 export const GET = userRoute("audit:export", async (user, request) => {
   const format = request.nextUrl.searchParams.get("format") ?? "";
   if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new AppError("bad_request", "format must be jsonl or csv");
-  const parsed = filtersFromSearchParams(request.nextUrl.searchParams, ["format"]);
+  const params = request.nextUrl.searchParams;
+  const kind = params.get("rows") ?? "events";
+  if (!(EXPORT_ROWS as readonly string[]).includes(kind)) throw new AppError("bad_request", "rows must be events or runs");
+  const auditReads = params.get("auditReads") ?? "include";
+  if (auditReads !== "include" && auditReads !== "exclude") throw new AppError("bad_request", "auditReads must be include or exclude");
+  if (kind === "runs" && auditReads === "exclude") throw new AppError("bad_request", "auditReads applies to event rows, not rows=runs");
+  const parsed = filtersFromSearchParams(params, ["format", "rows", "auditReads"]);
   if (!parsed.ok) throw new AppError("bad_request", parsed.error);
-  const { manifest, rows } = await exportAudited(prisma(), user, parsed.filters, format as ExportFormat);
+  const { manifest, rows } = await exportAudited(prisma(), user, parsed.filters, format as ExportFormat, {
+    rows: kind as ExportRows,
+    excludeAuditReads: auditReads === "exclude",
+  });
   const encoder = new TextEncoder();
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -43,7 +54,7 @@ export const GET = userRoute("audit:export", async (user, request) => {
   return new NextResponse(body, {
     headers: {
       "content-type": CONTENT_TYPE[format as ExportFormat],
-      "content-disposition": `attachment; filename="airlock-audit-${stamp}.${format}"`,
+      "content-disposition": `attachment; filename="airlock-audit-${kind === "runs" ? "runs-" : ""}${stamp}.${format}"`,
       "cache-control": "no-store",
       "x-airlock-manifest": JSON.stringify(manifest).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
     },

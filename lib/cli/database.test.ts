@@ -1,0 +1,98 @@
+/**
+ * The CLI never creates a database when it reads one: the real `airlock` binary (bin/airlock.mjs,
+ * a child process) run for `audit verify`, `audit export` and `exec --agent` where there is no
+ * Airlock database fails with one line naming where it looked, exit 1, and leaves nothing behind —
+ * no folder, no PostgreSQL cluster, no database, no schema. Before, `audit verify` on an empty data
+ * directory made a cluster and reported "OK: 0 event(s) verified".
+ */
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { childProcessEnv } from "@/lib/env";
+import { REPO_ROOT } from "@/lib/sandbox/host";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { withAdminClient, withDatabase } from "@/lib/testing/database-url";
+
+const dir = mkdtempSync(join(tmpdir(), "airlock-cli-db-test-"));
+const script = join(dir, "script.js");
+writeFileSync(script, "return 1;");
+const databases: TestDatabase[] = [];
+
+afterAll(async () => {
+  for (const database of databases) await database.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Runs the CLI as a user would, with only these Airlock settings in its environment. */
+function airlock(args: string[], settings: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env = childProcessEnv();
+  for (const key of Object.keys(env)) if (key.startsWith("AIRLOCK_") || key === "DATABASE_URL") delete env[key];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), ...args], { cwd: REPO_ROOT, env: { ...env, ...settings } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const READS = [
+  ["audit", "verify"],
+  ["audit", "export", "--format", "jsonl"],
+  ["exec", "--agent", "bot", script],
+];
+
+describe("reading where there is no database", () => {
+  it.each(READS)(
+    "%s %s … in an empty data directory: one line naming it, exit 1, and the directory stays empty",
+    async (...args) => {
+      const dataDir = join(dir, `empty-${args[1]!.replace(/\W/g, "")}`);
+      mkdirSync(dataDir);
+      const result = await airlock(args, { AIRLOCK_DATA_DIR: dataDir });
+      expect(result).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: `airlock: No Airlock database in ${dataDir}: no PostgreSQL cluster there (set AIRLOCK_DATA_DIR to the server's data directory, or DATABASE_URL). Nothing was created.\n`,
+      });
+      expect(readdirSync(dataDir)).toEqual([]);
+    },
+    60_000,
+  );
+
+  it("a data directory that does not exist is not created", async () => {
+    const dataDir = join(dir, "never", "made");
+    const result = await airlock(["audit", "verify"], { AIRLOCK_DATA_DIR: dataDir });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`No Airlock database in ${dataDir}: `);
+    expect(existsSync(join(dir, "never"))).toBe(false);
+  }, 60_000);
+
+  it("DATABASE_URL naming a database that does not exist: named without its password, and not created", async () => {
+    const { adminUrl } = inject("airlockDatabase");
+    const url = withDatabase(adminUrl, "airlock_cli_missing_db");
+    const shown = new URL(url);
+    shown.password = "";
+    const result = await airlock(["audit", "verify"], { DATABASE_URL: url });
+    expect(result).toMatchObject({ code: 1, stdout: "" });
+    expect(result.stderr).toBe(`airlock: No Airlock database at ${shown.toString()}: that database does not exist. Nothing was created.\n`);
+    if (new URL(url).password) expect(result.stderr).not.toContain(new URL(url).password);
+    const found = await withAdminClient(adminUrl, (client) => client.query(`SELECT 1 FROM pg_database WHERE datname = 'airlock_cli_missing_db'`));
+    expect(found.rowCount).toBe(0);
+  }, 60_000);
+
+  it("DATABASE_URL naming an empty database: no Airlock schema, and none is made", async () => {
+    const empty = await createTestDatabase({ empty: true });
+    databases.push(empty);
+    const result = await airlock(["audit", "export", "--format", "csv"], { DATABASE_URL: empty.url });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /^airlock: No Airlock database at .*: the database has no Airlock schema \(`npx airlock db migrate` or `npm start` makes one\)\. Nothing was created\.\n$/,
+    );
+    const tables = await empty.prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`);
+    expect(tables[0]!.n).toBe(0);
+  }, 60_000);
+});
