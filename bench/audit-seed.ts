@@ -19,6 +19,7 @@ import { chainHash, GENESIS_HASH } from "@/lib/audit/record";
 import { TRANSITION_CONTENT } from "@/lib/audit/run-content";
 import { canonicalJson } from "@/lib/canonical-json";
 import { toolCallsDigest } from "@/lib/audit/seal";
+import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { seedWorkload } from "./audit-workload";
 
 export const RARE_EVERY = 10_000;
@@ -93,6 +94,20 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
     agents.map((_, i) => userIds[i % userIds.length]),
   ]);
 
+  // One published policy version that every decision names, as intake stores it.
+  const policy = { id: randomUUID(), text: defaultPolicyText() };
+  await client.query(`INSERT INTO "PolicyVersion" (id, version, status, text, "publishedAt") VALUES ($1, 1, 'published', $2, $3)`, [
+    policy.id,
+    policy.text,
+    start.toISOString(),
+  ]);
+  const policyTextDigest = sha256(policy.text);
+  const REASONS = {
+    allow: [{ policyId: "allow-read-only", reason: "Read-only runs are allowed." }],
+    escalate: [{ policyId: "review-writes", reason: "State-changing runs need two reviewers." }],
+    deny: [{ policyId: "deny-critical-findings", reason: "Critical findings are never run." }],
+  } as const;
+
   let prevHash = GENESIS_HASH;
   let eventId = 0n;
   let toolCallCount = 0;
@@ -116,8 +131,10 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
       result: [] as (string | null)[],
       error: [] as (string | null)[],
       stats: [] as (string | null)[],
+      reasons: [] as string[],
       createdAt: [] as string[],
     };
+    const review = { runId: [] as string[], reviewerId: [] as string[], verdict: [] as string[], comment: [] as string[], at: [] as string[] };
     const ev = {
       id: [] as string[],
       at: [] as string[],
@@ -203,6 +220,7 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
       run.result.push(content.result && JSON.stringify(content.result));
       run.error.push(content.error && JSON.stringify(content.error));
       run.stats.push(content.execution && JSON.stringify(content.execution));
+      run.reasons.push(JSON.stringify(REASONS[decision]));
       run.createdAt.push(createdAt.toISOString());
 
       const agentActor = { type: "agent", id: agentIds[agentIndex]! };
@@ -217,18 +235,30 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
         contentDigests: digests(["code", "language", "purpose", "provenance", "inputs"]),
       });
       push(next(), system, "run.analyzed", id, { capabilitySet: JSON.parse(run.caps.at(-1)!), findings: [], contentDigests: digests(["javascript"]) });
+      const reasons = REASONS[decision];
+      const decided = {
+        decision,
+        policyVersion: 1,
+        policyTextDigest,
+        decisionReasonsDigest: sha256(canonicalJson(reasons)),
+        reasons: reasons.map((r) => r.policyId),
+        approvalsRequired: decision === "escalate" ? 1 : 0,
+      };
       if (decision === "deny") {
-        push(next(), system, "run.denied", id, { decision, policyVersion: 1, reasons: ["policy0"], contentDigests: digests(TERMINAL_FIELDS) });
+        push(next(), system, "run.denied", id, { ...decided, contentDigests: digests(TERMINAL_FIELDS) });
       } else {
-        push(next(), system, decision === "allow" ? "run.auto_approved" : "run.pending_review", id, {
-          decision,
-          policyVersion: 1,
-          contentDigests: digests(["limits"]),
-        });
+        push(next(), system, decision === "allow" ? "run.auto_approved" : "run.pending_review", id, { ...decided, contentDigests: digests(["limits"]) });
         if (decision === "escalate") {
           const verdict = status === "rejected" ? "reject" : "approve";
+          const comment = `looks fine ${words[1]}`;
           push(next(), reviewer, "run.viewed", id, { status: "pending_review" });
-          push(next(), reviewer, "run.reviewed", id, { verdict, comment: `looks fine ${words[1]}` });
+          const reviewedAt = next();
+          push(reviewedAt, reviewer, "run.reviewed", id, { verdict, comment });
+          review.runId.push(id);
+          review.reviewerId.push(reviewer.id);
+          review.verdict.push(verdict);
+          review.comment.push(comment);
+          review.at.push(reviewedAt.toISOString());
           if (status === "rejected") push(next(), system, "run.rejected", id, { contentDigests: digests(TERMINAL_FIELDS) });
           else push(next(), system, "run.approved", id, {});
         }
@@ -268,11 +298,12 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
 
     await client.query(
       `INSERT INTO "Run" (id, "agentId", status, language, code, "codeSha256", purpose, provenance, "inputsDigest", "requestDigest", decision, "capabilitySet", facts,
-                          javascript, limits, result, error, execution, "createdAt", "updatedAt")
-       SELECT id, agent, status, 'javascript', code, sha, purpose, prov, $17, sha, decision, caps, facts, js, lim, res, err, stats, created, created
+                          javascript, limits, result, error, execution, "createdAt", "updatedAt", "policyVersionId", "decisionReasons", "approvalsRequired")
+       SELECT id, agent, status, 'javascript', code, sha, purpose, prov, $17, sha, decision, caps, facts, js, lim, res, err, stats, created, created,
+              $18::uuid, reasons, CASE WHEN decision = 'escalate' THEN 1 ELSE 0 END
        FROM unnest($1::uuid[], $2::uuid[], $3::"RunStatus"[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::"Decision"[], $9::jsonb[], $10::jsonb[],
-                   $11::text[], $12::jsonb[], $13::jsonb[], $14::jsonb[], $15::jsonb[], $16::timestamptz[])
-         AS t(id, agent, status, code, sha, purpose, prov, decision, caps, facts, js, lim, res, err, stats, created)`,
+                   $11::text[], $12::jsonb[], $13::jsonb[], $14::jsonb[], $15::jsonb[], $16::timestamptz[], $19::jsonb[])
+         AS t(id, agent, status, code, sha, purpose, prov, decision, caps, facts, js, lim, res, err, stats, created, reasons)`,
       [
         run.id,
         run.agentId,
@@ -291,7 +322,14 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
         run.stats,
         run.createdAt,
         sha256("[]"),
+        policy.id,
+        run.reasons,
       ],
+    );
+    await client.query(
+      `INSERT INTO "Review" (id, "runId", "reviewerId", verdict, comment, "createdAt")
+       SELECT gen_random_uuid(), r, u, v, c, a FROM unnest($1::uuid[], $2::uuid[], $3::"Verdict"[], $4::text[], $5::timestamptz[]) AS t(r, u, v, c, a)`,
+      [review.runId, review.reviewerId, review.verdict, review.comment, review.at],
     );
     if (call.runId.length) {
       await client.query(

@@ -10,7 +10,9 @@
  *   hash, time range), 20 runs each with varying parameters, through searchRuns;
  * - verify: verifyAuditChain over the whole chain — hashes, checkpoints, tool-call seals and every
  *   run's content digests recomputed from its row;
- * - export: prepareExport JSONL and CSV of the whole log into a counting sink (rows/s).
+ * - export: prepareExport JSONL and CSV of the whole log into a counting sink (rows/s);
+ * - evidence: exportEvidenceAudited for the oldest reviewed run and the newest run (the whole tree rebuilt for
+ *   the proofs), and verifyRunEvidence of each file offline with the public key.
  * Targets: search p95 ≤ 150 ms, verify ≤ 30 s, export ≥ 50,000 rows/s.
  *
  * BENCH_AUDIT_RUNS overrides the number of runs (e.g. 2000 for a quick smoke run).
@@ -24,7 +26,9 @@ import { recordAudit } from "@/lib/audit/record";
 import { canonicalJson } from "@/lib/canonical-json";
 import { searchRuns } from "@/lib/audit/search";
 import { verifyAuditChain } from "@/lib/audit/verify";
-import { checkpointAudited } from "@/lib/audit/service";
+import { checkpointAudited, exportEvidenceAudited } from "@/lib/audit/service";
+import { loadSigningKey } from "@/lib/audit/checkpoints";
+import { parseEvidence, verifyRunEvidence } from "@/lib/audit/evidence-verify";
 import { createPrismaClient } from "@/lib/db";
 import { applyMigrations } from "@/lib/db/migrate";
 import { startPostgres } from "@/lib/db/postgres-server";
@@ -186,6 +190,33 @@ async function main() {
     const jsonl = await exportRate("jsonl");
     const csv = await exportRate("csv");
 
+    // Evidence of the oldest and the newest run: export (checkpoint, tree rebuild, proofs) and offline check.
+    const key = await loadSigningKey(checkpoints.keyFile);
+    const evidence: Record<string, unknown> = {};
+    for (const [name, query] of [
+      ["oldestReviewedRun", `SELECT "runId"::text AS id FROM "Review" ORDER BY "createdAt" LIMIT 1`],
+      ["newestRun", `SELECT id::text FROM "Run" ORDER BY "createdAt" DESC, id DESC LIMIT 1`],
+    ] as const) {
+      const runId = (await client.query<{ id: string }>(query)).rows[0]!.id;
+      const s = performance.now();
+      const file = await exportEvidenceAudited(db, SYSTEM, checkpoints, runId);
+      const exportMs = performance.now() - s;
+      const text = JSON.stringify(file);
+      const v = performance.now();
+      const verdict = verifyRunEvidence(parseEvidence(text), key.publicKey);
+      evidence[name] = {
+        exportSeconds: round(exportMs / 1000, 2),
+        verifyMs: round(performance.now() - v),
+        status: verdict.status,
+        problems: verdict.problems,
+        events: file.events.length,
+        toolCalls: file.content.toolCalls.length,
+        kilobytes: round(text.length / 1000),
+        treeSize: file.proof.latestTreeHead.treeSize,
+        inclusionProofHashes: file.events[0]!.inclusionProof.length,
+      };
+    }
+
     const totalEvents = Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM "AuditEvent"`)).rows[0]!.n);
     console.log(
       JSON.stringify(
@@ -219,6 +250,7 @@ async function main() {
             broken: report.broken,
           },
           export: { jsonl, csv, targetRowsPerSecond: 50_000 },
+          evidence,
           totalEvents,
         },
         null,

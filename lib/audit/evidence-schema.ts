@@ -10,7 +10,13 @@
  * evidence-verify.ts refuses anything else, naming the first place that differs. Values from the
  * run (code, arguments, results) are JSON values taken as they are: they are only digested, never
  * interpreted.
+ *
+ * The whole file is signed too (`fileSignature`, Ed25519 with the checkpoint key, over
+ * `evidenceSignedPayload`): the proofs tie the events and the digested content to the log, and the
+ * signature covers what no event digests (the labels, the time of each tool call, who exported
+ * it), so with the key any change to any value is refused.
  */
+import { canonicalJson } from "@/lib/canonical-json";
 import { z } from "zod";
 import { treeHeadSchema } from "./checkpoints";
 
@@ -129,8 +135,20 @@ export const runEvidenceSchema = z
         consistencyProof: PROOF,
       })
       .strict(),
+    /** Ed25519 over evidenceSignedPayload(the file without this field), by the checkpoint key. */
+    fileSignature: z.object({ keyId: z.string().regex(/^[0-9a-f]{16}$/), signature: z.string().regex(/^[A-Za-z0-9+/]{86}==$/) }).strict(),
   })
   .strict();
+
+export type UnsignedRunEvidence = Omit<z.infer<typeof runEvidenceSchema>, "fileSignature">;
+
+/**
+ * What `fileSignature` signs: a domain label, then the canonical JSON of the file without its
+ * signature — of the values as a JSON reader gets them, so formatting does not matter.
+ */
+export function evidenceSignedPayload(evidence: UnsignedRunEvidence): Buffer {
+  return Buffer.from(`${EVIDENCE_KIND}.v${EVIDENCE_VERSION}\n${canonicalJson(JSON.parse(JSON.stringify(evidence)) as unknown)}`);
+}
 
 export type RunEvidence = z.infer<typeof runEvidenceSchema>;
 export type EvidenceEvent = z.infer<typeof evidenceEventSchema>;

@@ -2,10 +2,11 @@
  * Checks a run evidence file (evidence-schema.ts) offline: no database, no network, no clock.
  *
  * What it proves, in order:
- * 1. the tree heads: signed by the given public key (its key id and the Ed25519 signature), and
- *    the consistency proof shows the latest head extends the one the events are proven against.
- *    Without a key the signatures are not checked and the verdict is UNANCHORED: the file is
- *    consistent with itself, which anyone could have made so;
+ * 1. the tree heads and the file: signed by the given public key (its key id and the Ed25519
+ *    signature of each head and of the whole file), and the consistency proof shows the latest
+ *    head extends the one the events are proven against. Without a key the signatures are not
+ *    checked and the verdict is UNANCHORED: the file is consistent with itself, which anyone
+ *    could have made so;
  * 2. each event: its chain hash recomputed from its fields (record.ts) and its inclusion proof to
  *    the signed tree head (merkle.ts) at its leaf index; each is about this run, in id order;
  * 3. the content against the proven events: every `contentDigests` field of every event
@@ -15,22 +16,27 @@
  *    (a purged call must be named by a `run.purged` event); each review against its
  *    `run.reviewed` event (verdict, comment, and name and email when the event records them),
  *    and every such event against a review; the policy text, decision and reasons against the
- *    decision event; the outcomes against the `run.outcome_recorded` events.
+ *    decision event; the outcomes against the `run.outcome_recorded` events; the run's status
+ *    against its latest state event.
  *
  * Every mismatch is reported, each naming the value and the event it contradicts (for example
  * `tool call 3 arguments: digest does not match the sealed digest`). What the chain does not
  * cover (content of runs stored before digests existed, reviewer names before events carried
  * them) is listed as notes, not as mismatches.
  *
- * Refuses a file that is not JSON or not exactly the schema (`EvidenceFormatError`, naming the
- * first offending path).
+ * Refuses a file that is not JSON, gives a key twice in one object (JSON.parse would keep only
+ * the last, while another reader may show the first), nests deeper than EVIDENCE_MAX_DEPTH, or is
+ * not exactly the schema (`EvidenceFormatError`, naming the first offending path). Never throws
+ * on a file it parsed: a check that cannot be computed is a mismatch.
  */
-import type { KeyObject } from "node:crypto";
+import { verify, type KeyObject } from "node:crypto";
 import { canonicalJson } from "@/lib/canonical-json";
 import { jsonDigest, sha256Hex } from "@/lib/digest";
 import { keyIdOf, treeHeadSignatureValid, type TreeHead } from "./checkpoints";
-import { runEvidenceSchema, type EvidenceEvent, type RunEvidence } from "./evidence-schema";
+import { evidenceSignedPayload, runEvidenceSchema, type EvidenceEvent, type RunEvidence } from "./evidence-schema";
 import { eventLeafHash, verifyConsistency, verifyInclusion } from "./merkle";
+import { statusOfAction } from "@/lib/contracts/run-states";
+import { strictJsonProblem } from "@/lib/untrusted/strict-json";
 import { chainHash } from "./record";
 import { RUN_CONTENT_FIELDS, RUN_PURGED, isRunContentField } from "./run-content";
 import { toolCallsDigest } from "./seal";
@@ -50,6 +56,9 @@ export type EvidenceVerdict = {
   evidence: RunEvidence;
 };
 
+/** Deeper than any value Airlock stores (results and arguments are capped at 64 levels). */
+export const EVIDENCE_MAX_DEPTH = 256;
+
 /** Parses the file's text with the closed schema. */
 export function parseEvidence(text: string): RunEvidence {
   let raw: unknown;
@@ -58,6 +67,8 @@ export function parseEvidence(text: string): RunEvidence {
   } catch (error) {
     throw new EvidenceFormatError(`not JSON: ${(error as Error).message}`);
   }
+  const problem = strictJsonProblem(text, EVIDENCE_MAX_DEPTH);
+  if (problem) throw new EvidenceFormatError(`not a run evidence file: ${problem}`);
   const parsed = runEvidenceSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -76,6 +87,14 @@ function isTruncationMarker(value: unknown): boolean {
   return keys.length === 2 && keys[0] === "bytes" && keys[1] === "truncated" && (value as { truncated: unknown }).truncated === true;
 }
 
+function fileSignatureValid(unsigned: Omit<RunEvidence, "fileSignature">, signature: string, publicKey: KeyObject): boolean {
+  try {
+    return verify(null, evidenceSignedPayload(unsigned), publicKey, Buffer.from(signature, "base64"));
+  } catch {
+    return false;
+  }
+}
+
 function checkHeads(evidence: RunEvidence, publicKey: KeyObject | null, problems: string[]): void {
   const { treeHead, latestTreeHead, consistencyProof } = evidence.proof;
   if (publicKey) {
@@ -87,6 +106,11 @@ function checkHeads(evidence: RunEvidence, publicKey: KeyObject | null, problems
       if (head.keyId !== keyId) problems.push(`${name} (size ${head.treeSize}): signed by another key (${head.keyId}, the given key is ${keyId})`);
       else if (!treeHeadSignatureValid(head, publicKey)) problems.push(`${name} (size ${head.treeSize}): signature does not verify`);
     }
+    const { fileSignature, ...unsigned } = evidence;
+    if (fileSignature.keyId !== keyId) problems.push(`the file: signed by another key (${fileSignature.keyId}, the given key is ${keyId})`);
+    else if (!fileSignatureValid(unsigned, fileSignature.signature, publicKey)) {
+      problems.push(`the file: its signature does not verify (a value was changed after it was exported)`);
+    }
   }
   const root = (head: TreeHead) => Buffer.from(head.rootHash, "hex");
   if (!verifyConsistency(treeHead.treeSize, latestTreeHead.treeSize, root(treeHead), root(latestTreeHead), buffers(consistencyProof))) {
@@ -94,7 +118,7 @@ function checkHeads(evidence: RunEvidence, publicKey: KeyObject | null, problems
   }
 }
 
-function checkEvents(evidence: RunEvidence, problems: string[]): void {
+function checkEvents(evidence: RunEvidence, _publicKey: KeyObject | null, problems: string[]): void {
   const head = evidence.proof.treeHead;
   const root = Buffer.from(head.rootHash, "hex");
   let previous: EvidenceEvent | null = null;
@@ -125,7 +149,7 @@ function purgedAfter(events: readonly EvidenceEvent[], after: EvidenceEvent, wha
   });
 }
 
-function checkRunContent(evidence: RunEvidence, problems: string[], notes: string[]): void {
+function checkRunContent(evidence: RunEvidence, _publicKey: KeyObject | null, problems: string[], notes: string[]): void {
   const { content, events } = evidence;
   const covered = new Set<string>();
   for (const event of events) {
@@ -153,7 +177,7 @@ function checkRunContent(evidence: RunEvidence, problems: string[], notes: strin
   }
 }
 
-function checkToolCalls(evidence: RunEvidence, problems: string[], notes: string[]): void {
+function checkToolCalls(evidence: RunEvidence, _publicKey: KeyObject | null, problems: string[], notes: string[]): void {
   const { events } = evidence;
   const calls = evidence.content.toolCalls;
   const seal = events.findLast((e) => typeof e.data.toolCallsDigest === "string");
@@ -178,7 +202,7 @@ function checkToolCalls(evidence: RunEvidence, problems: string[], notes: string
   }
 }
 
-function checkReviews(evidence: RunEvidence, problems: string[], notes: string[]): void {
+function checkReviews(evidence: RunEvidence, _publicKey: KeyObject | null, problems: string[], notes: string[]): void {
   const reviewed = evidence.events.filter((e) => e.action === "run.reviewed");
   for (const review of evidence.content.reviews) {
     const who = `review by ${review.email}`;
@@ -202,7 +226,7 @@ function checkReviews(evidence: RunEvidence, problems: string[], notes: string[]
   }
 }
 
-function checkPolicy(evidence: RunEvidence, problems: string[], notes: string[]): void {
+function checkPolicy(evidence: RunEvidence, _publicKey: KeyObject | null, problems: string[], notes: string[]): void {
   const { policy } = evidence.content;
   const decided = evidence.events.find((e) => typeof e.data.decision === "string" && "policyVersion" in e.data);
   if (!decided) {
@@ -227,7 +251,14 @@ function checkPolicy(evidence: RunEvidence, problems: string[], notes: string[])
   } else if (policy.text !== null) notes.push(`policy text: not digested in the chain (${at} predates policy text digests); its version number is`);
 }
 
-function checkOutcomes(evidence: RunEvidence, problems: string[]): void {
+/** The run's status is the one its latest state event moved it to. */
+function checkStatus(evidence: RunEvidence, _publicKey: KeyObject | null, problems: string[]): void {
+  const latest = evidence.events.findLast((e) => statusOfAction(e.action) !== null);
+  if (!latest) problems.push(`run status: no event records a state of this run`);
+  else if (statusOfAction(latest.action) !== evidence.run.status) problems.push(`run status: "${evidence.run.status}" does not match ${label(latest)}`);
+}
+
+function checkOutcomes(evidence: RunEvidence, _publicKey: KeyObject | null, problems: string[]): void {
   const recorded = evidence.events
     .filter((e) => e.action === "run.outcome_recorded")
     .map((e) => ({ eventId: e.id, action: e.data.action, detail: typeof e.data.detail === "string" ? e.data.detail : null }));
@@ -238,12 +269,13 @@ function checkOutcomes(evidence: RunEvidence, problems: string[]): void {
 export function verifyRunEvidence(evidence: RunEvidence, publicKey: KeyObject | null): EvidenceVerdict {
   const problems: string[] = [];
   const notes: string[] = [];
-  checkHeads(evidence, publicKey, problems);
-  checkEvents(evidence, problems);
-  checkRunContent(evidence, problems, notes);
-  checkToolCalls(evidence, problems, notes);
-  checkReviews(evidence, problems, notes);
-  checkPolicy(evidence, problems, notes);
-  checkOutcomes(evidence, problems);
+  const checks = [checkHeads, checkEvents, checkRunContent, checkToolCalls, checkReviews, checkPolicy, checkOutcomes, checkStatus] as const;
+  for (const check of checks) {
+    try {
+      check(evidence, publicKey, problems, notes);
+    } catch (error) {
+      problems.push(`${check.name}: could not be checked (${error instanceof Error ? error.message : String(error)})`.slice(0, 500));
+    }
+  }
   return { status: problems.length > 0 ? "mismatch" : publicKey ? "ok" : "unanchored", problems, notes, evidence };
 }

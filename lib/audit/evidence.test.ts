@@ -130,7 +130,28 @@ describe("run evidence", () => {
     expect(verdict.problems).toEqual([
       expect.stringMatching(/^tree head \(size \d+\): signed by another key/),
       expect.stringMatching(/^latest tree head .*another key/),
+      expect.stringMatching(/^the file: signed by another key/),
     ]);
+  });
+
+  it("tamper: with the key, a change to a value no event digests (a label, a call's duration) is refused by the file's signature", async () => {
+    const key = await loadSigningKey(checkpoints.keyFile);
+    const signed = (edit: (copy: RunEvidence) => void) => {
+      const copy = JSON.parse(JSON.stringify(evidence)) as RunEvidence;
+      edit(copy);
+      return verifyRunEvidence(parseEvidence(JSON.stringify(copy)), key.publicKey);
+    };
+    const refused = ["the file: its signature does not verify (a value was changed after it was exported)"];
+    expect(signed((e) => (e.run.agentName = "someone-else")).problems).toEqual(refused);
+    expect(signed((e) => (e.content.toolCalls[1]!.durationMs += 1)).problems).toEqual(refused);
+    expect(signed((e) => (e.exportedBy = "auditor@example.com")).problems).toEqual(refused);
+    // Formatting is not content: the same values, indented, still verify.
+    expect(verifyRunEvidence(parseEvidence(JSON.stringify(evidence, null, 2)), key.publicKey)).toMatchObject({ status: "ok", problems: [] });
+  });
+
+  it("tamper: the run's status is checked against its latest state event, even without the key", () => {
+    const terminal = evidence.events.findLast((e) => e.action === "run.succeeded")!;
+    expect(changed((e) => (e.run.status = "failed")).problems).toEqual([`run status: "failed" does not match event #${terminal.id} (run.succeeded)`]);
   });
 
   it("tamper: changed code is named against the event that digested it", () => {
@@ -202,6 +223,28 @@ describe("run evidence", () => {
     const badHash = JSON.parse(JSON.stringify(evidence)) as RunEvidence;
     badHash.events[0]!.hash = "XYZ";
     expect(() => parseEvidence(JSON.stringify(badHash))).toThrow(/events\.0\.hash: must be 64 lowercase hex digits/);
+  });
+
+  it("tamper: a second status or a value hidden under __proto__ (which JSON.parse keeps or drops unlike other readers) is refused", async () => {
+    const text = JSON.stringify(evidence);
+    // A reader that keeps the first of two keys would see "failed"; JSON.parse keeps the last.
+    expect(() => parseEvidence(text.replace('"run":{', '"run":{"status":"failed",'))).toThrow(/the key "status" appears twice in one object/);
+    // A payee smuggled into the applied call's arguments under __proto__ changes their digest, and the file's signature.
+    const key = await loadSigningKey(checkpoints.keyFile);
+    const smuggled = JSON.parse(text) as RunEvidence;
+    const args = smuggled.content.toolCalls[1]!.args as Record<string, unknown>;
+    Object.defineProperty(args, "__proto__", { value: { to: "attacker@example.com" }, enumerable: true });
+    const verdict = verifyRunEvidence(parseEvidence(JSON.stringify(smuggled)), key.publicKey);
+    expect(verdict.problems).toEqual([
+      "the file: its signature does not verify (a value was changed after it was exported)",
+      "tool call 2 arguments: digest does not match the sealed digest",
+    ]);
+  });
+
+  it("refuses nesting deeper than any stored value instead of overflowing the verifier's stack", () => {
+    const deep = JSON.parse(JSON.stringify(evidence)) as RunEvidence;
+    deep.content.result = JSON.parse("[".repeat(50_000) + "]".repeat(50_000)) as unknown;
+    expect(() => parseEvidence(JSON.stringify(deep))).toThrow(/nested deeper than 256 levels/);
   });
 
   it("a later export proves the events in the first head that held them all, consistent with the newest", async () => {

@@ -23,10 +23,11 @@
  * Refuses: a run that does not exist (not_found); no version 2 checkpoint to prove against, or a
  * log that no longer matches its signed heads (conflict).
  */
+import { statusOfAction } from "@/lib/contracts/run-states";
 import type { Db } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import { loadCheckpoints, treeHeadOf, type CheckpointConfig, type TreeHead } from "./checkpoints";
-import { EVIDENCE_KIND, EVIDENCE_VERSION, type EvidenceEvent, type RunEvidence } from "./evidence-schema";
+import { EVIDENCE_KIND, EVIDENCE_VERSION, type EvidenceEvent, type UnsignedRunEvidence } from "./evidence-schema";
 import { MerkleLevels } from "./merkle";
 
 const TREE_BATCH = 100_000;
@@ -88,7 +89,7 @@ function sameRoot(tree: MerkleLevels, head: TreeHead): boolean {
 
 const hex = (hashes: Buffer[]) => hashes.map((h) => h.toString("hex"));
 
-export async function buildRunEvidence(db: Db, config: CheckpointConfig, runId: string, exportedBy: string): Promise<RunEvidence> {
+export async function buildRunEvidence(db: Db, config: CheckpointConfig, runId: string, exportedBy: string): Promise<UnsignedRunEvidence> {
   const run = await db.run.findUnique({
     where: { id: runId },
     include: {
@@ -133,7 +134,13 @@ export async function buildRunEvidence(db: Db, config: CheckpointConfig, runId: 
     version: EVIDENCE_VERSION,
     exportedAt: new Date().toISOString(),
     exportedBy,
-    run: { id: run.id, agentId: run.agent.id, agentName: run.agent.name, status: run.status },
+    // The status as of the signed tree head (the row may have moved on since the checkpoint).
+    run: {
+      id: run.id,
+      agentId: run.agent.id,
+      agentName: run.agent.name,
+      status: rows.map((r) => statusOfAction(r.action)).findLast((s) => s !== null) ?? run.status,
+    },
     events,
     content: {
       code: run.code,

@@ -50,6 +50,8 @@ export type ExportOptions = {
   /** Where the console is, for the per-run links (`<baseUrl>/audit/runs/<id>`); default consoleBaseUrl(). */
   baseUrl?: string;
   batchSize?: number;
+  /** Bytes of lines per batch besides its first line (default MAX_BATCH_BYTES). */
+  batchBytes?: number;
 };
 
 export type ExportManifest = {
@@ -109,6 +111,13 @@ const purgedMark = (field: string) =>
 const runText = (field: string, column: string) => `coalesce(${purgedMark(field)}, ${column})`;
 const runJson = (field: string, column: string) => `coalesce(to_json(${purgedMark(field)}), ${column}::json)`;
 const callPurged = `'purged on ' || to_char(c."purgedAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD') || ' by retention'`;
+
+/**
+ * Bytes of lines one batch hands to Node (besides its first line, always taken): a batch of events
+ * that each carry a run's tool calls stays bounded however large the calls. One line is bounded by
+ * what a run may store (at most maxToolCalls calls of 64 KiB arguments and results each).
+ */
+const MAX_BATCH_BYTES = 16 * 1024 * 1024;
 
 const TERMINAL_ACTIONS = ["succeeded", "failed", "timed_out", "cancelled", "denied", "rejected", "changes_requested", "expired"]
   .map((status) => `'run.${status}'`)
@@ -212,6 +221,7 @@ export async function prepareExport(
   options: ExportOptions = {},
 ): Promise<PreparedExport> {
   const batchSize = options.batchSize ?? 10_000;
+  const batchBytes = options.batchBytes ?? MAX_BATCH_BYTES;
   const kind = options.rows ?? "events";
   const excludeAuditReads = kind === "events" && options.excludeAuditReads === true;
   const [head] = await db.$queryRaw<{ id: bigint; hash: string; at: Date }[]>`
@@ -257,12 +267,13 @@ export async function prepareExport(
     for (;;) {
       // Each line is built by PostgreSQL; Node only joins the batch (no per-column conversion).
       const batch = await db.$queryRaw<{ id: bigint; line: string }[]>`
-        SELECT e.id, ${line} AS line FROM ${Prisma.raw(EVENT_FROM)}
-        WHERE e.id > ${cursor} AND ${where} ORDER BY e.id LIMIT ${batchSize}`;
+        SELECT id, line FROM (
+          SELECT id, line, sum(octet_length(line)) OVER (ORDER BY id) - octet_length(line) AS before
+          FROM (SELECT e.id, ${line} AS line FROM ${Prisma.raw(EVENT_FROM)} WHERE e.id > ${cursor} AND ${where} ORDER BY e.id LIMIT ${batchSize}) page
+        ) sized WHERE before < ${batchBytes} ORDER BY id`;
       if (batch.length === 0) return;
       yield batch.map((row) => row.line).join(separator) + separator;
       cursor = batch[batch.length - 1]!.id;
-      if (batch.length < batchSize) return;
     }
   }
 
@@ -273,13 +284,15 @@ export async function prepareExport(
     for (;;) {
       const keyset: Prisma.Sql = after ? Prisma.sql`AND (r."createdAt", r.id) > (${after.createdAt}, ${after.id}::uuid)` : Prisma.empty;
       const batch: { id: string; createdAt: Date; line: string }[] = await db.$queryRaw`
-        SELECT r.id::text AS id, r."createdAt", ${line} AS line FROM ${Prisma.raw(RUN_FROM)}
-        WHERE ${where} ${keyset} ORDER BY r."createdAt", r.id LIMIT ${batchSize}`;
+        SELECT id, "createdAt", line FROM (
+          SELECT id, "createdAt", line, sum(octet_length(line)) OVER (ORDER BY "createdAt", id) - octet_length(line) AS before
+          FROM (SELECT r.id::text AS id, r."createdAt", ${line} AS line FROM ${Prisma.raw(RUN_FROM)}
+                WHERE ${where} ${keyset} ORDER BY r."createdAt", r.id LIMIT ${batchSize}) page
+        ) sized WHERE before < ${batchBytes} ORDER BY "createdAt", id`;
       if (batch.length === 0) return;
       yield batch.map((row) => row.line).join(separator) + separator;
       const last = batch[batch.length - 1]!;
       after = { createdAt: last.createdAt, id: last.id };
-      if (batch.length < batchSize) return;
     }
   }
 

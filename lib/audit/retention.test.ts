@@ -14,6 +14,7 @@ import { jsonDigest, sha256Hex } from "@/lib/digest";
 import { withAdminClient } from "@/lib/testing/database-url";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { withPurgeNotices } from "@/lib/review/run-sections";
+import { loadRunArtifacts, readArtifact } from "@/lib/runs/artifacts";
 import { activeHolds, placeHold, releaseHold } from "./holds";
 import { runTimeline } from "./presenter";
 import { recordAudit } from "./record";
@@ -195,6 +196,27 @@ describe("legal holds", () => {
     await expect(app.$executeRawUnsafe(`UPDATE "LegalHold" SET reason = 'nothing'`)).rejects.toThrow(/never deleted or changed/);
     await expect(app.$executeRawUnsafe(`UPDATE "LegalHold" SET "releasedAt" = now()`)).rejects.toThrow(/never deleted or changed/);
   });
+
+  it("the app role cannot place or release a hold without its event, nor move a run out from under an agent's hold", async () => {
+    const [hold] = await activeHolds(app, heldByAgent.id);
+    // A release the trigger's shape allows is refused at commit: no hold.released event in its transaction.
+    await expect(
+      app.$executeRawUnsafe(`UPDATE "LegalHold" SET "releasedAt" = now(), "releasedBy" = 'cora@example.com', "releaseReason" = 'x' WHERE id = '${hold!.id}'`),
+    ).rejects.toThrow(/without its hold.released event/);
+    await expect(
+      app.$executeRawUnsafe(`INSERT INTO "LegalHold" (id, "runId", reason, "placedBy") VALUES (gen_random_uuid(), '${recent.id}', 'x', 'y')`),
+    ).rejects.toThrow(/without its hold.placed event/);
+    // A run's agent, and an ended run's end and status, never change: the hold and the window stand.
+    for (const sql of [
+      `UPDATE "Run" SET "agentId" = '${agentId}' WHERE id = '${heldByAgent.id}'`,
+      `UPDATE "Run" SET "finishedAt" = '2000-01-01' WHERE id = '${recent.id}'`,
+      `UPDATE "Run" SET status = 'queued' WHERE id = '${recent.id}'`,
+      `UPDATE "Run" SET "updatedAt" = '2000-01-01' WHERE id = '${recent.id}'`,
+    ]) {
+      await expect(app.$executeRawUnsafe(sql), sql).rejects.toThrow(/write-once: (agentId|finishedAt|status|updatedAt) of run/);
+    }
+    expect(await activeHolds(app, heldByAgent.id)).toHaveLength(1);
+  });
 });
 
 describe("the retention job", () => {
@@ -249,6 +271,16 @@ describe("the retention job", () => {
       asOf: summary.asOf,
       contentDigests: { result: jsonDigest(null) },
     });
+  });
+
+  it("a run whose artifacts were purged cannot be read through a blob another run still holds", async () => {
+    // shortExpired and recent wrote the same bytes: the blob lives on for recent, not for shortExpired.
+    const reader = { type: "user", id: "00000000-0000-4000-8000-000000000002", email: "rita@example.com", role: "reviewer" } as const;
+    const purged = readArtifact(app, reader, { runId: shortExpired.id, name: "report.txt", via: "download" });
+    await expect(purged).rejects.toMatchObject({ code: "gone" });
+    await expect(purged).rejects.toThrow(`purged on ${new Date().toISOString().slice(0, 10)} by retention`);
+    expect((await loadRunArtifacts(app, shortExpired.id))[0]).toMatchObject({ bytes: null, purgedAt: expect.any(Date) });
+    expect((await readArtifact(app, reader, { runId: recent.id, name: "report.txt", via: "download" })).bytes.toString()).toBe("shared report");
   });
 
   it("readers show 'purged on DATE by retention' instead of the purged content", async () => {
@@ -325,6 +357,26 @@ describe("the purge door", () => {
       ),
     ).rejects.toThrow(/inserted unpurged/);
     expect((await row(financial.id)).result).toEqual({ answer: `${financial.word}result` });
+  });
+
+  it("a purge through the door with no run.purged event in its transaction is refused at commit: nothing is deleted unaudited", async () => {
+    const door = (fields: string, calls: string) => app.$queryRawUnsafe(`SELECT "airlock_purge"('${financial.id}'::uuid, ${fields}, ${calls}, now(), 1)`);
+    await expect(door(`ARRAY['result']`, `ARRAY[]::integer[]`)).rejects.toThrow(/\["result"\] purged without a run.purged event/);
+    await expect(door(`ARRAY[]::text[]`, `ARRAY[1]`)).rejects.toThrow(/tool call 1 purged without a run.purged event/);
+    // An event that names other fields does not cover these.
+    await expect(
+      app.$transaction(async (tx) => {
+        await recordAudit(tx, {
+          actor: SYSTEM,
+          action: "run.purged",
+          subject: { type: "run", id: financial.id },
+          data: { fields: ["plan"], purgedToolCalls: [] },
+        });
+        await tx.$queryRawUnsafe(`SELECT "airlock_purge"('${financial.id}'::uuid, ARRAY['result', 'artifacts'], ARRAY[]::integer[], now(), 1)`);
+      }),
+    ).rejects.toThrow(/purged without a run.purged event/);
+    const kept = await row(financial.id);
+    expect([kept.result, kept.purgedAt, kept.toolCalls[0]!.args]).toEqual([{ answer: `${financial.word}result` }, null, { id: `${financial.word}-0` }]);
   });
 
   it("airlock_purge itself refuses a run inside the window it is given, a held run, a future instant and a window under a day", async () => {

@@ -22,13 +22,14 @@
  *   `audit.checkpointed` event is written first and the checkpoint it announces covers it, so an
  *   idle log stays covered.
  */
+import { sign } from "node:crypto";
 import type { Actor } from "@/lib/contracts/scopes";
 import { actorLabel, requireScope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { AppError } from "@/lib/errors";
-import { loadCheckpoints, writeCheckpoint, type CheckpointConfig, type TreeState } from "./checkpoints";
+import { loadCheckpoints, loadSigningKey, writeCheckpoint, type CheckpointConfig, type TreeState } from "./checkpoints";
 import { buildRunEvidence } from "./evidence";
-import type { RunEvidence } from "./evidence-schema";
+import { evidenceSignedPayload, type RunEvidence } from "./evidence-schema";
 import { prepareExport, type ExportFormat, type ExportOptions, type PreparedExport } from "./export";
 import { filtersForRecord, type AuditFilters } from "./filters";
 import { runTimeline, type RunTimeline } from "./presenter";
@@ -109,7 +110,12 @@ export async function exportEvidenceAudited(db: Db, actor: Actor, config: Checkp
       details: { broken: report.broken },
     });
   }
-  const evidence = await buildRunEvidence(db, config, runId, actorLabel(actor));
+  const unsigned = await buildRunEvidence(db, config, runId, actorLabel(actor));
+  const key = await loadSigningKey(config.keyFile);
+  const evidence: RunEvidence = {
+    ...unsigned,
+    fileSignature: { keyId: key.keyId, signature: sign(null, evidenceSignedPayload(unsigned), key.privateKey).toString("base64") },
+  };
   const { treeHead, latestTreeHead } = evidence.proof;
   await db.$transaction((tx) =>
     recordAudit(tx, {

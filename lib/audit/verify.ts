@@ -292,7 +292,8 @@ async function checkContent(
       };
     }
     // The sealed execution lists the run's artifacts: their rows and bytes must agree with it.
-    const artifactProblem = "execution" in digests ? artifactsProblem(row.execution, artifacts.get(row.id) ?? []) : null;
+    const artifactsPurged = row.purgedAt !== null && (await purges(row.id)).some((p) => p.eventId >= event.id && p.fields.includes("artifacts"));
+    const artifactProblem = "execution" in digests ? artifactsProblem(row.execution, artifacts.get(row.id) ?? [], artifactsPurged) : null;
     if (artifactProblem)
       return { ...at, run: { id: row.id, field: "artifacts" }, detail: `run ${row.id}: ${artifactProblem} (sealed by event #${event.id}, ${event.action})` };
   }

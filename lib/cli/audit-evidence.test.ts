@@ -88,7 +88,9 @@ describe("airlock audit evidence / verify-evidence", () => {
     const mismatch = await airlock(["audit", "verify-evidence", changedFile, "--public-key", pub], offline());
     expect(mismatch.code).toBe(1);
     expect(mismatch.stdout).toBe("");
-    expect(mismatch.stderr).toContain(`MISMATCH: run ${runId}: 1 value(s) do not match:\n  tool call 3 arguments: digest does not match the sealed digest\n`);
+    expect(mismatch.stderr).toContain(
+      `MISMATCH: run ${runId}: 2 value(s) do not match:\n  the file: its signature does not verify (a value was changed after it was exported)\n  tool call 3 arguments: digest does not match the sealed digest\n`,
+    );
   }, 90_000);
 
   it("refuses a file that is not evidence (exit 1) and bad arguments (exit 2)", async () => {

@@ -11,7 +11,7 @@
  *   when it returns);
  * - neither: usage, exit 2.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -105,6 +105,26 @@ describe("airlock exec --dev", () => {
     expect(out.stdout).toMatch(/^status: succeeded/m);
     expect(await db.prisma.run.count()).toBe(0);
     expect(await db.prisma.auditEvent.count({ where: { action: { startsWith: "run." } } })).toBe(before);
+  });
+
+  it("writes nothing to the server's database (no servers or tools registered) and refuses the server's own configuration file", async () => {
+    const registered = async () => [await db.prisma.upstreamServer.count(), await db.prisma.upstreamTool.count()];
+    const before = await registered();
+    expect(await execCommand(["--dev", "--allow", "ledger.listInvoices", join(dir, "invoices.js")], capture().io)).toBe(0);
+    expect(await registered()).toEqual(before);
+
+    // The server's configuration, however it is named: AIRLOCK_CONFIG, through a symlink.
+    const alias = join(dir, "same-config.json");
+    symlinkSync(config, alias);
+    setEnvForChildren({ AIRLOCK_CONFIG: config });
+    try {
+      const { out, io } = capture();
+      expect(await execCommand(["--dev", "--config", alias, "--allow-all", join(dir, "ok.js")], io)).toBe(2);
+      expect(out.stderr).toMatch(/--dev does not run against the server's own configuration .*use --agent NAME/);
+      expect(out.stderr).not.toContain("DEV MODE");
+    } finally {
+      setEnvForChildren({ AIRLOCK_CONFIG: "" });
+    }
   });
 });
 

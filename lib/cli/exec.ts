@@ -21,13 +21,15 @@
  * allowed only by name (`--allow`) or all at once (`--allow-all`, never quarantined ones); the
  * isolation level is the flag's, else the config's; a level the host cannot provide fails the run
  * (SANDBOX_UNAVAILABLE). The script is analysed first and findings printed with line and column.
- * Tool pins are the database's (./upstreams.ts). Exit 0 when the run succeeded, 1 when not. The
+ * It refuses the server's own configuration file (AIRLOCK_CONFIG or ./airlock.config.json, by real
+ * path), and touches no database: tools are pinned on first sight, for this command only
+ * (./upstreams.ts withDevBroker). Exit 0 when the run succeeded, 1 when not. The
  * sandbox's temporary directories (and its scratch mount) are gone before the command returns.
  *
  * Neither --agent nor --dev, or a flag of the other door: usage, exit 2.
  */
-import { readFileSync } from "node:fs";
-import { basename, extname } from "node:path";
+import { existsSync, readFileSync, realpathSync } from "node:fs";
+import { basename, extname, resolve } from "node:path";
 import { hasScope, isScope, type Actor, type Scope } from "@/lib/contracts/scopes";
 import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
 import type { Db } from "@/lib/db";
@@ -35,13 +37,13 @@ import { AppError } from "@/lib/errors";
 import { analyzeScript } from "@/lib/intake/analyze";
 import { submitRun } from "@/lib/intake/submit";
 import { recordResultRead } from "@/lib/mcp/audit";
-import { createRuntime, demoConfig, resolveConfig } from "@/lib/runs/runtime";
+import { createRuntime, demoConfig, resolveConfig, serverConfigPath } from "@/lib/runs/runtime";
 import { getRun, type AgentActor, type RunView } from "@/lib/runs/service";
 import { ALLOWED_BUILTINS, ISOLATION_LEVELS, membersTornDown, runInSandbox, type Envelope, type IsolationLevel, type StagedInput } from "@/lib/sandbox";
 import { withCliDatabase } from "./database";
 import { CLI_ACTOR, exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
 import { actingAs } from "./person";
-import { loadCliConfig, withCliBroker } from "./upstreams";
+import { loadCliConfig, withDevBroker } from "./upstreams";
 
 export const EXEC_USAGE = `Usage: airlock exec --agent NAME [--as EMAIL] [--input DATASET]... [--purpose TEXT] [--wait] [--json] FILE
        airlock exec --dev [--config PATH] [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all]
@@ -245,13 +247,23 @@ async function follow(db: Db, agent: AgentActor, submitted: RunView, args: Agent
   return view.status === "succeeded" ? 0 : 1;
 }
 
+/** Is `path` the file the server's configuration comes from (the same file, by its real path)? */
+function isServerConfig(path: string): boolean {
+  const server = serverConfigPath();
+  const real = (p: string) => (existsSync(p) ? realpathSync(p) : resolve(p));
+  return server !== null && real(path) === real(server);
+}
+
 async function execDev(args: DevArgs, code: string, io: CliIo): Promise<number> {
+  if (args.config !== undefined && isServerConfig(args.config)) {
+    throw badArgs(`--dev does not run against the server's own configuration (${args.config}): its upstreams are governed; use --agent NAME`);
+  }
   const config = args.config === undefined ? demoConfig() : loadCliConfig(args.config, io, "exec");
   if (!config) return 1;
   io.stderr(
     `airlock exec: DEV MODE — unaudited: no policy, no review, no audit log; against ${args.config === undefined ? "the demo upstream (ledger)" : args.config}.\n`,
   );
-  return withCliBroker(config, io, "exec", async (broker) => {
+  return withDevBroker(config, io, "exec", async (broker) => {
     const known = broker.tools().map((t) => `${t.server}.${t.name}`);
     const unknown = args.allow.filter((name) => !known.includes(name));
     if (unknown.length > 0) throw badArgs(`--allow names tools no upstream offers: ${unknown.join(", ")}`);

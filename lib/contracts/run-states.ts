@@ -41,6 +41,16 @@ export function canTransition(from: RunStatus, to: RunStatus): boolean {
   return (NEXT_STATES[from] as readonly RunStatus[]).includes(to);
 }
 
+/** The audit action of the one transition not named `run.<to>`: a lost executor's run queued again. */
+export const REQUEUED_ACTION = "run.requeued";
+
+/** The status an audit action moved a run to (`run.<state>`, or REQUEUED_ACTION); null for other events. */
+export function statusOfAction(action: string): RunStatus | null {
+  if (action === REQUEUED_ACTION) return "queued";
+  const state = action.startsWith("run.") ? action.slice(4) : "";
+  return (RUN_STATUSES as readonly string[]).includes(state) ? (state as RunStatus) : null;
+}
+
 /** States from which a cancel stops a run without a sandbox to kill. */
 export const CANCELLABLE_BEFORE_START = ["previewing", "pending_review", "auto_approved", "approved", "queued"] as const satisfies readonly RunStatus[];
 

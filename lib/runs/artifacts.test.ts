@@ -122,6 +122,11 @@ describe("verification", () => {
     const row = await db.prisma.runArtifact.findFirstOrThrow({ where: { runId, name: "evil.html" } });
     const tampered = [
       [`UPDATE "ArtifactBlob" SET bytes = 'harmless' WHERE sha256 = '${row.sha256}'`, /bytes of its artifact "evil.html" no longer match/],
+      // Deleted as retention would, but with no run.purged event naming the run's artifacts.
+      [
+        `UPDATE "ArtifactBlob" SET bytes = NULL, "purgedAt" = now() WHERE sha256 = '${row.sha256}'`,
+        /bytes of its artifact "evil.html" are gone, and no run.purged/,
+      ],
       [`UPDATE "RunArtifact" SET "mediaType" = 'image/png' WHERE "runId" = '${runId}' AND name = 'evil.html'`, /"evil.html" is stored with another/],
       [`DELETE FROM "RunArtifact" WHERE "runId" = '${runId}' AND name = 'evil.html'`, /"evil.html" is sealed but not stored/],
       [
@@ -131,7 +136,7 @@ describe("verification", () => {
     ] as const;
     const blob = await db.prisma.artifactBlob.findUniqueOrThrow({ where: { sha256: row.sha256 } });
     const restore = [
-      `UPDATE "ArtifactBlob" SET bytes = decode('${Buffer.from(blob.bytes!).toString("hex")}', 'hex') WHERE sha256 = '${row.sha256}'`,
+      `UPDATE "ArtifactBlob" SET bytes = decode('${Buffer.from(blob.bytes!).toString("hex")}', 'hex'), "purgedAt" = NULL WHERE sha256 = '${row.sha256}'`,
       `DELETE FROM "RunArtifact" WHERE "runId" = '${runId}' AND name IN ('evil.html', 'extra.html')`,
       `INSERT INTO "RunArtifact" ("runId", name, sha256, "sizeBytes", "mediaType", "createdAt") VALUES ('${runId}', 'evil.html', '${row.sha256}', ${row.sizeBytes}, '${row.mediaType}', '${row.createdAt.toISOString()}')`,
     ];

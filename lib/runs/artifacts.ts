@@ -76,10 +76,23 @@ export type LoadedArtifact = {
   bytes: Buffer | null;
 };
 
+/**
+ * When retention purged this run's artifacts: its own purge counts, whatever the shared blob's
+ * state (a later run writing the same bytes restores the blob, not this run's right to them).
+ */
+async function runArtifactsPurgedAt(db: Db | Tx, runId: string): Promise<Date | null> {
+  const run = await db.run.findUnique({ where: { id: runId }, select: { purged: true } });
+  const at = (run?.purged as Record<string, unknown> | null)?.artifacts;
+  return typeof at === "string" ? new Date(at) : null;
+}
+
 /** A run's stored artifacts for its console page (bytes only where a preview needs them). */
 export async function loadRunArtifacts(db: Db, runId: string): Promise<LoadedArtifact[]> {
-  const rows = await db.runArtifact.findMany({ where: { runId }, orderBy: { name: "asc" }, include: { blob: { select: { purgedAt: true } } } });
-  const wanted = rows.filter((row) => !row.blob.purgedAt && needsBytesForPreview(row.mediaType, row.sizeBytes)).map((row) => row.sha256);
+  const purgedAt = await runArtifactsPurgedAt(db, runId);
+  const rows = (await db.runArtifact.findMany({ where: { runId }, orderBy: { name: "asc" }, include: { blob: { select: { purgedAt: true } } } })).map(
+    (row) => ({ ...row, purgedAt: purgedAt ?? row.blob.purgedAt }),
+  );
+  const wanted = rows.filter((row) => !row.purgedAt && needsBytesForPreview(row.mediaType, row.sizeBytes)).map((row) => row.sha256);
   const blobs = wanted.length ? await db.artifactBlob.findMany({ where: { sha256: { in: wanted } }, select: { sha256: true, bytes: true } }) : [];
   const bytesOf = new Map(blobs.map((blob) => [blob.sha256, blob.bytes ? Buffer.from(blob.bytes) : null]));
   return rows.map((row) => ({
@@ -87,8 +100,8 @@ export async function loadRunArtifacts(db: Db, runId: string): Promise<LoadedArt
     sizeBytes: row.sizeBytes,
     sha256: row.sha256,
     mediaType: row.mediaType,
-    purgedAt: row.blob.purgedAt,
-    bytes: bytesOf.get(row.sha256) ?? null,
+    purgedAt: row.purgedAt,
+    bytes: row.purgedAt ? null : (bytesOf.get(row.sha256) ?? null),
   }));
 }
 
@@ -109,10 +122,11 @@ export async function readArtifact(db: Db, actor: Actor, request: { runId: strin
   return db.$transaction(async (tx) => {
     const row = await tx.runArtifact.findUnique({ where: { runId_name: { runId: request.runId, name: request.name } }, include: { blob: true } });
     if (!row) throw missing();
-    if (row.blob.bytes === null) {
-      const on = row.blob.purgedAt?.toISOString().slice(0, 10) ?? "an unknown date";
+    const purgedAt = (await runArtifactsPurgedAt(tx, row.runId)) ?? row.blob.purgedAt;
+    if (purgedAt || row.blob.bytes === null) {
+      const on = purgedAt?.toISOString().slice(0, 10) ?? "an unknown date";
       throw new AppError("gone", `The bytes of ${row.name} were purged on ${on} by retention; its name, size and sha256 stay in the audit record.`, {
-        details: { purgedAt: row.blob.purgedAt?.toISOString() ?? null, sha256: row.sha256 },
+        details: { purgedAt: purgedAt?.toISOString() ?? null, sha256: row.sha256 },
       });
     }
     const bytes = Buffer.from(row.blob.bytes);

@@ -12,6 +12,7 @@
  * - otherwise nothing could have had an effect: it goes back to `queued` with attempt 2, audited as
  *   `run.requeued {attempt, reason}`, and is enqueued again.
  */
+import { REQUEUED_ACTION } from "@/lib/contracts/run-states";
 import type { Db } from "@/lib/db";
 import { transitionRun } from "./states";
 
@@ -68,7 +69,7 @@ export async function recoverLostRun(db: Db, runId: string, cutoff: Date, now: D
     await transitionRun(tx, SYSTEM, {
       ...base,
       to: "queued",
-      action: "run.requeued",
+      action: REQUEUED_ACTION,
       data: { attempt: run.attempt + 1, executorId: null, heartbeatAt: null },
       audit: { attempt: run.attempt + 1, reason: "EXECUTOR_LOST", executorId: run.executorId },
     });

@@ -65,10 +65,17 @@ export function demoConfig(stateFile = join(resolve(env().AIRLOCK_DATA_DIR), "le
   );
 }
 
-export function resolveConfig(): AirlockConfig {
+/** The file the server's configuration comes from: AIRLOCK_CONFIG, else ./airlock.config.json when it exists; null for the demo. */
+export function serverConfigPath(): string | null {
   const configured = env().AIRLOCK_CONFIG;
-  if (configured || existsSync(resolve("airlock.config.json"))) return loadConfig(configured);
-  return demoConfig();
+  if (configured) return resolve(configured);
+  const local = resolve("airlock.config.json");
+  return existsSync(local) ? local : null;
+}
+
+export function resolveConfig(): AirlockConfig {
+  const path = serverConfigPath();
+  return path ? loadConfig(path) : demoConfig();
 }
 
 export async function createRuntime(db: Db, config: AirlockConfig, options: RuntimeOptions): Promise<Runtime> {

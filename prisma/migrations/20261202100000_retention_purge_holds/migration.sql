@@ -194,6 +194,13 @@ BEGIN
   IF NEW."execution" IS DISTINCT FROM OLD."execution" AND (OLD."execution" IS NOT NULL OR ended) THEN changed := changed || 'execution'::text; END IF;
   IF NEW."purgedAt" IS DISTINCT FROM OLD."purgedAt" THEN changed := changed || 'purgedAt'::text; END IF;
   IF NEW."purged" IS DISTINCT FROM OLD."purged" THEN changed := changed || 'purged'::text; END IF;
+  -- What a legal hold and a retention window are decided on: the run's agent never changes; its
+  -- end is written once, by the transition that ends it; an ended run stays ended, and its
+  -- updatedAt (the end of a run without finishedAt) never moves back.
+  IF NEW."agentId" IS DISTINCT FROM OLD."agentId" THEN changed := changed || 'agentId'::text; END IF;
+  IF NEW."finishedAt" IS DISTINCT FROM OLD."finishedAt" AND (OLD."finishedAt" IS NOT NULL OR ended) THEN changed := changed || 'finishedAt'::text; END IF;
+  IF NEW."status" IS DISTINCT FROM OLD."status" AND ended THEN changed := changed || 'status'::text; END IF;
+  IF NEW."updatedAt" < OLD."updatedAt" AND ended THEN changed := changed || 'updatedAt'::text; END IF;
   IF cardinality(changed) > 0 THEN
     RAISE EXCEPTION 'run content is write-once: % of run % cannot change (status %); only retention purges it, through airlock_purge()', array_to_string(changed, ', '), OLD."id", OLD."status"
       USING ERRCODE = 'insufficient_privilege';
@@ -204,7 +211,8 @@ $$;
 
 DROP TRIGGER "Run_content_write_once" ON "Run";
 CREATE TRIGGER "Run_content_write_once"
-  BEFORE UPDATE OF "code", "language", "purpose", "provenance", "inputs", "javascript", "limits", "plan", "result", "error", "execution", "purgedAt", "purged" ON "Run"
+  BEFORE UPDATE OF "code", "language", "purpose", "provenance", "inputs", "javascript", "limits", "plan", "result", "error", "execution", "purgedAt", "purged",
+                   "agentId", "finishedAt", "status", "updatedAt" ON "Run"
   FOR EACH ROW EXECUTE FUNCTION "run_content_write_once"();
 
 -- A run inserted already marked purged would show readers a purge that never happened.
@@ -270,3 +278,66 @@ $$;
 CREATE TRIGGER "RunToolCall_insert_unpurged"
   BEFORE INSERT ON "RunToolCall"
   FOR EACH ROW EXECUTE FUNCTION "run_tool_call_append_only"();
+
+-- 6. Every purge and every hold carries its audit event in the same transaction. Checked at commit
+--    (deferred constraint triggers, which the app role can neither drop nor disable): new keys of
+--    "Run"."purged" need a `run.purged` event of this transaction naming them in data.fields, a
+--    purged tool call one naming its seq in data.purgedToolCalls, a hold placed or released its
+--    `hold.placed` / `hold.released` event with its id. So neither the door nor a direct write
+--    leaves a deletion or a release the log does not show.
+CREATE FUNCTION "airlock_event_in_this_transaction"(p_action text, p_subject text, p_key text, p_contains jsonb) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, public, pg_temp AS $$
+  SELECT EXISTS (SELECT 1 FROM "AuditEvent" e
+                  WHERE e."action" = p_action AND e."subjectId" = p_subject
+                    AND e.xmin = pg_current_xact_id()::xid AND e."data" -> p_key @> p_contains)
+$$;
+
+CREATE FUNCTION "run_purge_audited"() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+  added jsonb;
+BEGIN
+  SELECT coalesce(jsonb_agg(k), '[]'::jsonb) INTO added FROM jsonb_object_keys(NEW."purged") k WHERE NOT (OLD."purged" ? k);
+  IF jsonb_array_length(added) > 0 AND NOT "airlock_event_in_this_transaction"('run.purged', NEW."id"::text, 'fields', added) THEN
+    RAISE EXCEPTION 'run %: % purged without a run.purged event naming it in the same transaction', NEW."id", added
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  RETURN NULL;
+END;
+$$;
+
+CREATE CONSTRAINT TRIGGER "Run_purge_audited"
+  AFTER UPDATE OF "purged" ON "Run" DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW WHEN (OLD."purged" IS DISTINCT FROM NEW."purged") EXECUTE FUNCTION "run_purge_audited"();
+
+CREATE FUNCTION "run_tool_call_purge_audited"() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp AS $$
+BEGIN
+  IF NOT "airlock_event_in_this_transaction"('run.purged', NEW."runId"::text, 'purgedToolCalls', jsonb_build_array(NEW."seq")) THEN
+    RAISE EXCEPTION 'run %: tool call % purged without a run.purged event naming it in the same transaction', NEW."runId", NEW."seq"
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  RETURN NULL;
+END;
+$$;
+
+CREATE CONSTRAINT TRIGGER "RunToolCall_purge_audited"
+  AFTER UPDATE OF "purgedAt" ON "RunToolCall" DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW WHEN (OLD."purgedAt" IS NULL AND NEW."purgedAt" IS NOT NULL) EXECUTE FUNCTION "run_tool_call_purge_audited"();
+
+CREATE FUNCTION "legal_hold_audited"() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+  action text := CASE WHEN TG_OP = 'INSERT' THEN 'hold.placed' ELSE 'hold.released' END;
+BEGIN
+  IF NOT "airlock_event_in_this_transaction"(action, coalesce(NEW."runId", NEW."agentId")::text, 'holdId', to_jsonb(NEW."id"::text)) THEN
+    RAISE EXCEPTION 'legal hold %: % without its % event in the same transaction', NEW."id", lower(TG_OP), action
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  RETURN NULL;
+END;
+$$;
+
+CREATE CONSTRAINT TRIGGER "LegalHold_audited"
+  AFTER INSERT OR UPDATE ON "LegalHold" DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION "legal_hold_audited"();
