@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 
 const STATEMENT =
-  "Node.js 22.18+ recommended; Node 20 installs with an engine warning; the product runs on the Node 26 that `npm install` fetches; bubblewrap is required by the default `strict` sandbox.";
+  "Node.js 24.5+ (or 22.21+) recommended; Node 20 installs with an engine warning; the product runs on the Node 26 that `npm install` fetches; bubblewrap is required by the default `strict` sandbox.";
 
 type PackageJson = { engines?: { node?: string }; dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
 
@@ -25,19 +25,20 @@ function compare(a: number[], b: number[]): number {
   return a[0]! - b[0]! || a[1]! - b[1]! || a[2]! - b[2]!;
 }
 
-/** npm's range check for the forms dependencies use here (`>=x`, `^x`, `a || b`); anything else throws. */
+/** npm's range check for the forms dependencies use here (`>=x`, `<x`, `^x`, `a b`, `a || b`); anything else throws. */
 function admits(range: string, version: string): boolean {
   const v = parse(version);
   return range.split("||").some((alternative) =>
     alternative
-      .replace(/(>=|\^)\s+/g, "$1")
+      .replace(/(>=|<|\^)\s+/g, "$1")
       .trim()
       .split(/\s+/)
       .every((comparator) => {
-        const match = /^(>=|\^)(\d+(?:\.\d+){0,2})$/.exec(comparator);
+        const match = /^(>=|<|\^)(\d+(?:\.\d+){0,2})$/.exec(comparator);
         if (!match) throw new Error(`unsupported engines range "${range}"`);
-        const min = parse(match[2]!);
-        return compare(v, min) >= 0 && (match[1] === ">=" || v[0] === min[0]);
+        const bound = parse(match[2]!);
+        if (match[1] === "<") return compare(v, bound) < 0;
+        return compare(v, bound) >= 0 && (match[1] === ">=" || v[0] === bound[0]);
       }),
   );
 }
@@ -49,13 +50,17 @@ describe("README: the Node.js requirement", () => {
     expect(readme).not.toMatch(/Node(\.js)? ≥ ?20/);
   });
 
-  it("agrees with the engines of the installed dependencies: 22.18 is the least version all of them accept, and Node 20 is refused by one", () => {
+  it("agrees with the engines of the installed dependencies: 24.5 and 22.21 are the least versions of their lines all of them accept, and Node 20 is refused by one", () => {
     const engines = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).flatMap((name) => {
       const range = readJson(`node_modules/${name}/package.json`).engines?.node;
       return range ? [{ name, range }] : [];
     });
-    expect(engines.filter(({ range }) => !admits(range, "22.18.0"))).toEqual([]);
-    expect(engines.filter(({ range }) => !admits(range, "22.17.99")).length).toBeGreaterThan(0);
+    for (const least of ["22.21.0", "24.5.0", "26.0.0"])
+      expect(
+        engines.filter(({ range }) => !admits(range, least)),
+        least,
+      ).toEqual([]);
+    for (const below of ["22.20.99", "23.11.0", "24.4.99"]) expect(engines.filter(({ range }) => !admits(range, below)).length, below).toBeGreaterThan(0);
     expect(engines.filter(({ range }) => !admits(range, "20.19.0")).length).toBeGreaterThan(0);
   });
 
