@@ -94,7 +94,7 @@ function benchDecisions() {
 
   const base: PolicyRequestInput = {
     agent: { id: "agent-1", ownerId: "user-1" },
-    facts: { effect: "read_only", openWorld: false, dataClasses: ["internal"], toolCount: 2 },
+    facts: { effect: "read_only", openWorld: false, dataClasses: ["internal"], toolCount: 2, readOnlyDataClasses: ["internal"], checks: [] },
     findings: [],
     capabilitySet: ["ledger.getCustomer", "ledger.listInvoices"],
     inputDataClasses: ["public"],

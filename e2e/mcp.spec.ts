@@ -163,15 +163,20 @@ test.describe("MCP Tasks", () => {
 });
 
 test.describe("MCP endpoint refusals", () => {
-  test("no token and a bad token get 401 with the protected-resource metadata", async ({ request }) => {
-    const attempts: Record<string, string>[] = [{}, { Authorization: "Bearer alk_" + "x".repeat(43) }];
-    for (const headers of attempts) {
+  test("no token and a bad token get 401 with the protected-resource metadata, each told what is wrong", async ({ request }) => {
+    const attempts: [Record<string, string>, RegExp][] = [
+      [{}, /no token; send Authorization: Bearer <agent token>/],
+      [{ Authorization: "Bearer alk_" + "x".repeat(43) }, /the bearer token is not accepted \(unknown, revoked or expired\)/],
+      [{ Authorization: "Bearer not-even-a-token" }, /the bearer token is not accepted \(unknown, revoked or expired\)/],
+    ];
+    for (const [headers, message] of attempts) {
       const response = await request.post("/api/mcp", {
         headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" },
         data: { jsonrpc: "2.0", id: 1, method: "tools/list" },
       });
       expect(response.status()).toBe(401);
       expect(response.headers()["www-authenticate"]).toContain('resource_metadata="http://127.0.0.1');
+      expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(message);
     }
     const metadata = await request.get("/.well-known/oauth-protected-resource");
     expect(await metadata.json()).toMatchObject({ resource: expect.stringMatching(/\/api\/mcp$/), bearer_methods_supported: ["header"] });

@@ -44,6 +44,13 @@ export class AppError extends Error {
   }
 }
 
+/** `bad_request` naming the first argument a closed schema refused: `field.path: rule`, with `details.field`. */
+export function invalidArguments(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): AppError {
+  const issue = error.issues[0];
+  const field = issue?.path.map(String).join(".") || null;
+  return new AppError("bad_request", `${field ?? "arguments"}: ${issue?.message ?? "invalid"}`, { details: { field } });
+}
+
 export function isAppError(error: unknown): error is AppError {
   return error instanceof AppError;
 }
@@ -63,33 +70,92 @@ export function toPublicError(error: unknown): {
 
 /**
  * The registry of run error codes: what an agent finds in a run's envelope (`error.code`) and
- * branches on, each with the meaning the docs render (docs/codes.md, checked by a test). A new
- * code is added here, with its meaning, or it cannot be written.
+ * branches on, each with its meaning and what the agent should do next (`error.next` in the run's
+ * view; both rendered in docs/codes.md, checked by a test). A new code is added here, with both,
+ * or it cannot be written.
  */
 export const RUN_ERROR_RULES = {
-  POLICY_DENIED: "Policy denied the run; the reasons name the deciding policies.",
-  REVIEW_REJECTED: "A reviewer rejected the run; the comment says why.",
-  REVIEW_EXPIRED: "No reviewer decided before the review expired.",
-  CHANGES_REQUESTED: "A reviewer asked for changes; submit a new script.",
-  PREVIEW_FAILED: "The plan preview (a dry run with writes intercepted) failed before any reviewer was asked; the message is the preview's error.",
-  PLAN_DIVERGED:
-    "The run was about to make a write that is not the next one of its approved plan; it was stopped before that call. The calls already made are listed.",
-  CAPABILITY_DENIED: "The script reached for a tool, module or resource outside what was approved.",
-  TIMEOUT: "The run exceeded its wall-clock or CPU-time limit.",
-  MEMORY_LIMIT: "The script ran out of its memory limit.",
-  OUTPUT_LIMIT: "The script's result, logs, output or files exceeded their limits.",
-  TOOL_ERROR: "A tool call failed and the script did not handle it.",
-  SCRIPT_ERROR: "The script threw, or the sandbox exited before reporting a result.",
-  SANDBOX_UNAVAILABLE: "The sandbox could not be started with the required isolation, or its inputs could not be staged.",
-  BUDGET_EXCEEDED:
-    "A budget or limit was reached: runs per hour, concurrent runs, runs waiting for review, CPU-seconds per day, total tool calls, or the approved calls of one tool.",
-  CANCELLED: "The run was cancelled by the agent, a reviewer, or the agent's revocation.",
-  EXECUTOR_LOST:
-    "The process running the script stopped; it was not retried because a call that may have had an effect was made or in flight (or it was already retried once). A human decides whether to resubmit.",
-  RPC_VIOLATION: "The sandboxed script broke the tool-call protocol.",
-  STORAGE_REJECTED:
-    "What the run produced could not be stored, or a tool call could not be recorded before it was made; the run was ended instead of being left running.",
-} as const satisfies Record<string, string>;
+  POLICY_DENIED: {
+    meaning: "Policy denied the run; the reasons name the deciding policies.",
+    next: "Fix what the findings and reasons name (they quote the line), then submit a new run; the same script will be denied again.",
+  },
+  REVIEW_REJECTED: { meaning: "A reviewer rejected the run; the comment says why.", next: "Read the reviewer's comment; do not resubmit the same script." },
+  REVIEW_EXPIRED: {
+    meaning: "No reviewer decided before the review expired.",
+    next: "Submit it again if it is still needed, and tell the user it waits for a reviewer.",
+  },
+  CHANGES_REQUESTED: {
+    meaning: "A reviewer asked for changes; submit a new script.",
+    next: "Change the script as the comment asks and submit it as a new run.",
+  },
+  PREVIEW_FAILED: {
+    meaning: "The plan preview (a dry run with writes intercepted) failed before any reviewer was asked; the message is the preview's error.",
+    next: "Fix the error the message names and submit a new run.",
+  },
+  PLAN_DIVERGED: {
+    meaning:
+      "The run was about to make a write that is not the next one of its approved plan; it was stopped before that call. The calls already made are listed.",
+    next: "Make the script's writes depend only on what its reads return, then submit a new run; check the calls already made before retrying a write.",
+  },
+  CAPABILITY_DENIED: {
+    meaning: "The script reached for a tool, module or resource outside what was approved.",
+    next: "Call only the tools search_tools lists and import only allowed packages; submit a new run.",
+  },
+  TIMEOUT: {
+    meaning: "The run exceeded its wall-clock or CPU-time limit.",
+    next: "Make the script do less per run (page through data, fewer calls) and submit a new run.",
+  },
+  MEMORY_LIMIT: { meaning: "The script ran out of its memory limit.", next: "Process the data in pages instead of holding it all, then submit a new run." },
+  OUTPUT_LIMIT: {
+    meaning: "The script's result, logs, output or files exceeded their limits.",
+    next: "Return a summary instead of raw rows (aggregate in the script), log less, then submit a new run.",
+  },
+  TOOL_ERROR: {
+    meaning: "A tool call failed and the script did not handle it.",
+    next: "Read the tool's error in the message, fix the arguments, and submit a new run.",
+  },
+  SCRIPT_ERROR: {
+    meaning: "The script threw, or the sandbox exited before reporting a result.",
+    next: "Fix the error at the line the stack (error.detail) names, then submit a new run.",
+  },
+  SANDBOX_UNAVAILABLE: {
+    meaning: "The sandbox could not be started with the required isolation, or its inputs could not be staged.",
+    next: "This is not the script's fault: try again later, and tell the user if it persists.",
+  },
+  BUDGET_EXCEEDED: {
+    meaning:
+      "A budget or limit was reached: runs per hour, concurrent runs, runs waiting for review, CPU-seconds per day, total tool calls, or the approved calls of one tool.",
+    next: "Wait for running or pending runs to finish, or do the work in fewer runs and calls.",
+  },
+  CANCELLED: {
+    meaning: "The run was cancelled by the agent, a reviewer, or the agent's revocation.",
+    next: "Do not resubmit unless the user asks for it again.",
+  },
+  EXECUTOR_LOST: {
+    meaning:
+      "The process running the script stopped; it was not retried because a call that may have had an effect was made or in flight (or it was already retried once). A human decides whether to resubmit.",
+    next: "Check with read-only tools whether its writes happened before submitting it again.",
+  },
+  RPC_VIOLATION: {
+    meaning: "The sandboxed script broke the tool-call protocol.",
+    next: "Call tools only through `tools.<server>.<tool>(args)` and submit a new run.",
+  },
+  STORAGE_REJECTED: {
+    meaning:
+      "What the run produced could not be stored, or a tool call could not be recorded before it was made; the run was ended instead of being left running.",
+    next: "Try again later; if it repeats, return a smaller result.",
+  },
+  CHECK_FAILED: {
+    meaning:
+      "A check the script declared (checks.sum, checks.rowCount, …) failed, as the host computed it; the result is withheld unless a reviewer releases it.",
+    next: "Do not use the result: find why the check failed (the message has the numbers), fix the script or the check, and submit a new run.",
+  },
+  SWALLOWED_FAILURE: {
+    meaning:
+      "The run finished with a result although a tool call failed or the script logged an error, and it did not declare the result partial (checks.allowPartial).",
+    next: "Treat the result as incomplete: handle the failure in the script, or declare checks.allowPartial(reason) if a partial result is intended, and resubmit.",
+  },
+} as const satisfies Record<string, { meaning: string; next: string }>;
 
 export type RunErrorCode = keyof typeof RUN_ERROR_RULES;
 
@@ -174,9 +240,9 @@ export function codesMarkdown(): string {
     "",
     "What an agent finds in a run's envelope as `error.code`.",
     "",
-    "| code | meaning |",
-    "|---|---|",
-    rows(Object.entries(RUN_ERROR_RULES)),
+    "| code | meaning | what the agent should do next |",
+    "|---|---|---|",
+    rows(Object.entries(RUN_ERROR_RULES).map(([code, rule]) => [code, `${rule.meaning} | ${rule.next}`])),
     "",
     "## Finding codes",
     "",

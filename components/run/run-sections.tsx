@@ -285,8 +285,17 @@ export function Outcome({ run }: { run: RunDetail }) {
             <Inert text={outcome.error.message} />
           </p>
           {outcome.error.untrusted ? <p className="mt-1 text-xs text-red-700">This text came from the script or a tool; it is untrusted.</p> : null}
+          {outcome.error.detail ? (
+            <details className="mt-2">
+              <summary className="cursor-pointer text-xs text-red-800">Stack</summary>
+              <Pre label="Stack">
+                <Inert text={outcome.error.detail} />
+              </Pre>
+            </details>
+          ) : null}
         </div>
       ) : null}
+      {outcome.gate ? <GateReport gate={outcome.gate} /> : null}
       {outcome.flags.length > 0 ? (
         <p className="flex flex-wrap gap-1 text-sm">
           Flags:{" "}
@@ -322,6 +331,69 @@ export function Outcome({ run }: { run: RunDetail }) {
           </Pre>
         )}
       </div>
+    </div>
+  );
+}
+
+type Gate = NonNullable<NonNullable<RunDetail["outcome"]>["gate"]>;
+
+/** The checks the script declared as the host decided them, its assumptions and the rows behind the result. */
+function GateReport({ gate }: { gate: Gate }) {
+  return (
+    <div className="space-y-3" data-testid="gate-report">
+      <div>
+        <h3 className="mb-1 text-sm font-semibold text-slate-700">Checks (decided by Airlock, not by the script)</h3>
+        {gate.checks.length === 0 ? (
+          <p className="text-sm text-slate-600">The script declared no checks on its result.</p>
+        ) : (
+          <Table caption="Result checks" headers={["Check", "Kind", "Verdict", "What Airlock found"]}>
+            {gate.checks.map((check, i) => (
+              <tr key={i} data-testid="check">
+                <Td>
+                  <Inert text={check.label} />
+                </Td>
+                <Td className="font-mono text-xs">{check.kind}</Td>
+                <Td>
+                  <Badge tone={check.ok ? "good" : "bad"}>{check.ok ? "passed" : "failed"}</Badge>
+                </Td>
+                <Td>
+                  <Inert text={check.message} />
+                </Td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </div>
+      {gate.assumptions.length > 0 ? (
+        <div>
+          <h3 className="mb-1 text-sm font-semibold text-slate-700">Assumptions the script declared</h3>
+          <ul className="list-disc pl-5 text-sm" data-testid="assumptions">
+            {gate.assumptions.map((text, i) => (
+              <li key={i}>
+                <Inert text={text} />
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+      {gate.partial !== null ? (
+        <p className="rounded-md bg-amber-50 px-3 py-2 text-sm text-amber-900">
+          The script declared its result partial: <Inert text={gate.partial} />
+        </p>
+      ) : null}
+      <p className="text-sm text-slate-700" data-testid="lineage">
+        Rows read:{" "}
+        {gate.rows.read.length === 0
+          ? "none"
+          : gate.rows.read.map((r, i) => (
+              <span key={i}>
+                {i > 0 ? ", " : ""}
+                <Inert text={r.tool} /> {r.rows}
+              </span>
+            ))}
+        {" · "}rows returned: {gate.rows.returned ?? "—"}
+        {" · "}covered by rowCount and sum checks: {gate.rows.covered ?? "none"}
+      </p>
     </div>
   );
 }

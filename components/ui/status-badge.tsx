@@ -23,6 +23,7 @@ export const RUN_STATUS_TONE = {
   rejected: "bad",
   failed: "bad",
   timed_out: "bad",
+  check_failed: "bad",
   expired: "neutral",
   cancelled: "neutral",
 } as const satisfies Record<RunStatus, Tone>;

@@ -33,6 +33,7 @@
  */
 import { Prisma } from "@/lib/generated/prisma/client";
 import type { Db } from "@/lib/db";
+import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
 import { consoleBaseUrl } from "@/lib/env";
 import { filtersForRecord, hasRunFilters, type AuditFilters } from "./filters";
 import { runConditions } from "./search";
@@ -119,9 +120,7 @@ const callPurged = `'purged on ' || to_char(c."purgedAt" AT TIME ZONE 'UTC', 'YY
  */
 const MAX_BATCH_BYTES = 16 * 1024 * 1024;
 
-const TERMINAL_ACTIONS = ["succeeded", "failed", "timed_out", "cancelled", "denied", "rejected", "changes_requested", "expired"]
-  .map((status) => `'run.${status}'`)
-  .join(", ");
+const TERMINAL_ACTIONS = TERMINAL_STATUSES.map((status) => `'run.${status}'`).join(", ");
 const TERMINAL = `e.action IN (${TERMINAL_ACTIONS})`;
 
 const EVENT_COLUMNS: Column[] = [

@@ -41,6 +41,9 @@ const ACTIONS: Record<string, string | ((data: Data) => string)> = {
   "run.timed_out": "the run ran out of time and was stopped",
   "run.cancel_requested": "someone asked to cancel the run",
   "run.cancelled": "the run was cancelled",
+  "run.check_failed": "the run finished, and a check it declared failed: its result is withheld from the agent",
+  "run.release_approved": "a reviewer released the result of a failed check, with a reason",
+  "run.result_released": "the reviewers' quorum released the withheld result to the agent",
   "run.result_read": "the agent read the run's result",
   "run.outcome_recorded": (data) =>
     `the agent recorded what it did with the result: ${typeof data.action === "string" ? (OUTCOMES[data.action] ?? word(data.action)) : "(not given)"}`,

@@ -5,6 +5,7 @@
  */
 import { FINDING_RULES, type FindingCode, type Severity } from "@/lib/errors";
 import type { DataClass } from "./data-classes";
+import type { CheckKind } from "./script-contract";
 import type { Effect } from "./tools";
 
 export type Finding = {
@@ -27,6 +28,10 @@ export type ScriptFacts = {
   /** Data classes of the referenced tools, sorted, unique. */
   dataClasses: DataClass[];
   toolCount: number;
+  /** Data classes of the referenced tools that are read-only, sorted, unique. */
+  readOnlyDataClasses: DataClass[];
+  /** Kinds of the checks the script declares (walk.ts), sorted, unique. */
+  checks: CheckKind[];
 };
 
 /**

@@ -5,11 +5,14 @@
  * before it is written. The schemas accept every shape written since the first release (a column
  * written before it existed is null, and reads say so).
  *
- * `execution` holds what running produced besides the result: stats, logs, flags and artifacts.
+ * `execution` holds what running produced besides the result: stats, logs, flags, artifacts and
+ * the gate report (checks, assumptions, a declared partial result, lineage; absent before it
+ * existed).
  */
 import { z } from "zod";
 import { AppError, FINDING_RULES, RUN_ERROR_CODES, type FindingCode, type RunErrorCode } from "@/lib/errors";
 import { DATA_CLASSES } from "./data-classes";
+import { CHECK_KINDS } from "./script-contract";
 
 const count = z.number().int().nonnegative();
 const text = z.string();
@@ -55,12 +58,23 @@ export const RUN_COLUMN_SCHEMAS = {
         openWorld: z.boolean(),
         dataClasses: z.array(z.enum(DATA_CLASSES)),
         toolCount: count,
+        /** Absent in runs analysed before they existed. */
+        readOnlyDataClasses: z.array(z.enum(DATA_CLASSES)).optional(),
+        checks: z.array(z.enum(CHECK_KINDS)).optional(),
       })
       .strict(),
     z.object({}).strict(),
   ]),
   result: z.json(),
-  error: z.object({ code: z.enum(RUN_ERROR_CODES as [RunErrorCode, ...RunErrorCode[]]), message: text, untrusted: z.boolean() }).strict(),
+  error: z
+    .object({
+      code: z.enum(RUN_ERROR_CODES as [RunErrorCode, ...RunErrorCode[]]),
+      message: text,
+      untrusted: z.boolean(),
+      /** The tail (≤ 4 KiB) of the script's stack trace, when it threw. */
+      detail: text.optional(),
+    })
+    .strict(),
   execution: z
     .object({
       wallMs: z.number().nonnegative(),
@@ -72,6 +86,17 @@ export const RUN_COLUMN_SCHEMAS = {
       truncated: z.boolean(),
       /** The files under ./out/ (bytes in "ArtifactBlob", lib/runs/artifacts.ts); mediaType is sniffed from the bytes, absent before it was stored. */
       artifacts: z.array(z.object({ name: text, sizeBytes: count, sha256: text, mediaType: text.optional() }).strict()),
+      gate: z
+        .object({
+          checks: z.array(
+            z.object({ kind: z.enum(CHECK_KINDS), label: text, ok: z.boolean(), message: text, rows: count.optional(), rowsKey: text.optional() }).strict(),
+          ),
+          assumptions: z.array(text),
+          partial: text.nullable(),
+          rows: z.object({ read: z.record(text, count), returned: count.nullable(), covered: count.nullable() }).strict(),
+        })
+        .strict()
+        .optional(),
     })
     .strict(),
   /** The writes a plan preview intercepted, in order (lib/runs/plan.ts), and their digest, which approvals bind. */

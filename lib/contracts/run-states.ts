@@ -18,7 +18,8 @@ export const NEXT_STATES = {
   queued: ["running", "cancelled", "failed"],
   // running → queued: the executor was lost before anything with an effect could have happened,
   // at most once per run (Run.attempt), never after a cancel request (lib/runs/recovery.ts).
-  running: ["succeeded", "failed", "timed_out", "cancelled", "queued"],
+  // check_failed: the script finished and a check it declared failed (lib/sandbox/checks.ts).
+  running: ["succeeded", "failed", "timed_out", "cancelled", "check_failed", "queued"],
   denied: [],
   rejected: [],
   changes_requested: [],
@@ -27,6 +28,7 @@ export const NEXT_STATES = {
   failed: [],
   timed_out: [],
   cancelled: [],
+  check_failed: [],
 } as const satisfies Record<RunStatus, readonly RunStatus[]>;
 
 export const RUN_STATUSES = Object.keys(NEXT_STATES) as RunStatus[];
@@ -67,4 +69,4 @@ export const IN_PROGRESS_STATUSES = [
 ] as const satisfies readonly RunStatus[];
 
 /** States a run ends in after it was executed (the envelope's statuses). */
-export const EXECUTED_STATUSES = ["succeeded", "failed", "timed_out", "cancelled"] as const satisfies readonly RunStatus[];
+export const EXECUTED_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "check_failed"] as const satisfies readonly RunStatus[];

@@ -1,5 +1,6 @@
 /**
- * What every script sees besides `tools`: the `inputs` reader and `console`, plus the few globals
+ * What every script sees besides `tools`: the `inputs` reader, the `checks` it declares about its
+ * result (decided by the host, lib/sandbox/checks.ts) and `console`, plus the few globals
  * the sandbox provides, as TypeScript declarations. One text, used by the type-checker
  * (lib/intake/typecheck.ts) and shown to agents next to the tool declarations; the sandbox's
  * bootstrap (lib/sandbox/child/bootstrap.mjs) implements exactly these `inputs` methods (a test
@@ -7,6 +8,10 @@
  */
 
 export const SCRIPT_INPUT_METHODS = ["list", "text", "bytes", "json", "csv"] as const;
+
+/** The checks a script may declare; the host decides each (lib/sandbox/checks.ts). */
+export const CHECK_KINDS = ["equal", "rowCount", "sum", "range", "sameUnit"] as const;
+export type CheckKind = (typeof CHECK_KINDS)[number];
 
 export const CONSOLE_METHODS = ["log", "info", "warn", "error", "debug", "trace", "dir", "table"] as const;
 
@@ -24,9 +29,40 @@ export const SCRIPT_INPUTS_DECLARATION = [
   "declare const inputs: AirlockInputs;",
 ].join("\n");
 
+export const SCRIPT_CHECKS_DECLARATION = [
+  "/** The host's verdict on a check; a failed check ends the run check_failed and withholds its result. */",
+  "interface AirlockCheckVerdict { readonly ok: boolean; readonly message: string }",
+  "/**",
+  " * Checks on the result, decided by Airlock's host, not by the script: a failed check ends the run",
+  " * `check_failed` (CHECK_FAILED, naming it) and the result is withheld until a reviewer releases it.",
+  " * Await them to read the verdict; a check not awaited is still decided.",
+  " */",
+  "interface AirlockChecks {",
+  "  /** `actual` and `expected` are the same JSON value (keys in any order). */",
+  "  equal(label: string, actual: unknown, expected: unknown): Promise<AirlockCheckVerdict>;",
+  "  /** `rows` is an array whose length is within the bounds (give at least one). */",
+  "  rowCount(label: string, rows: readonly unknown[], bounds: { min?: number; max?: number }): Promise<AirlockCheckVerdict>;",
+  "  /** Every row's `field` (a property or dotted path) is a number, and their exact sum is `expected` ± `tolerance` (default 0). */",
+  "  sum(label: string, rows: readonly unknown[], field: string, expected: number, options?: { tolerance?: number }): Promise<AirlockCheckVerdict>;",
+  '  /** Every value is within the bounds: numbers, or ISO 8601 dates (`"2026-01-01"`) compared as instants. */',
+  "  range(label: string, values: readonly (number | string)[], bounds: { min?: number | string; max?: number | string }): Promise<AirlockCheckVerdict>;",
+  "  /** Every row's `field` holds the same value (a currency, a unit); fails on no rows. */",
+  "  sameUnit(label: string, rows: readonly unknown[], field: string): Promise<AirlockCheckVerdict>;",
+  '  /** An assumption the result rests on ("refunds are separate rows"), shown with the result to the agent and reviewers. */',
+  "  assume(text: string): void;",
+  "  /** The result is partial on purpose: failed tool calls or error logs then do not make it SWALLOWED_FAILURE. */",
+  "  allowPartial(reason: string): void;",
+  "}",
+  "declare const checks: AirlockChecks;",
+].join("\n");
+
+/** What an agent reads besides the tool declarations (search_tools, detail "full"): `inputs` and `checks`. */
+export const SCRIPT_GLOBALS_DECLARATION = `${SCRIPT_INPUTS_DECLARATION}\n${SCRIPT_CHECKS_DECLARATION}`;
+
 /** The whole contract the type-checker loads beside the tool declarations. */
 export const SCRIPT_CONTRACT_DECLARATIONS = [
   SCRIPT_INPUTS_DECLARATION,
+  SCRIPT_CHECKS_DECLARATION,
   "interface AirlockConsole {",
   ...CONSOLE_METHODS.map((level) => `  ${level}(...data: unknown[]): void;`),
   "}",

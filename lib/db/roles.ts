@@ -127,6 +127,7 @@ export function appPrivilegesSql(role: string, owner: string, database: string, 
     // through airlock_purge() alone, which EXECUTE on the schema's functions covers.
     `REVOKE DELETE ON "LegalHold" FROM ${app}`,
     `REVOKE UPDATE, DELETE ON "RunOutcome" FROM ${app}`,
+    `REVOKE UPDATE, DELETE ON "ResultRelease" FROM ${app}`,
     // Artifacts: links are append-only; a blob's UPDATE is limited by its trigger to restoring purged bytes.
     `REVOKE UPDATE, DELETE ON "RunArtifact" FROM ${app}`,
     `REVOKE DELETE ON "ArtifactBlob" FROM ${app}`,

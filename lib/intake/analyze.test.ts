@@ -417,39 +417,54 @@ describe("output and facts", () => {
   });
 
   it.each([
-    ["no tools at all", "return 1;", { effect: "read_only", openWorld: false, dataClasses: [], toolCount: 0 }],
+    ["no tools at all", "return 1;", { effect: "read_only", openWorld: false, dataClasses: [], toolCount: 0, readOnlyDataClasses: [], checks: [] }],
     [
       "only read-only tools",
       "await tools.ledger.listInvoices({});\nawait tools.docs.search({ query: 'a' });",
-      { effect: "read_only", openWorld: false, dataClasses: ["financial", "public"], toolCount: 2 },
+      { effect: "read_only", openWorld: false, dataClasses: ["financial", "public"], toolCount: 2, readOnlyDataClasses: ["financial", "public"], checks: [] },
     ],
     [
       "a write with destructiveHint false",
       "await tools.ledger.addNote({ invoiceId: '1', text: 'x' });",
-      { effect: "write", openWorld: false, dataClasses: ["internal"], toolCount: 1 },
+      { effect: "write", openWorld: false, dataClasses: ["internal"], toolCount: 1, readOnlyDataClasses: [], checks: [] },
     ],
     [
       "a destructive tool",
       "await tools.ledger.addNote({ invoiceId: '1', text: 'x' });\nawait tools.ledger.voidInvoice({ id: '1' });",
-      { effect: "destructive", openWorld: false, dataClasses: ["financial", "internal"], toolCount: 2 },
+      { effect: "destructive", openWorld: false, dataClasses: ["financial", "internal"], toolCount: 2, readOnlyDataClasses: [], checks: [] },
     ],
     [
       "a write tool without destructiveHint (MCP default: destructive)",
       "await tools.ledger.archive({ before: '2020' });",
-      { effect: "destructive", openWorld: true, dataClasses: ["internal"], toolCount: 1 },
+      { effect: "destructive", openWorld: true, dataClasses: ["internal"], toolCount: 1, readOnlyDataClasses: [], checks: [] },
     ],
     [
       "an unknown tool",
       "await tools.ledger.listInvoices({});\nawait (tools as any).ledger.shred({});",
-      { effect: "destructive", openWorld: true, dataClasses: ["financial"], toolCount: 2 },
+      { effect: "destructive", openWorld: true, dataClasses: ["financial"], toolCount: 2, readOnlyDataClasses: ["financial"], checks: [] },
     ],
     [
       "a read-only tool without openWorldHint (MCP default: open world)",
       "await tools.web.fetchPage({ url: 'https://example.com' });",
-      { effect: "read_only", openWorld: true, dataClasses: ["public"], toolCount: 1 },
+      { effect: "read_only", openWorld: true, dataClasses: ["public"], toolCount: 1, readOnlyDataClasses: ["public"], checks: [] },
     ],
   ])("facts for %s", (_label, code, facts) => {
     expect(analyze(code).facts).toEqual(facts);
+  });
+
+  it.each([
+    [
+      "checks called in place",
+      'const r = await tools.ledger.listInvoices({});\nawait checks.sum("net", r.rows, "a", 1);\nchecks.rowCount("n", r.rows, { min: 1 });',
+      ["rowCount", "sum"],
+    ],
+    ["a check inside a callback still counts", "[1].forEach(() => checks.equal('x', 1, 1));", ["equal"]],
+    ["assumptions are not checks", "checks.assume('refunds are separate rows'); checks.allowPartial('x');", []],
+    ["the script's own checks shadow the runtime's", "const checks = { sum() {} };\nchecks.sum('x', [], 'a', 1);", []],
+    ["an alias is not followed", "const c = checks;\nc.sum('x', [], 'a', 1);", []],
+    ["a check taken as a value is not called in place", "const f = checks.sum;\nawait f('x', [], 'a', 1);", []],
+  ])("check kinds: %s", (_label, code, kinds) => {
+    expect(analyze(code).facts.checks).toEqual(kinds);
   });
 });
 

@@ -146,18 +146,27 @@ function callSitesOf(walk: WalkResult, registry: ReadonlyMap<string, ToolFacts>)
   return sites;
 }
 
-function factsOf(capabilitySet: readonly string[], registry: ReadonlyMap<string, ToolFacts>): ScriptFacts {
+function factsOf(capabilitySet: readonly string[], registry: ReadonlyMap<string, ToolFacts>, walk: WalkResult): ScriptFacts {
   let effect: Effect = "read_only";
   let openWorld = false;
   const dataClasses = new Set<DataClass>();
+  const readOnlyDataClasses = new Set<DataClass>();
   for (const capability of capabilitySet) {
     const tool = registry.get(capability);
     const toolEffect = tool === undefined ? "destructive" : effectOf(tool.annotations);
     if (EFFECT_RANK[toolEffect] > EFFECT_RANK[effect]) effect = toolEffect;
     if (tool === undefined || tool.annotations.openWorldHint !== false) openWorld = true;
     if (tool !== undefined) dataClasses.add(tool.dataClass);
+    if (tool !== undefined && readOnlyTool(tool)) readOnlyDataClasses.add(tool.dataClass);
   }
-  return { effect, openWorld, dataClasses: [...dataClasses].sort(), toolCount: capabilitySet.length };
+  return {
+    effect,
+    openWorld,
+    dataClasses: [...dataClasses].sort(),
+    toolCount: capabilitySet.length,
+    readOnlyDataClasses: [...readOnlyDataClasses].sort(),
+    checks: walk.checkKinds,
+  };
 }
 
 const byPosition = (a: Finding, b: Finding) => a.line - b.line || a.column - b.column || a.code.localeCompare(b.code);
@@ -199,7 +208,7 @@ function analyze(input: AnalysisInput): Analysis {
     capabilitySet,
     imports: [...new Set(walk.imports.map((site) => site.specifier))].sort(),
     findings: findings.sort(byPosition),
-    facts: factsOf(capabilitySet, registry),
+    facts: factsOf(capabilitySet, registry, walk),
     callSites: callSitesOf(walk, registry),
   };
 }
@@ -215,7 +224,7 @@ export function analyzeScript(input: AnalysisInput): Analysis {
       capabilitySet: [],
       imports: [],
       findings: [finding("analysis_error", `${FINDING_RULES.analysis_error.summary}: ${message}`, 1, 1)],
-      facts: { effect: "destructive", openWorld: true, dataClasses: [], toolCount: 0 },
+      facts: { effect: "destructive", openWorld: true, dataClasses: [], toolCount: 0, readOnlyDataClasses: [], checks: [] },
       callSites: {},
     };
   }

@@ -41,7 +41,7 @@ import { runColumnValue, type RunColumnValue } from "@/lib/contracts/run-columns
 import type { Db, Tx } from "@/lib/db";
 import { jsonDigest, sha256Hex } from "@/lib/digest";
 import { env } from "@/lib/env";
-import { AppError, isAppError, type AppErrorCode } from "@/lib/errors";
+import { AppError, invalidArguments, isAppError, type AppErrorCode } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import { analyzeScript } from "@/lib/intake/analyze";
 import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
@@ -95,10 +95,7 @@ function parseSubmit(raw: unknown) {
     }
   }
   const parsed = submitRunSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new AppError("bad_request", `${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}`);
-  }
+  if (!parsed.success) throw invalidArguments(parsed.error);
   for (const field of ["prompt", "context"] as const) {
     const bytes = Buffer.byteLength(parsed.data.provenance[field] ?? "", "utf8");
     const cap = PROVENANCE_BYTE_CAPS[field];
@@ -142,7 +139,7 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, 
       where: {
         agentId,
         codeSha256,
-        status: { in: ["denied", "failed", "timed_out", "rejected", "changes_requested"] },
+        status: { in: ["denied", "failed", "timed_out", "check_failed", "rejected", "changes_requested"] },
         createdAt: { gte: new Date(Date.now() - config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES * 60_000) },
       },
     }),

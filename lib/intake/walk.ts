@@ -1,7 +1,8 @@
 /**
  * The syntactic half of analysis: one walk over a script's AST that yields
- * every `tools.<server>.<tool>` reference, every import specifier, the unbounded loops and the
- * findings that need no registry.
+ * every `tools.<server>.<tool>` reference, every import specifier, the unbounded loops, the kinds
+ * of check the script declares (`checks.sum(…)` called in place on the runtime's `checks`; none
+ * when the script declares its own `checks`) and the findings that need no registry.
  *
  * Guarantees: a tool is counted whether it is called or only referenced (`const f =
  * tools.a.b`), so the capability set over-approximates what the script can call; any use of
@@ -23,6 +24,7 @@
  */
 import ts from "typescript";
 import { finding, type Finding } from "@/lib/contracts/analysis";
+import { CHECK_KINDS, type CheckKind } from "@/lib/contracts/script-contract";
 import {
   outermost,
   literalText,
@@ -52,6 +54,8 @@ export type WalkResult = {
   toolRefs: ToolReference[];
   imports: ImportSite[];
   loops: LoopSite[];
+  /** Sorted unique kinds of the checks called in place on the runtime's `checks` (lib/contracts/script-contract.ts). */
+  checkKinds: CheckKind[];
   findings: Finding[];
 };
 
@@ -97,7 +101,9 @@ const SHARED_BUILTINS = new Set([
 const DEFINING_CALLS = new Set(["defineProperty", "defineProperties", "assign", "__defineGetter__", "__defineSetter__"]);
 
 export function walkScript(sf: ts.SourceFile): WalkResult {
-  const result: WalkResult = { toolRefs: [], imports: [], loops: [], findings: [] };
+  const result: WalkResult = { toolRefs: [], imports: [], loops: [], checkKinds: [], findings: [] };
+  const checkKinds = new Set<CheckKind>();
+  let ownChecks = false;
   const at = (node: ts.Node) => {
     const { line, character } = sf.getLineAndCharacterOfPosition(node.getStart(sf));
     return { line: line + 1, column: character + 1 };
@@ -182,6 +188,14 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
     });
   };
 
+  const visitChecksReference = (id: ts.Identifier) => {
+    const member = memberOf(outermost(id));
+    const kind = member?.name;
+    const access = member ? outermost(member.access) : undefined;
+    const calledInPlace = access !== undefined && ts.isCallExpression(access.parent) && access.parent.expression === access;
+    if (kind !== undefined && calledInPlace && (CHECK_KINDS as readonly string[]).includes(kind)) checkKinds.add(kind as CheckKind);
+  };
+
   const classifyGlobalMember = (node: ts.Node, name: string, via: string) => {
     if (name === "tools") {
       report("dynamic_tool_access", node, `tools reached through ${via}; call tools.<server>.<tool>(…) directly`);
@@ -258,6 +272,7 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
     visitTampering(node);
 
     if (ts.isIdentifier(node)) {
+      if (declaredName(node) && node.text === "checks") ownChecks = true;
       if (declaredName(node) && node.text === "tools") {
         report("dynamic_tool_access", node, "the script declares its own `tools`, shadowing the runtime's");
       } else if (declaredName(node) && GLOBAL_OBJECTS.has(node.text)) {
@@ -265,6 +280,7 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
       } else if (!isNonReference(node)) {
         const name = node.text;
         if (name === "tools") visitToolsReference(node);
+        else if (name === "checks") visitChecksReference(node);
         else if (GLOBAL_OBJECTS.has(name)) visitGlobalObject(node, name);
         else if (CODE_LOADERS.has(name)) report("eval_like", node, `${name} loads code at run time`);
         else if (name === "process") report("process_access", node, "`process` exposes the host process");
@@ -316,5 +332,6 @@ export function walkScript(sf: ts.SourceFile): WalkResult {
   };
 
   for (const statement of sf.statements) visit(statement, true);
+  result.checkKinds = ownChecks ? [] : [...checkKinds].sort();
   return result;
 }

@@ -15,7 +15,7 @@ import type { CallToolResult, Tool, ToolAnnotations } from "@modelcontextprotoco
 import { z } from "zod";
 import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
-import { AppError } from "@/lib/errors";
+import { invalidArguments } from "@/lib/errors";
 import type { AgentActor } from "@/lib/runs/service";
 
 export type McpContext = { agent: AgentActor; baseUrl: string };
@@ -88,10 +88,7 @@ export function toolJsonSchema(schema: z.ZodObject, io: "input" | "output", desc
 /** Parses arguments with a closed schema; a failure is `bad_request` naming the argument. */
 export function parseArgs<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
   const parsed = schema.safeParse(raw ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new AppError("bad_request", `${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}`);
-  }
+  if (!parsed.success) throw invalidArguments(parsed.error);
   return parsed.data;
 }
 

@@ -11,6 +11,9 @@
  * | anything else                                       | unexpected   | logged, InternalError        | logged, InternalError   |
  *
  * On the task path a task is created or refused, so an outcome is a protocol error there.
+ * Protocol errors are thrown as ProtocolError, never as the SDK's McpError: McpError writes
+ * "MCP error <code>: " into its own message, which goes out as the JSON-RPC message, and the
+ * client's McpError adds the prefix again ("MCP error -32602: MCP error -32602: …").
  * An outcome's result has no structuredContent: it is not a value of the tool's output schema
  * (clients validate structuredContent against it even for isError results).
  */
@@ -18,14 +21,27 @@ import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/
 import { isAppError } from "@/lib/errors";
 import { BudgetExceeded } from "@/lib/intake/submit";
 
+/** A JSON-RPC error as the SDK sends it: its code, and its message as is. */
+export class ProtocolError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ProtocolError";
+  }
+}
+
 export type McpFailure =
-  | { kind: "protocol"; error: McpError }
+  | { kind: "protocol"; error: ProtocolError }
   | { kind: "malformed"; message: string }
   | { kind: "outcome"; code: string; message: string }
   | { kind: "unexpected"; error: unknown };
 
 export function classifyMcpError(error: unknown): McpFailure {
-  if (error instanceof McpError) return { kind: "protocol", error };
+  if (error instanceof ProtocolError) return { kind: "protocol", error };
+  // The SDK's own (unknown task, a closed connection): sent with its message, without the prefix it carries.
+  if (error instanceof McpError) return { kind: "protocol", error: new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, "")) };
   if (error instanceof BudgetExceeded) return { kind: "outcome", code: error.runCode, message: error.message };
   if (isAppError(error)) {
     if (error.code === "bad_request" || error.code === "payload_too_large") return { kind: "malformed", message: error.message };
@@ -34,15 +50,15 @@ export function classifyMcpError(error: unknown): McpFailure {
   return { kind: "unexpected", error };
 }
 
-function protocolError(failure: Exclude<McpFailure, { kind: "outcome" }>, path: string): McpError {
+function protocolError(failure: Exclude<McpFailure, { kind: "outcome" }>, path: string): ProtocolError {
   switch (failure.kind) {
     case "protocol":
       return failure.error;
     case "malformed":
-      return new McpError(ErrorCode.InvalidParams, failure.message);
+      return new ProtocolError(ErrorCode.InvalidParams, failure.message);
     case "unexpected":
       console.error(`mcp ${path} failed`, failure.error);
-      return new McpError(ErrorCode.InternalError, "Internal error");
+      return new ProtocolError(ErrorCode.InternalError, "Internal error");
   }
 }
 
@@ -54,8 +70,8 @@ export function toolFailure(error: unknown): CallToolResult {
 }
 
 /** submit_run as a task: every failure refuses the task with a protocol error (the one to throw). */
-export function taskRefusal(error: unknown): McpError {
+export function taskRefusal(error: unknown): ProtocolError {
   const failure = classifyMcpError(error);
-  if (failure.kind === "outcome") return new McpError(ErrorCode.InvalidRequest, `${failure.code}: ${failure.message}`);
+  if (failure.kind === "outcome") return new ProtocolError(ErrorCode.InvalidRequest, `${failure.code}: ${failure.message}`);
   return protocolError(failure, "task");
 }

@@ -7,8 +7,10 @@
  *  1. DNS-rebinding guard: the Host header (exactly `name[:port]`) and the Origin, when sent, must
  *     name this deployment — loopback names, AIRLOCK_HOST, AIRLOCK_PUBLIC_URL's host, or
  *     AIRLOCK_ALLOWED_HOSTS (lib/auth/hosts.ts, as for the console) — else 403;
- *  2. bearer authentication: a missing, unknown, revoked or expired token gets the same 401 with
- *     `WWW-Authenticate: Bearer resource_metadata=…` (RFC 9728) — callers cannot tell them apart;
+ *  2. bearer authentication: 401 with `WWW-Authenticate: Bearer resource_metadata=…` (RFC 9728).
+ *     A missing token and a refused one are told apart (send a token / this token is not
+ *     accepted); an unknown, revoked, expired or malformed token gets one and the same answer, so
+ *     callers cannot tell which;
  *     every token sent and refused is audited as `auth.token_rejected`, aggregated per token
  *     prefix and minute under a global cap (lib/auth/token-rejections.ts);
  *  3. the MCP exchange itself, where each tool checks its own scope (lib/mcp/server.ts).
@@ -54,7 +56,10 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
     const challenge = token
       ? `Bearer error="invalid_token", error_description="The token is unknown, revoked or expired", resource_metadata="${metadata}"`
       : `Bearer resource_metadata="${metadata}"`;
-    return jsonError(401, "Unauthorized: send Authorization: Bearer <agent token>", { "WWW-Authenticate": challenge });
+    const message = token
+      ? "Unauthorized: the bearer token is not accepted (unknown, revoked or expired); ask an Airlock admin for an agent token"
+      : "Unauthorized: no token; send Authorization: Bearer <agent token>";
+    return jsonError(401, message, { "WWW-Authenticate": challenge });
   }
 
   const server = createMcpServer({ agent, baseUrl: publicBaseUrl(request) });

@@ -27,7 +27,7 @@ import type { AgentActor } from "@/lib/runs/service";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { AppError } from "@/lib/errors";
 import { BudgetExceeded } from "@/lib/intake/submit";
-import { classifyMcpError, taskRefusal, toolFailure } from "./errors";
+import { ProtocolError, classifyMcpError, taskRefusal, toolFailure } from "./errors";
 import { createMcpServer } from "./server";
 
 const system: Actor = { type: "system", name: "test" };
@@ -265,6 +265,9 @@ describe("MCP tool contract", () => {
     // …and enforced as published.
     const waitTooLong = await outcome(client.callTool({ name: "get_run", arguments: { runId: "00000000-0000-4000-8000-000000000000", waitSeconds: 61 } }));
     expect(waitTooLong).toMatchObject({ protocol: ErrorCode.InvalidParams, message: expect.stringContaining("waitSeconds") });
+    // One prefix, then the field and the rule.
+    expect(waitTooLong.message).toMatch(/^MCP error -32602: waitSeconds: /);
+    expect(waitTooLong.message.match(/MCP error/g)).toHaveLength(1);
     const longQuery = await outcome(client.callTool({ name: "search_tools", arguments: { query: "x".repeat(201) } }));
     expect(longQuery).toMatchObject({ protocol: ErrorCode.InvalidParams, message: expect.stringContaining("query") });
     const extra = await outcome(client.callTool({ name: "list_inputs", arguments: { unexpected: true } }));
@@ -382,8 +385,10 @@ describe("MCP tool contract", () => {
         } catch (caught) {
           thrown = caught;
         }
-        expect(thrown).toBeInstanceOf(McpError);
-        expect((thrown as McpError).code).toBe(onToolPath);
+        expect(thrown).toBeInstanceOf(ProtocolError);
+        expect((thrown as ProtocolError).code).toBe(onToolPath);
+        // Sent as is: the client's McpError adds the one "MCP error <code>: " prefix.
+        expect((thrown as ProtocolError).message).not.toMatch(/^MCP error/);
         expect(task.code).toBe(onToolPath);
         expect(task.message).toBe((thrown as McpError).message);
       }

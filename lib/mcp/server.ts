@@ -23,14 +23,14 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { CreateTaskResult } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { recordForbidden } from "@/lib/audit/access";
 import { requireScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { appRuntime } from "@/lib/runs/runtime";
 import { submitRun } from "@/lib/intake/submit";
 import { structuredResult, type McpContext } from "./define";
-import { taskRefusal, toolFailure } from "./errors";
+import { ProtocolError, taskRefusal, toolFailure } from "./errors";
 import { runTaskStore, taskOf } from "./tasks";
 import { MCP_TOOLS, submitRunTool } from "./tools";
 
@@ -63,9 +63,9 @@ export function createMcpServer(ctx: McpContext): Server {
     const door = `mcp:${name.slice(0, 64)}`;
     const tool = BY_NAME.get(name);
     try {
-      if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name)}; tools/list shows the six tools.`);
+      if (!tool) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name)}; tools/list shows the six tools.`);
       if (task) {
-        if (tool !== submitRunTool) throw new McpError(ErrorCode.InvalidParams, `${name} does not run as a task; only submit_run does.`);
+        if (tool !== submitRunTool) throw new ProtocolError(ErrorCode.InvalidParams, `${name} does not run as a task; only submit_run does.`);
         return await submitAsTask(ctx, args);
       }
       return await tool.invoke(args, { ctx, db: prisma(), signal: extra.signal });

@@ -14,7 +14,8 @@
  * answer is sent. tasks/get and tasks/list return no results and record nothing.
  */
 import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
-import { ErrorCode, McpError, type Result, type Task } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, type Result, type Task } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "./errors";
 import { recordForbidden } from "@/lib/audit/access";
 import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
@@ -42,6 +43,7 @@ const TASK_STATUS = {
   expired: "failed",
   failed: "failed",
   timed_out: "failed",
+  check_failed: "failed",
   cancelled: "cancelled",
 } as const satisfies Record<Run["status"], Task["status"]>;
 
@@ -81,7 +83,7 @@ export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView
   };
   return {
     async createTask() {
-      throw new McpError(ErrorCode.InvalidRequest, "Tasks are created by submit_run only.");
+      throw new ProtocolError(ErrorCode.InvalidRequest, "Tasks are created by submit_run only.");
     },
     async getTask(taskId) {
       await need("runs:read", "get");
@@ -89,18 +91,18 @@ export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView
       return run ? taskOf(run) : null;
     },
     async storeTaskResult() {
-      throw new McpError(ErrorCode.InvalidRequest, "Task results are written by Airlock's executor only.");
+      throw new ProtocolError(ErrorCode.InvalidRequest, "Task results are written by Airlock's executor only.");
     },
     async getTaskResult(taskId) {
       await need("runs:read", "result");
       const run = await find(taskId);
-      if (!run) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+      if (!run) throw new ProtocolError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
       const view = await presentRun(db, run);
       await recordResultRead(db, agent, run.id, { via: "tasks/result", hasResult: view.result !== undefined || view.logs !== undefined });
       return toResult(view);
     },
     async updateTaskStatus(taskId, status) {
-      if (status !== "cancelled") throw new McpError(ErrorCode.InvalidRequest, "Only cancellation can be requested.");
+      if (status !== "cancelled") throw new ProtocolError(ErrorCode.InvalidRequest, "Only cancellation can be requested.");
       await cancelRun({ db }, agent, taskId).catch(async (error: unknown) => {
         await recordForbidden(db, agent, error, "mcp:tasks/cancel");
         throw error;

@@ -10,6 +10,7 @@ import { recordOutcome, recordOutcomeSchema } from "@/lib/runs/outcome";
 import { submitRun, submitRunSchema } from "@/lib/intake/submit";
 import { getRun, getRunSchema, type RunView } from "@/lib/runs/service";
 import { recordAgentRead, recordResultRead, type ResultDoor } from "./audit";
+import { SCRIPT_GLOBALS_DECLARATION } from "@/lib/contracts/script-contract";
 import { defineTool, type McpTool, type ToolAnswer, type ToolCall } from "./define";
 
 /** Waits this long for an auto-approved run to finish before submit_run answers. */
@@ -65,6 +66,8 @@ export const searchTools = defineTool({
         name: z.string(),
       }),
     ),
+    /** With detail "full": what a script sees besides `tools` (`inputs`, `checks`), once per answer. */
+    script: z.string().optional(),
   }),
   annotations: { readOnlyHint: true },
   async handler(input, { ctx, db }) {
@@ -75,7 +78,7 @@ export const searchTools = defineTool({
       subject: { type: "tool_registry" },
       data: { query: input.query ?? null, server: input.server ?? null, detail: input.detail, results: hits.length },
     });
-    return { value: { tools: hits } };
+    return { value: input.detail === "full" ? { tools: hits, script: SCRIPT_GLOBALS_DECLARATION } : { tools: hits } };
   },
 });
 

@@ -14,7 +14,14 @@ import { buildPolicyRequest, type PolicyRequestInput } from "@/lib/policy/reques
 
 const defaults = preparePolicySet(defaultPolicyText());
 
-const READ_ONLY_PUBLIC: ScriptFacts = { effect: "read_only", openWorld: false, dataClasses: ["public"], toolCount: 1 };
+const READ_ONLY_PUBLIC: ScriptFacts = {
+  effect: "read_only",
+  openWorld: false,
+  dataClasses: ["public"],
+  toolCount: 1,
+  readOnlyDataClasses: ["public"],
+  checks: [],
+};
 
 function request(overrides: Partial<PolicyRequestInput> = {}) {
   return buildPolicyRequest({
@@ -52,6 +59,19 @@ describe("the default policy set", () => {
     expect(typo.decision).toBe("escalate");
     expect(ids(typo)).toContain("review-type-errors");
     expect(decideScript('const hits = await tools.docs.search({ query: "x" });\nreturn hits.length;').decision).toBe("allow");
+  });
+
+  it("escalates a read of financial data that declares no sum or rowCount check, with the reason; such a check removes that reason", () => {
+    const financialRead: ScriptFacts = { ...READ_ONLY_PUBLIC, dataClasses: ["financial"], readOnlyDataClasses: ["financial"] };
+    const unchecked = decide(request({ facts: financialRead }), defaults);
+    expect(unchecked.decision).toBe("escalate");
+    expect(ids(unchecked)).toContain("review-financial-read-unchecked");
+    for (const kind of ["sum", "rowCount"] as const) {
+      expect(ids(decide(request({ facts: { ...financialRead, checks: [kind] } }), defaults))).not.toContain("review-financial-read-unchecked");
+    }
+    // A range or equality check does not prove the rows add up; a write of financial data is not this rule's.
+    expect(ids(decide(request({ facts: { ...financialRead, checks: ["range", "equal"] } }), defaults))).toContain("review-financial-read-unchecked");
+    expect(ids(decide(request({ facts: { ...financialRead, readOnlyDataClasses: [] } }), defaults))).not.toContain("review-financial-read-unchecked");
   });
 
   it("validates against the schema without errors or warnings", () => {

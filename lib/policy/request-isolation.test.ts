@@ -14,7 +14,14 @@ const defaults = preparePolicySet(defaultPolicyText());
 const RULE = /@id\("deny-writes-at-permission-only"\)[\s\S]*?;\n/;
 const withoutRule = preparePolicySet(defaultPolicyText().replace(RULE, ""));
 
-const READ_ONLY: ScriptFacts = { effect: "read_only", openWorld: false, dataClasses: ["internal"], toolCount: 1 };
+const READ_ONLY: ScriptFacts = {
+  effect: "read_only",
+  openWorld: false,
+  dataClasses: ["internal"],
+  toolCount: 1,
+  readOnlyDataClasses: ["internal"],
+  checks: [],
+};
 
 function request(overrides: Partial<PolicyRequestInput> = {}): PolicyRequest {
   return buildPolicyRequest({

@@ -31,7 +31,14 @@ function documentedDenyRule(): string {
   return block;
 }
 
-const READ_ONLY: ScriptFacts = { effect: "read_only", openWorld: false, dataClasses: ["internal"], toolCount: 1 };
+const READ_ONLY: ScriptFacts = {
+  effect: "read_only",
+  openWorld: false,
+  dataClasses: ["internal"],
+  toolCount: 1,
+  readOnlyDataClasses: ["internal"],
+  checks: [],
+};
 const FULL = provenancePresence({ model: "m", prompt: "p", conversationId: "c", context: "x" });
 
 function request(overrides: Partial<PolicyRequestInput> = {}): PolicyRequest {
@@ -100,17 +107,17 @@ describe("provenance in the policy request", () => {
   });
 
   it("replays a request stored at version 2 (context {}) as if no provenance was given; unupgraded, it fails closed", () => {
-    expect(POLICY_REQUEST_VERSION).toBe(3);
+    expect(POLICY_REQUEST_VERSION).toBeGreaterThanOrEqual(3);
     const current = request(PII);
     const v2: PolicyRequest = { ...current, schemaVersion: 2, context: {} };
     expect(decide(v2, defaults).decision).toBe("deny"); // the schema requires context.provenance
     const upgraded = upgradePolicyRequest(v2);
     expect(upgraded).toMatchObject({
-      schemaVersion: 3,
+      schemaVersion: POLICY_REQUEST_VERSION,
       context: { provenance: { hasModel: false, hasPrompt: false, hasConversation: false, hasContext: false } },
     });
     expect(decide(upgraded, defaults)).toEqual(decide(current, defaults));
-    // A version-3 request keeps what it was decided on.
+    // A current request keeps what it was decided on.
     const given = request({ ...PII, provenance: FULL });
     expect(upgradePolicyRequest(given)).toBe(given);
   });

@@ -4,8 +4,8 @@
  *
  * principal `Agent::"<id>"` (with its owning `User`), action `Action::"run"`, resource
  * `Proposal::"submitted"` carrying everything policy may look at: effect class, open world,
- * data classes of tools and inputs, finding codes and counts, the capability set and the
- * requested limits, and the sandbox isolation level the run is decided on (the level this
+ * data classes of tools and inputs (and of the read-only tools), finding codes and counts, the
+ * kinds of result checks the script declares, the capability set and the requested limits, and the sandbox isolation level the run is decided on (the level this
  * deployment executes at, lib/runs/isolation.ts). The request's context says which provenance the
  * agent declared with the proposal (`context.provenance`: a model, a prompt, a conversation id,
  * the context it selected) — only whether each is there, never its text. Every attribute is
@@ -27,7 +27,7 @@ import type { ScriptFacts } from "@/lib/contracts/analysis";
 import type { Finding } from "@/lib/contracts/analysis";
 import type { IsolationLevel, RunLimits } from "@/lib/sandbox/types";
 
-export const POLICY_REQUEST_VERSION = 3;
+export const POLICY_REQUEST_VERSION = 4;
 
 /** Name under which the schema is pre-parsed inside the Cedar module. */
 export const SCHEMA_NAME = `airlock-v${POLICY_REQUEST_VERSION}`;
@@ -52,6 +52,10 @@ entity Proposal = {
   inputDataClasses: Set<String>,
   // toolDataClasses and inputDataClasses together
   dataClasses: Set<String>,
+  // data classes of the read-only tools the script can call
+  readOnlyDataClasses: Set<String>,
+  // kinds of the result checks the script declares: "equal", "rowCount", "sum", "range", "sameUnit"
+  checks: Set<String>,
   // finding codes, e.g. "eval_like", "unknown_tool", "type_error"
   findings: Set<String>,
   criticalFindings: Long,
@@ -151,6 +155,8 @@ export function buildPolicyRequest(input: PolicyRequestInput): PolicyRequest {
           toolDataClasses: sortedUnique(input.facts.dataClasses),
           inputDataClasses: sortedUnique(input.inputDataClasses),
           dataClasses: sortedUnique([...input.facts.dataClasses, ...input.inputDataClasses]),
+          readOnlyDataClasses: sortedUnique(input.facts.readOnlyDataClasses),
+          checks: sortedUnique(input.facts.checks),
           findings: sortedUnique(codes),
           criticalFindings: count("critical"),
           errorFindings: count("error"),
@@ -176,9 +182,13 @@ export function buildPolicyRequest(input: PolicyRequestInput): PolicyRequest {
  * Proposal attributes added after version 1, by the version that added them, with the value an
  * older stored request takes for them on replay. Version 2 added `isolation`; requests decided
  * before it replay as `strict`, the default level (a deployment configured for permission-only
- * before then replays as if it had been strict).
+ * before then replays as if it had been strict). Version 4 added `readOnlyDataClasses` and
+ * `checks`; older requests replay with none (their checks were not looked at then).
  */
-const ADDED_ATTRIBUTES: Readonly<Record<number, Readonly<Record<string, unknown>>>> = { 2: { isolation: "strict" } };
+const ADDED_ATTRIBUTES: Readonly<Record<number, Readonly<Record<string, unknown>>>> = {
+  2: { isolation: "strict" },
+  4: { readOnlyDataClasses: [], checks: [] },
+};
 
 /**
  * Context attributes added after version 1, likewise. Version 3 added `provenance`; requests

@@ -41,6 +41,12 @@ export const decisionFormSchema = z
     };
   });
 
+/** The release form (a check_failed run's withheld result): releaseResult's input; it validates again. */
+export const releaseFormSchema = z
+  .object({ runId: field, comment: field, resultDigest: field })
+  .strict()
+  .transform((form) => ({ runId: form.runId, comment: form.comment, seen: { resultDigest: form.resultDigest } }));
+
 /** FormData → a plain object of its string fields (files and React's internal `$ACTION_*` fields dropped). */
 export function formFields(form: FormData): Record<string, string> {
   const out: Record<string, string> = Object.create(null);

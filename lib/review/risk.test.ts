@@ -17,9 +17,9 @@ import { queueView } from "./queue-presenter";
 import { riskLevel, riskOf, riskScore, runFacts, type RunFacts } from "./risk";
 import { runDetail } from "./run-presenter";
 
-const PII_READ: ScriptFacts = { effect: "read_only", openWorld: false, dataClasses: ["pii"], toolCount: 1 };
-const PUBLIC_READ: ScriptFacts = { effect: "read_only", openWorld: false, dataClasses: ["public"], toolCount: 1 };
-const PUBLIC_WRITE: ScriptFacts = { effect: "write", openWorld: false, dataClasses: ["public"], toolCount: 1 };
+const PII_READ: ScriptFacts = { effect: "read_only", openWorld: false, dataClasses: ["pii"], toolCount: 1, readOnlyDataClasses: ["pii"], checks: [] };
+const PUBLIC_READ: ScriptFacts = { effect: "read_only", openWorld: false, dataClasses: ["public"], toolCount: 1, readOnlyDataClasses: ["public"], checks: [] };
+const PUBLIC_WRITE: ScriptFacts = { effect: "write", openWorld: false, dataClasses: ["public"], toolCount: 1, readOnlyDataClasses: [], checks: [] };
 const DANGEROUS: RunFacts = { effect: "destructive", openWorld: true, dataClasses: ["phi"], toolCount: 3 };
 const CRITICAL = [{ severity: "critical" }];
 

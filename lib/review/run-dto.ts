@@ -67,6 +67,25 @@ export type PreviousAttempt = { id: string; createdAt: string; status: string; d
 
 export type SameCodeItem = { id: string; createdAt: string; agent: string; status: string; decision: string | null; reviewers: string[] };
 
+/** The host's report on the result (lib/sandbox/checks.ts): checks, assumptions, lineage; all text inert. */
+export type GateView = {
+  checks: { kind: string; label: string; ok: boolean; message: string }[];
+  assumptions: string[];
+  partial: string | null;
+  rows: { read: { tool: string; rows: number }[]; returned: number | null; covered: number | null };
+};
+
+/** A check_failed run's withheld result: who released it, and whether the viewer may (lib/review/release.ts). */
+export type ReleaseView = {
+  releasedAt: string | null;
+  required: number;
+  releases: { email: string; comment: string; at: string }[];
+  /** What a release is bound to: the digest of the stored result. */
+  resultDigest: string;
+  canRelease: boolean;
+  cannotReleaseBecause: string | null;
+};
+
 export type OutcomeView = {
   result: string | null;
   logs: { level: string; text: string }[];
@@ -74,8 +93,9 @@ export type OutcomeView = {
   flags: string[];
   truncated: boolean;
   artifacts: ArtifactItem[];
-  error: { code: string; message: string; untrusted: boolean } | null;
+  error: { code: string; message: string; untrusted: boolean; detail: string | null } | null;
   isolation: string | null;
+  gate: GateView | null;
 };
 
 /** A file the run wrote under ./out/, as sealed in `execution`, with its stored bytes' state and preview. */
@@ -149,6 +169,8 @@ export type RunDetail = {
   sameCode: SameCodeItem[];
   timeline: TimelineItem[];
   outcome: OutcomeView | null;
+  /** Only for a check_failed run. */
+  release: ReleaseView | null;
   agentOutcomes: AgentOutcomeItem[];
   toolCalls: ToolCallItem[];
   binding: DecisionBinding;

@@ -31,6 +31,7 @@ import {
   provenanceView,
   withPurgeNotices,
   reasonItems,
+  releaseView,
   reviewItems,
   sameCodeItems,
   splitCapability,
@@ -52,6 +53,7 @@ function loadRun(db: Db, id: string) {
       reviews: { orderBy: { createdAt: "asc" }, include: { reviewer: { select: { email: true, name: true } } } },
       toolCalls: { orderBy: { seq: "asc" } },
       outcomes: { orderBy: { at: "asc" } },
+      releases: { orderBy: { createdAt: "asc" }, include: { reviewer: { select: { email: true } } } },
     },
   });
 }
@@ -184,6 +186,7 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     sameCode: sameCodeItems(sameCode),
     timeline: timelineItems(events, names),
     outcome: outcomeView(run, artifacts),
+    release: releaseView(loaded, viewer),
     agentOutcomes: agentOutcomeItems(run.outcomes),
     toolCalls: toolCallItems(run.toolCalls),
     binding: {

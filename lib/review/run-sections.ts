@@ -14,6 +14,7 @@ import { CANCELLABLE_BEFORE_START, EXECUTED_STATUSES } from "@/lib/contracts/run
 import { hasScope, type Actor } from "@/lib/contracts/scopes";
 import type { AuditEvent, Dataset, Run, RunToolCall, UpstreamTool } from "@/lib/generated/prisma/client";
 import { decisionBlocker, type DecisionSubject } from "./decision-rules";
+import { releaseBlocker, resultDigestOf } from "./release";
 import { diffLines } from "@/lib/untrusted/diff";
 import { highlight } from "./highlight";
 import { hasHiddenCharacters, inertCode, inertJson, inertText } from "@/lib/untrusted/inert";
@@ -26,11 +27,13 @@ import type {
   CapabilityItem,
   CodeView,
   FindingItem,
+  GateView,
   InputItem,
   OutcomeView,
   PreviousAttempt,
   ProvenanceView,
   ReasonItem,
+  ReleaseView,
   ReviewItem,
   SameCodeItem,
   TimelineItem,
@@ -287,8 +290,29 @@ export function outcomeView(
     flags: (execution?.flags ?? []).map((f) => inertText(f, 500)),
     truncated: execution?.truncated ?? false,
     artifacts: artifactItems(run.id, execution?.artifacts ?? [], storedArtifacts),
-    error: error ? { code: error.code, message: inertText(error.message, 10_000), untrusted: error.untrusted } : null,
+    error: error
+      ? {
+          code: error.code,
+          message: inertText(error.message, 10_000),
+          untrusted: error.untrusted,
+          detail: error.detail ? inertText(error.detail, 5_000) : null,
+        }
+      : null,
     isolation: run.isolation,
+    gate: execution?.gate ? gateView(execution.gate) : null,
+  };
+}
+
+function gateView(gate: NonNullable<RunColumnValue<"execution">["gate"]>): GateView {
+  return {
+    checks: gate.checks.map((c) => ({ kind: c.kind, label: inertText(c.label, 300), ok: c.ok, message: inertText(c.message, 1_000) })),
+    assumptions: gate.assumptions.map((a) => inertText(a, 2_000)),
+    partial: gate.partial === null ? null : inertText(gate.partial, 2_000),
+    rows: {
+      read: Object.entries(gate.rows.read).map(([tool, rows]) => ({ tool: inertText(tool, 300), rows })),
+      returned: gate.rows.returned,
+      covered: gate.rows.covered,
+    },
   };
 }
 
@@ -308,6 +332,26 @@ export function toolCallItems(
 }
 
 /** What the page offers this viewer: the decision form only where decideRun would accept their vote. */
+/** The release panel of a check_failed run; null for any other run. `result` is the stored one (before purge notices). */
+export function releaseView(
+  run: Omit<Parameters<typeof releaseBlocker>[0], "releases"> & {
+    result: unknown;
+    releases: readonly { reviewerId: string; comment: string; createdAt: Date; reviewer: { email: string } }[];
+  },
+  viewer: Actor,
+): ReleaseView | null {
+  if (run.status !== "check_failed") return null;
+  const blocker = releaseBlocker(run, viewer);
+  return {
+    releasedAt: run.releasedAt?.toISOString() ?? null,
+    required: Math.max(1, run.approvalsRequired),
+    releases: run.releases.map((r) => ({ email: r.reviewer.email, comment: inertText(r.comment, 5_000), at: r.createdAt.toISOString() })),
+    resultDigest: resultDigestOf(run.result),
+    canRelease: blocker === null,
+    cannotReleaseBecause: blocker ? inertText(blocker.message, 1_000) : null,
+  };
+}
+
 export function viewerView(run: DecisionSubject, viewer: Actor, now: Date = new Date()): ViewerView {
   const blocker = decisionBlocker(run, viewer, now);
   const reviewer = hasScope(viewer, "runs:review");

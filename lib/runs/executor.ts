@@ -42,7 +42,7 @@ import { runColumn, runColumnValue } from "@/lib/contracts/run-columns";
 import { jsonDigest, sha256Hex } from "@/lib/digest";
 import type { Prisma, Run } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
-import type { IsolationLevel } from "@/lib/sandbox/types";
+import { emptyGate, type IsolationLevel } from "@/lib/sandbox/types";
 import { CONTENT_NORMALIZED_FLAG, normalizeContent } from "@/lib/untrusted/storable-text";
 import { artifactRecords, storeArtifacts } from "./artifacts";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
@@ -113,6 +113,7 @@ function failedEnvelope(code: "SANDBOX_UNAVAILABLE" | "STORAGE_REJECTED", messag
     truncated: false,
     isolation: { level: "strict", node: "", layers: { permissionModel: false, bubblewrap: false, prlimit: false, uid: null, cgroup: "none" } },
     artifacts: [],
+    gate: emptyGate(),
   };
 }
 
@@ -293,9 +294,9 @@ function decidedIsolation(run: { id: string; policyRequest: unknown }): string {
 
 /** The one normalization of what a script produced, before it is stored, sealed or returned. */
 function normalizeEnvelope(envelope: Envelope, alreadyNormalized: boolean): Envelope {
-  const content = normalizeContent({ result: envelope.result, logs: envelope.logs, error: envelope.error });
+  const content = normalizeContent({ result: envelope.result, logs: envelope.logs, error: envelope.error, gate: envelope.gate });
   const flags = content.changed || alreadyNormalized ? [...envelope.flags, CONTENT_NORMALIZED_FLAG] : envelope.flags;
-  return { ...envelope, result: content.value.result, logs: [...content.value.logs], error: content.value.error, flags };
+  return { ...envelope, result: content.value.result, logs: [...content.value.logs], error: content.value.error, gate: content.value.gate, flags };
 }
 
 /** Writes the terminal state (its event seals every recorded call of the run, all attempts). */
@@ -319,6 +320,7 @@ async function finish(db: Db, fence: RunFence, envelope: Envelope): Promise<void
             flags: envelope.flags,
             truncated: envelope.truncated,
             artifacts: artifacts.map(({ name, sizeBytes, sha256, mediaType }) => ({ name, sizeBytes, sha256, mediaType })),
+            gate: envelope.gate,
           }),
           isolation: envelope.isolation.level,
         },

@@ -20,7 +20,7 @@ import { recordAudit } from "@/lib/audit/record";
 import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
 import { requireScope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
-import { AppError } from "@/lib/errors";
+import { AppError, invalidArguments } from "@/lib/errors";
 import { findUnstorable } from "@/lib/untrusted/storable-text";
 import type { AgentActor } from "./service";
 
@@ -43,10 +43,7 @@ export type RecordedOutcome = { outcomeId: string; runId: string; action: Outcom
 export async function recordOutcome(db: Db, agent: AgentActor, raw: unknown): Promise<RecordedOutcome> {
   requireScope(agent, "runs:submit");
   const parsed = recordOutcomeSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new AppError("bad_request", `${issue?.path.join(".") || "arguments"}: ${issue?.message ?? "invalid"}`);
-  }
+  if (!parsed.success) throw invalidArguments(parsed.error);
   const { runId, action, detail } = parsed.data;
   const bad = findUnstorable(detail, "detail");
   if (bad) {

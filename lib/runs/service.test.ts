@@ -202,7 +202,21 @@ describe("submitRun → policy → sandbox", () => {
       setEnvForChildren({ AIRLOCK_BUDGET_RUNS_PER_HOUR: "120" });
     }
     const busy = await makeAgent("busy");
-    await db.prisma.run.updateMany({ where: { agentId: burst.id }, data: { agentId: busy.id, status: "queued" } });
+    // Two runs of its own already queued (a run's agent never changes, so they are made for it).
+    for (const n of [1, 2]) {
+      await db.prisma.run.create({
+        data: {
+          agentId: busy.id,
+          status: "queued",
+          language: "javascript",
+          code: `return ${n};`,
+          codeSha256: `q${n}`,
+          purpose: "queued",
+          inputsDigest: "x",
+          requestDigest: `busy-${n}`,
+        },
+      });
+    }
     setEnvForChildren({ AIRLOCK_BUDGET_CONCURRENT_RUNS: "2" });
     try {
       await expect(submitRun(runtime, busy, { code: "return 4;", purpose: "four", language: "javascript" })).rejects.toMatchObject({

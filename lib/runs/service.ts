@@ -3,6 +3,14 @@
  * the envelope with a result capped for the model) and get_run's long poll. Submitting is
  * lib/intake/submit.ts; cancelling is ./cancel.ts. The MCP tools, the console and the CLI all
  * call these; none of them has logic of its own.
+ *
+ * What the view guarantees the agent: every error carries `next`, what to do about it
+ * (lib/errors.ts RUN_ERROR_RULES); a run still in progress carries `next` too (how to wait for
+ * it); `consoleUrl` is the run's page for people. Once the run ran: its checks (the host's
+ * verdicts), assumptions and lineage (rows read per tool, rows returned), logs once and capped at
+ * MAX_LOGS_BYTES_FOR_AGENT, the result capped at MAX_RESULT_BYTES_FOR_AGENT — and no result at
+ * all for a `check_failed` run until reviewers release it (lib/review/release.ts), after which the
+ * result is handed over with who released it and the error is gone.
  */
 import { z } from "zod";
 import { requireScope, type Actor } from "@/lib/contracts/scopes";
@@ -10,7 +18,8 @@ import type { Finding } from "@/lib/contracts/analysis";
 import { EXECUTED_STATUSES, IN_PROGRESS_STATUSES } from "@/lib/contracts/run-states";
 import type { ToolFacts } from "@/lib/contracts/tools";
 import type { Db } from "@/lib/db";
-import { AppError, type RunErrorCode } from "@/lib/errors";
+import { consoleBaseUrl } from "@/lib/env";
+import { AppError, RUN_ERROR_RULES, invalidArguments, type RunErrorCode } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import { runColumn } from "@/lib/contracts/run-columns";
 import type { IsolationLevel } from "@/lib/sandbox/types";
@@ -40,6 +49,10 @@ export type RunDeps = {
 
 /** Bytes of result JSON an agent gets back; the audit log keeps all of it. */
 export const MAX_RESULT_BYTES_FOR_AGENT = 16 * 1024;
+/** Bytes of log text an agent gets back; the audit log keeps all of it. */
+export const MAX_LOGS_BYTES_FOR_AGENT = 16 * 1024;
+/** The longest get_run wait, in seconds. */
+export const MAX_WAIT_SECONDS = 60;
 
 export type RunView = {
   runId: string;
@@ -51,7 +64,12 @@ export type RunView = {
   capabilitySet: string[];
   findings: Pick<Finding, "code" | "severity" | "message" | "line" | "column">[];
   comments: { verdict: string; comment: string; at: string }[];
-  error?: { code: RunErrorCode; message: string; untrusted: boolean };
+  /** The run's page in the console, for people. */
+  consoleUrl: string;
+  /** While the run is in progress: how to wait for it. */
+  next?: string;
+  /** `next`: what the agent should do about it; `detail`: the tail of the script's stack. */
+  error?: { code: RunErrorCode; message: string; untrusted: boolean; next: string; detail?: string };
   /** The writes its plan preview intercepted, in order: what reviewers approve and the run must follow (lib/runs/preview.ts). */
   plan?: { seq: number; server: string; tool: string; arguments: unknown }[];
   result?: unknown;
@@ -60,6 +78,16 @@ export type RunView = {
   flags?: string[];
   truncated?: boolean;
   isolation?: string | null;
+  /** The checks the script declared, as the host decided them. */
+  checks?: { kind: string; label: string; ok: boolean; message: string }[];
+  /** What the script said its result assumes (checks.assume). */
+  assumptions?: string[];
+  /** Why the result is partial, when the script said so (checks.allowPartial). */
+  partial?: string;
+  /** Lineage: rows each tool returned, rows the script returned, distinct rows its rowCount and sum checks covered. */
+  rows?: { read: Record<string, number>; returned: number | null; covered: number | null };
+  /** A check_failed run's result, released by reviewers: when, and by whom. */
+  released?: { at: string; by: string[] };
 };
 
 const ERROR_BY_STATUS: Partial<Record<Run["status"], RunErrorCode>> = {
@@ -68,6 +96,53 @@ const ERROR_BY_STATUS: Partial<Record<Run["status"], RunErrorCode>> = {
   changes_requested: "CHANGES_REQUESTED",
   expired: "REVIEW_EXPIRED",
 };
+
+function withNext(error: { code: RunErrorCode; message: string; untrusted: boolean; detail?: string }): NonNullable<RunView["error"]> {
+  return { ...error, next: RUN_ERROR_RULES[error.code].next };
+}
+
+/** The first log lines that fit MAX_LOGS_BYTES_FOR_AGENT, and whether any were left out. */
+function logsForAgent(logs: readonly { level: string; text: string }[]): { logs: { level: string; text: string }[]; cut: boolean } {
+  const kept: { level: string; text: string }[] = [];
+  let bytes = 0;
+  for (const line of logs) {
+    const size = Buffer.byteLength(line.text, "utf8");
+    if (bytes + size > MAX_LOGS_BYTES_FOR_AGENT) {
+      const room = MAX_LOGS_BYTES_FOR_AGENT - bytes;
+      if (room > 0)
+        kept.push({
+          level: line.level,
+          text: Buffer.from(line.text, "utf8")
+            .subarray(0, room)
+            .toString("utf8")
+            .replace(/\uFFFD$/, ""),
+        });
+      return { logs: [...kept, { level: "warn", text: `… ${logs.length - kept.length} more log line(s) are in the audit log` }], cut: true };
+    }
+    bytes += size;
+    kept.push({ level: line.level, text: line.text });
+  }
+  return { logs: kept, cut: false };
+}
+
+function progressHint(run: Run): string | undefined {
+  const wait = `call get_run with this runId and waitSeconds (at most ${MAX_WAIT_SECONDS}) to wait for it`;
+  switch (run.status) {
+    case "previewing":
+      return `Building the plan of writes reviewers will approve (a dry run; nothing is written): ${wait}.`;
+    case "pending_review":
+      return `Waiting for ${run.approvalsRequired} reviewer approval(s) in the console (consoleUrl): ${wait}; tell the user it waits for a reviewer.`;
+    case "submitted":
+    case "analyzed":
+    case "auto_approved":
+    case "approved":
+    case "queued":
+    case "running":
+      return `Not finished: ${wait}.`;
+    default:
+      return undefined;
+  }
+}
 
 function capForAgent(result: unknown): { result: unknown; truncated: boolean } {
   const text = JSON.stringify(result ?? null);
@@ -94,7 +169,10 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     capabilitySet: runColumn(run, "capabilitySet") ?? [],
     findings: (runColumn(run, "findings") ?? []).map(({ code, severity, message, line, column }) => ({ code, severity, message, line, column })),
     comments: reviews.filter((r) => r.comment).map((r) => ({ verdict: r.verdict, comment: r.comment!, at: r.createdAt.toISOString() })),
+    consoleUrl: `${consoleBaseUrl()}/runs/${run.id}`,
   };
+  const next = progressHint(run);
+  if (next) view.next = next;
   const plan = runColumn(run, "plan");
   if (plan) view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({ seq, server, tool, arguments: args }));
   if (run.decision === "escalate") {
@@ -113,19 +191,37 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
           ? "No reviewer decided before the review expired."
           : `A reviewer decided: ${run.status.replaceAll("_", " ")}.`;
     // Finding messages quote the script (names, arguments): text from outside Airlock.
-    view.error = { code: statusError, message, untrusted: statusError === "POLICY_DENIED" && fix !== "" };
+    view.error = withNext({ code: statusError, message, untrusted: statusError === "POLICY_DENIED" && fix !== "" });
   }
   const error = runColumn(run, "error");
-  if (error) view.error = error;
+  if (error) view.error = withNext(error);
   if (run.finishedAt && (EXECUTED_STATUSES as readonly string[]).includes(run.status)) {
-    const capped = capForAgent(run.result);
     const execution = runColumn(run, "execution");
-    view.result = capped.result;
-    view.logs = execution?.logs ?? [];
+    const withheld = run.status === "check_failed" && !run.releasedAt;
+    const capped = capForAgent(run.result);
+    const logs = logsForAgent(execution?.logs ?? []);
+    if (!withheld) view.result = capped.result;
+    view.logs = logs.logs;
     view.flags = execution?.flags ?? [];
-    view.truncated = capped.truncated || Boolean(execution?.truncated);
+    view.truncated = capped.truncated || logs.cut || Boolean(execution?.truncated);
     view.stats = execution ? { wallMs: execution.wallMs, cpuMs: execution.cpuMs, peakRssMb: execution.peakRssMb, toolCalls: execution.toolCalls } : undefined;
     view.isolation = run.isolation;
+    const gate = execution?.gate;
+    if (gate) {
+      view.checks = gate.checks.map(({ kind, label, ok, message }) => ({ kind, label, ok, message }));
+      view.assumptions = gate.assumptions;
+      if (gate.partial !== null) view.partial = gate.partial;
+      view.rows = gate.rows;
+    }
+    if (run.releasedAt) {
+      const releases = await db.resultRelease.findMany({
+        where: { runId: run.id },
+        orderBy: { createdAt: "asc" },
+        include: { reviewer: { select: { email: true } } },
+      });
+      view.released = { at: run.releasedAt.toISOString(), by: releases.map((r) => r.reviewer.email) };
+      delete view.error;
+    }
   }
   return view;
 }
@@ -134,14 +230,14 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
 export const getRunSchema = z
   .object({
     runId: z.uuid("runId must be a run id from submit_run").describe("From submit_run"),
-    waitSeconds: z.number().min(0).max(60).default(0),
+    waitSeconds: z.number().min(0).max(MAX_WAIT_SECONDS).default(0),
   })
   .strict();
 
 export async function getRun(deps: Pick<RunDeps, "db">, actor: AgentActor, raw: unknown, signal?: AbortSignal): Promise<RunView> {
   requireScope(actor, "runs:read");
   const parsed = getRunSchema.safeParse(raw);
-  if (!parsed.success) throw new AppError("bad_request", parsed.error.issues[0]?.message ?? "invalid arguments");
+  if (!parsed.success) throw invalidArguments(parsed.error);
   const { runId, waitSeconds } = parsed.data;
   const deadline = Date.now() + waitSeconds * 1000;
   let previewing = false;

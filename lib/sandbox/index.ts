@@ -12,7 +12,7 @@
 import { SandboxMember, type MemberJob } from "./member";
 import { SandboxUnavailable, SPAWN_LIMIT_KEYS, isolationReport, type MemberOptions } from "./member-command";
 import { ScriptRejected, prepareScript } from "./script";
-import { DEFAULT_LIMITS, type Envelope, type IsolationLevel, type RunRequest, type SandboxLimits } from "./types";
+import { DEFAULT_LIMITS, emptyGate, type Envelope, type IsolationLevel, type RunRequest, type SandboxLimits } from "./types";
 import { DEFAULT_PACKAGES } from "@/lib/contracts/packages";
 
 export * from "./types";
@@ -43,6 +43,7 @@ function failure(level: IsolationLevel, code: "SANDBOX_UNAVAILABLE" | "CAPABILIT
     truncated: false,
     isolation: isolationReport(null, level),
     artifacts: [],
+    gate: emptyGate(),
   };
 }
 

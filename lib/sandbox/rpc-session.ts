@@ -15,15 +15,37 @@
  * the kernel or V8 refused is seen only inside), never with a code that blames the host or a
  * limit the host measures (SANDBOX_UNAVAILABLE, OUTPUT_LIMIT for the scratch, TIMEOUT, …): such
  * claims are SCRIPT_ERROR. The artifacts cap is checked on the bytes the host received.
- * Refuses: unknown frame types, malformed log/call/done frames, artifact names outside
- * A-Z a-z 0-9 . _ - / (or with . or .. segments), and results or artifacts above their caps.
+ *
+ * Checks (./checks.ts) are decided here from the arguments the child sends: a run that finished
+ * with a failed check is `check_failed` (CHECK_FAILED, naming the first one; the result is kept for
+ * the audit log and withheld from the agent by the run's view). A run that finished after a failed
+ * tool call or an error log, unless it declared `checks.allowPartial(reason)`, is `succeeded` with
+ * SWALLOWED_FAILURE. The gate report (types.ts GateReport) carries the checks, assumptions, the
+ * declared partial result and lineage — rows read per tool (the lengths of each result's
+ * top-level arrays) — and the envelope is flagged `rows_unaccounted` when rowCount or sum checks
+ * covered fewer distinct rows than the tools returned and no assumption says why.
+ * Refuses: unknown frame types, malformed log/call/check/done frames, more than MAX_CHECKS checks or
+ * MAX_ASSUMPTIONS assumptions, artifact names outside A-Z a-z 0-9 . _ - / (or with . or ..
+ * segments), and results or artifacts above their caps.
  */
 import { createHash } from "node:crypto";
 import type { RunErrorCode } from "@/lib/errors";
 import type { ProcessUsage } from "./process-stats";
 import { parseSafeJson, toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
 import { looksLikeInstructions, sanitizeJson, sanitizeText } from "@/lib/untrusted/sanitize";
-import type { Artifact, CallTool, Envelope, IsolationReport, LogLine, SandboxLimits, ToolCallRecord } from "./types";
+import { evaluateCheck, isCheckKind, type CheckOutcome } from "./checks";
+import type { Artifact, CallTool, Envelope, GateReport, IsolationReport, LogLine, SandboxLimits, ToolCallRecord } from "./types";
+
+export const MAX_CHECKS = 500;
+export const MAX_ASSUMPTIONS = 100;
+const MAX_NOTE_CHARS = 2000;
+
+/** Rows in a value, as lineage counts them: an array's length, or the lengths of an object's top-level arrays. */
+export function rowsIn(value: unknown): number {
+  if (Array.isArray(value)) return value.length;
+  if (value === null || typeof value !== "object") return 0;
+  return Object.values(value).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : 0), 0);
+}
 
 /** The parts of a job the session enforces. */
 export type SessionPolicy = {
@@ -39,7 +61,7 @@ export type SessionPolicy = {
 export type SessionChannel = { sendLine(line: string): void; readonly isolation: IsolationReport };
 
 export type Outcome =
-  { kind: "done"; frame: DoneFrame } | { kind: "fail"; code: RunErrorCode; message: string; untrusted: boolean; status?: Envelope["status"] };
+  { kind: "done"; frame: DoneFrame } | { kind: "fail"; code: RunErrorCode; message: string; untrusted: boolean; status?: Envelope["status"]; detail?: string };
 
 type DoneFrame = Record<string, unknown>;
 
@@ -61,6 +83,10 @@ export class RpcSession {
   private inFlight = 0;
   private readonly queue: (() => void)[] = [];
   private readonly abort = new AbortController();
+  private readonly checks: CheckOutcome[] = [];
+  private readonly assumptions: string[] = [];
+  private partial: string | null = null;
+  private readonly rowsRead = new Map<string, number>();
 
   constructor(
     private readonly job: SessionPolicy,
@@ -81,6 +107,12 @@ export class RpcSession {
           message: `the script tried a refused ${sanitizeText(String(frame.what), 40)}: ${sanitizeText(String(frame.detail), 200)}`,
           untrusted: true,
         });
+      case "check":
+        return this.onCheck(frame, bytes);
+      case "assume":
+        return this.onNote(frame, "text");
+      case "partial":
+        return this.onNote(frame, "reason");
       case "done":
         return this.settle({ kind: "done", frame });
       default:
@@ -100,6 +132,47 @@ export class RpcSession {
     }
     this.logBytes += text.length;
     this.logs.push({ level: frame.level as LogLine["level"], text });
+  }
+
+  private onCheck(frame: Record<string, unknown>, bytes: number): void {
+    const { id, kind, label } = frame;
+    if (typeof id !== "number" || !Number.isSafeInteger(id) || id <= this.lastId || !isCheckKind(kind) || typeof label !== "string") {
+      return this.settle({ kind: "fail", code: "RPC_VIOLATION", message: "malformed check frame (shape, kind or id)", untrusted: false });
+    }
+    this.lastId = id;
+    if (this.checks.length >= MAX_CHECKS) {
+      return this.settle({ kind: "fail", code: "BUDGET_EXCEEDED", message: `more than ${MAX_CHECKS} checks`, untrusted: false });
+    }
+    const name = sanitizeText(label, 200);
+    let outcome: CheckOutcome;
+    if (bytes > this.job.limits.maxRpcBytes) {
+      outcome = { kind, label: name, ok: false, message: `its arguments exceed ${this.job.limits.maxRpcBytes} bytes` };
+    } else if (!Array.isArray(frame.args)) {
+      outcome = { kind, label: name, ok: false, message: "its arguments are not JSON-serializable" };
+    } else {
+      try {
+        const args = toSafeJson(frame.args, { maxDepth: 32, maxNodes: 1_000_000 }) as JsonValue[];
+        outcome = evaluateCheck(kind, name, args);
+      } catch (error) {
+        outcome = { kind, label: name, ok: false, message: `its arguments were refused: ${(error as Error).message}` };
+      }
+    }
+    this.checks.push(outcome);
+    this.member.sendLine(JSON.stringify({ t: "checked", id, ok: outcome.ok, message: outcome.message }));
+  }
+
+  private onNote(frame: Record<string, unknown>, field: "text" | "reason"): void {
+    const value = frame[field];
+    if (typeof value !== "string") return this.settle({ kind: "fail", code: "RPC_VIOLATION", message: `malformed ${String(frame.t)} frame`, untrusted: false });
+    const text = sanitizeText(value, MAX_NOTE_CHARS);
+    if (frame.t === "partial") {
+      this.partial = text;
+      return;
+    }
+    if (this.assumptions.length >= MAX_ASSUMPTIONS) {
+      return this.settle({ kind: "fail", code: "BUDGET_EXCEEDED", message: `more than ${MAX_ASSUMPTIONS} assumptions`, untrusted: false });
+    }
+    this.assumptions.push(text);
   }
 
   private onCall(frame: Record<string, unknown>, bytes: number): void {
@@ -152,6 +225,8 @@ export class RpcSession {
     let error: string | undefined;
     try {
       const value = await this.job.callTool(server, tool, args, this.abort.signal);
+      const name = `${server}.${tool}`;
+      this.rowsRead.set(name, (this.rowsRead.get(name) ?? 0) + rowsIn(value));
       reply = JSON.stringify({ t: "result", id, ok: true, value: value === undefined ? null : value });
       if (reply.length > this.job.limits.maxRpcBytes) {
         error = `the tool result exceeds ${this.job.limits.maxRpcBytes} bytes`;
@@ -178,11 +253,11 @@ export class RpcSession {
   }
 
   private doneOutcome(frame: DoneFrame): { result: JsonValue | null; artifacts: Artifact[]; returned: boolean; error?: Outcome } {
-    const fail = (code: RunErrorCode, message: string, untrusted = false) => ({
+    const fail = (code: RunErrorCode, message: string, untrusted = false, detail?: string) => ({
       result: null,
       artifacts: [],
       returned: false,
-      error: { kind: "fail" as const, code, message, untrusted },
+      error: { kind: "fail" as const, code, message, untrusted, ...(detail ? { detail } : {}) },
     });
     if (frame.ok === false) {
       const e = (frame.error ?? {}) as Record<string, unknown>;
@@ -190,11 +265,13 @@ export class RpcSession {
       const code = typeof e.code === "string" ? sanitizeText(e.code, 100) : "";
       const message = sanitizeText(String(e.message ?? ""), 8000);
       const text = `${name}${code ? ` [${code}]` : ""}: ${message}`;
+      // The tail of the stack (the child keeps its last 4 KiB): where in the script it failed.
+      const stack = typeof e.stack === "string" ? sanitizeText(e.stack.slice(-4096), 4096) : "";
       if (code === "ERR_MEMORY_ALLOCATION_FAILED" || /allocation failed|Failed to allocate memory|out of memory|Array buffer allocation/i.test(message)) {
-        return fail("MEMORY_LIMIT", text, true);
+        return fail("MEMORY_LIMIT", text, true, stack);
       }
-      if (name === "ToolError" && this.failedCalls > 0) return fail("TOOL_ERROR", text, true);
-      return fail("SCRIPT_ERROR", text, true);
+      if (name === "ToolError" && this.failedCalls > 0) return fail("TOOL_ERROR", text, true, stack);
+      return fail("SCRIPT_ERROR", text, true, stack);
     }
     if (frame.ok !== true) return fail("RPC_VIOLATION", "malformed done frame");
     let result: JsonValue | null = null;
@@ -232,26 +309,60 @@ export class RpcSession {
     let error: Envelope["error"] = null;
     let result: JsonValue | null = null;
     let artifacts: Artifact[] = [];
-    if (outcome.kind === "done") {
-      const done = this.doneOutcome(outcome.frame);
-      if (done.error && done.error.kind === "fail") {
-        error = { code: done.error.code, message: done.error.message, untrusted: done.error.untrusted };
-      } else {
-        status = "succeeded";
-        result = done.result;
-        artifacts = done.artifacts;
-        if (!done.returned) {
-          flags.push("no_result");
-          if (this.failedCalls > 0 || this.logs.some((l) => l.level === "error")) flags.push("swallowed_errors");
-        }
+    const done = outcome.kind === "done" ? this.doneOutcome(outcome.frame) : null;
+    const failure = done ? done.error : outcome;
+    if (done && !failure) {
+      status = "succeeded";
+      result = done.result;
+      artifacts = done.artifacts;
+      const swallowed = this.failedCalls > 0 || this.logs.some((l) => l.level === "error");
+      if (!done.returned) flags.push("no_result");
+      if (swallowed) flags.push("swallowed_errors");
+      const failed = this.checks.find((c) => !c.ok);
+      if (failed) {
+        status = "check_failed";
+        const more = this.checks.filter((c) => !c.ok).length - 1;
+        error = {
+          code: "CHECK_FAILED",
+          message: `check "${failed.label}" (${failed.kind}) failed: ${failed.message}${more > 0 ? `; ${more} more check(s) failed` : ""}`,
+          untrusted: true,
+        };
+      } else if (swallowed && this.partial === null) {
+        error = {
+          code: "SWALLOWED_FAILURE",
+          message: `the script finished after ${this.failedCalls > 0 ? `${this.failedCalls} failed tool call(s)` : "logging an error"} and did not say its result is partial`,
+          untrusted: false,
+        };
       }
-    } else {
-      status = outcome.status ?? "failed";
-      error = { code: outcome.code, message: outcome.message, untrusted: outcome.untrusted };
+    } else if (failure && failure.kind === "fail") {
+      status = failure.status ?? "failed";
+      error = { code: failure.code, message: failure.message, untrusted: failure.untrusted, ...(failure.detail ? { detail: failure.detail } : {}) };
     }
-    if (this.failedCalls > 0 && status === "succeeded") flags.push("tool_errors");
+    if (this.failedCalls > 0 && (status === "succeeded" || status === "check_failed")) flags.push("tool_errors");
+    const gate = this.gate(result);
+    if (this.checks.some((c) => c.rows !== undefined) && (gate.rows.covered ?? 0) < totalRows(gate) && this.assumptions.length === 0)
+      flags.push("rows_unaccounted");
     const texts = [...this.logs.map((l) => l.text), error?.untrusted ? error.message : "", result === null ? "" : JSON.stringify(result)];
     if (texts.some((t) => looksLikeInstructions(t))) flags.push("instruction_like_text");
-    return { status, result, logs: this.logs, error, stats, flags, truncated: this.truncated, isolation: this.member.isolation, artifacts };
+    return { status, result, logs: this.logs, error, stats, flags, truncated: this.truncated, isolation: this.member.isolation, artifacts, gate };
   }
+
+  private gate(result: JsonValue | null): GateReport {
+    const covered = new Map<string, number>();
+    for (const check of this.checks) if (check.rowsKey !== undefined) covered.set(check.rowsKey, check.rows ?? 0);
+    return {
+      checks: [...this.checks],
+      assumptions: [...this.assumptions],
+      partial: this.partial,
+      rows: {
+        read: Object.fromEntries(this.rowsRead),
+        returned: result === null ? null : rowsIn(result),
+        covered: covered.size > 0 ? [...covered.values()].reduce((a, b) => a + b, 0) : null,
+      },
+    };
+  }
+}
+
+function totalRows(gate: GateReport): number {
+  return Object.values(gate.rows.read).reduce((a, b) => a + b, 0);
 }

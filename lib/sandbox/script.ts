@@ -68,7 +68,7 @@ export function prepareScript(code: string, language: ScriptLanguage, allowedPac
     if (!ok) throw new ScriptRejected(`import of '${specifier.slice(0, 200)}' is not on the package allowlist`);
   }
   const body = consumed.replace(/[^\n]/g, " ") + rest;
-  const wrapped = `${hoisted.join(" ")} export default async function airlockScript(tools, inputs) {${body}\n}\n`;
+  const wrapped = `${hoisted.join(" ")} export default async function airlockScript(tools, inputs, checks) {${body}\n}\n`;
   if (language === "javascript") return { module: wrapped, imports };
   try {
     return { module: stripTypeScriptTypes(wrapped, { mode: "strip" }), imports };

@@ -4,6 +4,7 @@
  */
 import type { RunErrorCode } from "@/lib/errors";
 import type { JsonValue } from "@/lib/untrusted/safe-json";
+import type { CheckOutcome } from "./checks";
 
 export const ISOLATION_LEVELS = ["strict", "permission-only"] as const;
 export type IsolationLevel = (typeof ISOLATION_LEVELS)[number];
@@ -100,7 +101,26 @@ export type LogLine = { level: "log" | "warn" | "error" | "debug"; text: string 
 
 export type Artifact = { name: string; sizeBytes: number; sha256: string; base64: string };
 
-export type EnvelopeStatus = "succeeded" | "failed" | "timed_out" | "cancelled";
+/** check_failed: the script finished, and a check it declared failed; its result is kept, withheld from the agent. */
+export type EnvelopeStatus = "succeeded" | "failed" | "timed_out" | "cancelled" | "check_failed";
+
+/**
+ * What the host learned about a result besides the result (lib/sandbox/checks.ts): the checks the
+ * script declared and their verdicts, its assumptions, a declared partial result, and lineage —
+ * the rows each tool returned (the lengths of the top-level arrays of each result) next to the
+ * rows the script returned and the distinct rows its rowCount and sum checks covered.
+ */
+export type GateReport = {
+  checks: CheckOutcome[];
+  assumptions: string[];
+  partial: string | null;
+  rows: { read: Record<string, number>; returned: number | null; covered: number | null };
+};
+
+/** The report of a run that declared nothing and read nothing (or never started). */
+export function emptyGate(): GateReport {
+  return { checks: [], assumptions: [], partial: null, rows: { read: {}, returned: null, covered: null } };
+}
 
 export type IsolationReport = {
   level: IsolationLevel;
@@ -118,10 +138,12 @@ export type Envelope = {
   status: EnvelopeStatus;
   result: JsonValue | null;
   logs: LogLine[];
-  error: { code: RunErrorCode; message: string; untrusted: boolean } | null;
+  /** `detail`: the tail (≤ 4 KiB) of the script's stack trace or stderr, when it failed. */
+  error: { code: RunErrorCode; message: string; untrusted: boolean; detail?: string } | null;
   stats: { wallMs: number; cpuMs: number; peakRssMb: number; toolCalls: number };
   flags: string[];
   truncated: boolean;
   isolation: IsolationReport;
   artifacts: Artifact[];
+  gate: GateReport;
 };

@@ -8,7 +8,8 @@
  *    STORE loaders, a virtual file system; reads and writes beyond the sandbox's own paths), and
  *    refuse a permission flag it does not know (a launcher bug must not yield an unconfined run);
  *  - announce `ready`, wait for exactly one `job` frame, import the script module and call its
- *    default export with frozen `tools` stubs and an `inputs` reader;
+ *    default export with frozen `tools` stubs, an `inputs` reader and `checks` (each check's label
+ *    and arguments go to the host, which decides it; the promise it returns is the host's verdict);
  *  - turn console output, tool calls and the final result into newline-delimited JSON frames on
  *    fd 1. It captures the functions it needs before the script loads, so a script that patches
  *    JSON, Promise, console or fs only breaks itself; the host validates every frame anyway.
@@ -115,6 +116,11 @@ function onHostFrame(frame) {
     call(mapDelete, pending, frame.id);
     if (frame.ok) waiter.resolve(frame.value);
     else waiter.reject(new ToolError(frame.error));
+  } else if (frame.t === "checked") {
+    const waiter = call(mapGet, pending, frame.id);
+    if (!waiter) return;
+    call(mapDelete, pending, frame.id);
+    waiter.resolve(freeze({ ok: frame.ok === true, message: String(frame.message) }));
   }
 }
 
@@ -144,6 +150,38 @@ function makeTools(catalog) {
     tools[server] = freeze(stubs);
   }
   return freeze(tools);
+}
+
+// The host decides every check; these only carry the label and arguments there (arguments that are
+// not JSON fail the check on the host) and hand back its verdict.
+const CHECK_KINDS = ["equal", "rowCount", "sum", "range", "sameUnit"];
+function makeChecks() {
+  const checks = Object.create(null);
+  for (const kind of CHECK_KINDS) {
+    checks[kind] = function check(label, ...args) {
+      const id = nextId++;
+      let encoded;
+      try {
+        encoded = parse(stringify(args === undefined ? [] : args) ?? "[]");
+      } catch {
+        encoded = null;
+      }
+      return new PromiseCtor((resolve) => {
+        call(mapSet, pending, id, { resolve, reject: resolve });
+        send({ t: "check", id, kind, label: String(label).slice(0, 200), args: encoded });
+      });
+    };
+    freeze(checks[kind]);
+  }
+  checks.assume = function assume(text) {
+    send({ t: "assume", text: String(text).slice(0, 2000) });
+  };
+  checks.allowPartial = function allowPartial(reason) {
+    send({ t: "partial", reason: String(reason).slice(0, 2000) });
+  };
+  freeze(checks.assume);
+  freeze(checks.allowPartial);
+  return freeze(checks);
 }
 
 const CSV_FIELD = /^(?:"((?:[^"]|"")*)"|([^",\r\n]*))(,|\r?\n|$)/;
@@ -263,10 +301,12 @@ function collectArtifacts(outDir, cap) {
 
 function describeError(error) {
   if (error !== null && typeof error === "object") {
+    const stack = typeof error.stack === "string" ? error.stack : "";
     return {
       name: String(error.name ?? "Error").slice(0, 200),
       code: typeof error.code === "string" ? error.code.slice(0, 100) : undefined,
       message: String(error.message ?? "").slice(0, 8000),
+      stack: stack.length > 4096 ? stack.slice(stack.length - 4096) : stack,
     };
   }
   return { name: "NonError", message: String(error).slice(0, 8000) };
@@ -292,7 +332,7 @@ async function startJob(frame) {
     const tools = makeTools(frame.tools);
     const inputs = makeInputs(frame.inputsDir, frame.inputs);
     const mod = await import(scriptUrl);
-    const value = await mod.default(tools, inputs);
+    const value = await mod.default(tools, inputs, makeChecks());
     let result;
     try {
       result = value === undefined ? undefined : stringify(value);

@@ -6,7 +6,8 @@
 import { revalidatePath } from "next/cache";
 import { z } from "zod";
 import { prisma } from "@/lib/db";
-import { decisionFormSchema, formFields } from "@/lib/review/forms";
+import { decisionFormSchema, formFields, releaseFormSchema } from "@/lib/review/forms";
+import { releaseResult, type ReleaseResult } from "@/lib/review/release";
 import { decideRun, type DecisionResult } from "@/lib/review/service";
 import { actionForm, userAction, type ActionResult } from "@/lib/auth/user-action";
 import { cancelRun } from "@/lib/runs/cancel";
@@ -14,10 +15,12 @@ import { appRuntime } from "@/lib/runs/runtime";
 
 export type DecisionState = ActionResult<DecisionResult> | null;
 export type CancelState = ActionResult<{ runId: string; status: string }> | null;
+export type ReleaseState = ActionResult<ReleaseResult> | null;
 
 const decide = userAction("runs:review", decisionFormSchema, async (actor, input) =>
   decideRun({ db: prisma(), startExecution: (await appRuntime(prisma())).startExecution }, actor, input),
 );
+const release = userAction("runs:review", releaseFormSchema, (actor, input) => releaseResult(prisma(), actor, input));
 const cancel = userAction("runs:review", z.object({ runId: z.uuid("runId must be a run id") }).strict(), (actor, input) =>
   cancelRun({ db: prisma() }, actor, input.runId),
 );
@@ -35,6 +38,12 @@ export async function decideAction(_previous: DecisionState, sent: FormData): Pr
 export async function cancelAction(_previous: CancelState, sent: FormData): Promise<CancelState> {
   const form = actionForm(sent);
   const result = await cancel(formFields(form));
+  if (result.ok) revalidatePath(`/runs/${result.data.runId}`);
+  return result;
+}
+
+export async function releaseAction(_previous: ReleaseState, sent: FormData): Promise<ReleaseState> {
+  const result = await release(formFields(actionForm(sent)));
   if (result.ok) revalidatePath(`/runs/${result.data.runId}`);
   return result;
 }

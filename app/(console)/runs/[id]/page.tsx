@@ -7,6 +7,7 @@ import { CancelButton } from "@/components/run/cancel-button";
 import { CodeView, DiffView } from "@/components/run/code-view";
 import { DecisionForm } from "@/components/run/decision-form";
 import { PlanTable } from "@/components/run/plan-table";
+import { ReleaseForm } from "@/components/run/release-form";
 import { ToolUsesTable } from "@/components/run/tool-uses";
 import {
   AgentOutcomes,
@@ -29,7 +30,7 @@ import { isPageRefresh, recordRunViewed } from "@/lib/audit/access";
 import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
 import { runDetail } from "@/lib/review/run-presenter";
-import { cancelAction, decideAction } from "./actions";
+import { cancelAction, decideAction, releaseAction } from "./actions";
 import { Inert } from "@/components/ui/inert";
 
 export const metadata: Metadata = { title: "Run" };
@@ -102,6 +103,12 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
           </div>
         ) : null}
       </Section>
+
+      {run.release ? (
+        <Section title="Withheld result" id="release">
+          <ReleaseForm runId={run.id} release={run.release} action={releaseAction} />
+        </Section>
+      ) : null}
 
       {run.plan ? (
         <Section title="Plan: the writes this approval allows" id="plan">
