@@ -15,6 +15,12 @@
  *   measured as submit → succeeded for its read-only half, which policy runs at once. Target:
  *   preview ≤ 1.5 × that run time + 50 ms.
  *
+ * - the result gate on a 1,000-row result (lib/runs/gate.ts, lib/runs/pii-tokens.ts): screening
+ *   (normalization and secret redaction), finding personal data (marked fields and detection),
+ *   assigning its tokens in PostgreSQL, and the read that hands the agent the tokenized result;
+ *   p50/p95 of each and of their sum, against a JSON round trip of the same envelope (which the
+ *   result path pays anyway). Target: the gate's sum ≤ 10 ms p50.
+ *
  * The endpoint runs in this process behind a plain node:http server (the same handler Next calls)
  * on a throwaway PostgreSQL; Next's own routing overhead is not included.
  */
@@ -41,6 +47,99 @@ function summarize(samples: number[]) {
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (q: number) => Number(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(2));
   return { n: samples.length, p50: at(0.5), p95: at(0.95), max: at(1) };
+}
+
+const GATE_SAMPLES = 50;
+
+/**
+ * The gate's cost on a 1,000-row result, in two cases: invoices (ids, amounts, dates: no personal
+ * data) and customers (a name and an email at marked fields and a detected phone per row, 3,000
+ * tokens). The customers case's first sample assigns every token; later ones find them, as when
+ * the next run of the conversation returns the same people.
+ */
+async function measureGate(db: ReturnType<typeof createPrismaClient>, agentName: string) {
+  const { screenEnvelope } = await import("@/lib/runs/gate");
+  const { MarkedValues, assignTokens, personalData, runTokens, tokenized } = await import("@/lib/runs/pii-tokens");
+  const { emptyGate } = await import("@/lib/sandbox/types");
+  const agent = await db.agent.findFirstOrThrow({ where: { name: agentName } });
+  const day = (i: number) => `2026-11-${String((i % 28) + 1).padStart(2, "0")}`;
+  const cases = {
+    invoices: Array.from({ length: 1000 }, (_, i) => ({
+      id: `inv_${i}`,
+      customerId: `cus_${i % 90}`,
+      amountMinor: 1000 + i,
+      currency: "EUR",
+      status: "paid",
+      issuedAt: day(i),
+    })),
+    customers: Array.from({ length: 1000 }, (_, i) => ({
+      id: `cus_${i}`,
+      name: `Customer Number${i} Smith`,
+      email: `customer.${i}@example.org`,
+      phone: `+44 20 7946 ${String(1000 + (i % 9000)).padStart(4, "0")}`,
+      note: i % 50 === 0 ? `key ghp_${"a1B2c3D4".repeat(5)}` : `paid on ${day(i)}`,
+    })),
+  };
+  const out: Record<string, unknown> = { targetTotalP50Ms: 10 };
+  for (const [name, rows] of Object.entries(cases)) {
+    const run = await db.run.create({
+      data: {
+        agentId: agent.id,
+        language: "javascript",
+        code: "return rows;",
+        codeSha256: "bench",
+        purpose: `gate bench ${name}`,
+        inputsDigest: "x",
+        requestDigest: `gate-${name}`,
+      },
+    });
+    const envelope = {
+      status: "succeeded" as const,
+      result: rows,
+      logs: [{ level: "log" as const, text: `read ${rows.length} rows` }],
+      error: null,
+      stats: { wallMs: 1, cpuMs: 1, peakRssMb: 1, toolCalls: 1 },
+      flags: [],
+      truncated: false,
+      isolation: { level: "strict" as const, node: "", layers: { permissionModel: true, bubblewrap: true, prlimit: true, uid: 65534, cgroup: "none" } },
+      artifacts: [],
+      gate: emptyGate(),
+    };
+    const marked = new MarkedValues();
+    marked.note({ "customers[].email": "EMAIL", "customers[].name": "NAME" }, { customers: name === "customers" ? rows : [] });
+    const scope = `${agent.id}/bench-${name}`;
+    const samples = {
+      baseline: [] as number[],
+      screen: [] as number[],
+      detect: [] as number[],
+      assign: [] as number[],
+      read: [] as number[],
+      total: [] as number[],
+    };
+    let tokens = 0;
+    for (let i = 0; i < GATE_SAMPLES; i++) {
+      let t = performance.now();
+      JSON.parse(JSON.stringify(envelope));
+      samples.baseline.push(performance.now() - t);
+      const start = performance.now();
+      const screened = screenEnvelope(envelope, false, []);
+      samples.screen.push(performance.now() - start);
+      t = performance.now();
+      const personal = await personalData([screened.result, screened.logs.map((l) => l.text)], marked);
+      samples.detect.push(performance.now() - t);
+      t = performance.now();
+      await db.$transaction((tx) => assignTokens(tx, scope, run.id, personal));
+      samples.assign.push(performance.now() - t);
+      t = performance.now();
+      const used = await runTokens(db, run.id);
+      tokenized(screened.result, used);
+      samples.read.push(performance.now() - t);
+      samples.total.push(performance.now() - start);
+      tokens = used.length;
+    }
+    out[name] = { rows: rows.length, tokens, ...Object.fromEntries(Object.entries(samples).map(([key, values]) => [`${key}Ms`, summarize(values)])) };
+  }
+  return out;
 }
 
 const PREVIEW_SAMPLES = 30;
@@ -153,6 +252,7 @@ async function main() {
     if (i === 0 && !JSON.stringify(result).includes("previewing")) throw new Error(`unexpected submit result: ${JSON.stringify(result)}`);
   }
   const preview = await measurePreview(db, credentials!.agent.name);
+  const gate = await measureGate(db, credentials!.agent.name);
 
   console.log(
     JSON.stringify(
@@ -171,6 +271,7 @@ async function main() {
         submitToDecisionMs: summarize(submits),
         baselineToolsListRoundTripMs: summarize(baseline),
         preview,
+        gate,
       },
       null,
       2,

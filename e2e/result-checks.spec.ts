@@ -90,3 +90,18 @@ test("a reviewer releases a withheld result in the console with a reason; then t
   expect(after).toMatchObject({ status: "check_failed", result: { paidTotal: expect.any(Number) }, released: { by: [expect.stringMatching(/@/)] } });
   expect(after).not.toHaveProperty("error");
 });
+
+test("a secret in a tool result is redacted before the script, the audit log or the agent sees it", async ({ mcpClient: agent }) => {
+  const { answer, view } = await submit(
+    agent,
+    `// ${suffix}
+const { refunds } = await tools.ledger.listRefunds({ limit: 50 });
+const leaked = refunds.find((r) => r.id === "ref_007");
+return { reason: leaked.reason, scriptSawTheKey: /sk_(test|live)_/.test(leaked.reason) };`,
+    `Refund reason ${suffix}`,
+  );
+  expect(answer.isError).toBeFalsy();
+  expect(answer.content[0]!.text).not.toContain("sk_test_");
+  expect(view).toMatchObject({ status: "succeeded", result: { reason: expect.stringContaining("[REDACTED:stripe_key]"), scriptSawTheKey: false } });
+  expect((view as View & { flags: string[] }).flags).toContain("secret_redacted");
+});

@@ -71,7 +71,16 @@ export function isPageRefresh(headers: Pick<Headers, "get">, pagePath: string): 
  * view of this run was recorded within RUN_VIEW_COVERS_MS, so a request dressed up as a refresh
  * can never read a run unaudited. Returns whether an event was written.
  */
-export async function recordRunViewed(db: Db, actor: Actor, runId: string, options: { refresh: boolean; status: string }): Promise<boolean> {
+/**
+ * `personalData`: how many personal-data values the page shows in the clear that the run's agent
+ * saw only as tokens (lib/runs/pii-tokens.ts) — recorded with the view, since the view reveals them.
+ */
+export async function recordRunViewed(
+  db: Db,
+  actor: Actor,
+  runId: string,
+  options: { refresh: boolean; status: string; personalData?: number },
+): Promise<boolean> {
   const actorId = actor.type === "system" ? actor.name : actor.id;
   if (options.refresh) {
     const covered = await db.auditEvent.findFirst({
@@ -87,6 +96,7 @@ export async function recordRunViewed(db: Db, actor: Actor, runId: string, optio
     });
     if (covered) return false;
   }
-  await db.$transaction((tx) => recordAudit(tx, { actor, action: "run.viewed", subject: { type: "run", id: runId }, data: { status: options.status } }));
+  const data = options.personalData ? { status: options.status, personalData: options.personalData } : { status: options.status };
+  await db.$transaction((tx) => recordAudit(tx, { actor, action: "run.viewed", subject: { type: "run", id: runId }, data }));
   return true;
 }

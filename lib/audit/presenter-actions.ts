@@ -50,6 +50,7 @@ const ACTIONS: Record<string, string | ((data: Data) => string)> = {
   "run.viewed": "a person opened the run in the console",
   "run.artifact_downloaded": "a person downloaded a file the run produced",
   "run.purged": "retention deleted content of the run whose window had ended (its digests stay)",
+  "pii_tokens.purged": "retention deleted the values of personal-data tokens not used within the pii window",
   // Sign-in and refusals.
   "auth.login_succeeded": "a person signed in",
   "auth.login_failed": (data) => `a sign-in failed${word(data.reason) ? `: ${word(data.reason)}` : ""}`,

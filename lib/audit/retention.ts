@@ -53,6 +53,8 @@ export type PurgeSummary = {
   toolCallsPurged: number;
   /** Runs past a window that a legal hold kept. */
   runsHeld: number;
+  /** Personal-data tokens whose value was deleted. */
+  tokensPurged: number;
 };
 
 type Candidate = {
@@ -174,7 +176,7 @@ export async function purgeExpired(db: Db, options: { asOf: Date; days: Retentio
   const batchSize = options.batchSize ?? 200;
   const minDays = Math.min(days.default, ...Object.values(days));
   const endedBy = new Date(asOf.getTime() - minDays * DAY_MS);
-  const summary: PurgeSummary = { asOf: asOf.toISOString(), runsPurged: 0, fieldsPurged: 0, toolCallsPurged: 0, runsHeld: 0 };
+  const summary: PurgeSummary = { asOf: asOf.toISOString(), runsPurged: 0, fieldsPurged: 0, toolCallsPurged: 0, runsHeld: 0, tokensPurged: 0 };
   let cursor: { createdAt: Date; id: string } | null = null;
   for (;;) {
     const batch = await candidates(db, endedBy, cursor, batchSize);
@@ -201,7 +203,37 @@ export async function purgeExpired(db: Db, options: { asOf: Date; days: Retentio
     cursor = { createdAt: last.createdAt, id: last.id };
     if (batch.length < batchSize) break;
   }
+  summary.tokensPurged = await purgeTokens(db, asOf, classDays(days, "pii"));
   return summary;
+}
+
+/**
+ * Personal-data tokens (lib/runs/pii-tokens.ts) are personal data: a token's value is deleted when
+ * the pii window has passed since it was last used and no run that used it still holds a result,
+ * error, plan or logs — so no stored content still needs the value to be shown as its token, and a
+ * held run keeps its tokens as it keeps its content. The token can no longer
+ * be restored. One `pii_tokens.purged` event records how many, in the same transaction.
+ */
+async function purgeTokens(db: Db, asOf: Date, windowDays: number): Promise<number> {
+  const before = new Date(asOf.getTime() - windowDays * DAY_MS);
+  return db.$transaction(async (tx) => {
+    const purged = await tx.$executeRaw`
+      UPDATE "PiiToken" t SET value = NULL, "purgedAt" = now()
+      WHERE t.value IS NOT NULL AND t."lastUsedAt" <= ${before}
+        AND NOT EXISTS (
+          SELECT 1 FROM "PiiTokenUse" u JOIN "Run" r ON r.id = u."runId"
+          WHERE u."tokenId" = t.id
+            AND (r.result IS NOT NULL OR r.error IS NOT NULL OR r.plan IS NOT NULL OR (r.execution IS NOT NULL AND NOT (r.purged ? 'execution'))))`;
+    if (purged > 0) {
+      await recordAudit(tx, {
+        actor: RETENTION_ACTOR,
+        action: "pii_tokens.purged",
+        subject: { type: "pii_tokens" },
+        data: { tokens: purged, lastUsedBefore: before.toISOString(), windowDays, asOf: asOf.toISOString() },
+      });
+    }
+    return purged;
+  });
 }
 
 /**

@@ -222,6 +222,7 @@ export class ToolBroker {
         inputSchema: (t.inputSchema as Record<string, unknown>) ?? { type: "object" },
         outputSchema: (t.outputSchema as Record<string, unknown> | undefined) ?? null,
         preview: previewHintsOf(t._meta),
+        piiFields: override?.piiFields ?? {},
       });
     }
     return tools;

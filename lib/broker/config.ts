@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { RETENTION_DEFAULT_DAYS, type RetentionDays } from "@/lib/audit/retention-windows";
-import { DATA_CLASSES, type DataClass } from "@/lib/contracts/data-classes";
+import { DATA_CLASSES, PII_FIELD_PATH, PII_TOKEN_KINDS, type DataClass } from "@/lib/contracts/data-classes";
 import { DEFAULT_PACKAGES } from "@/lib/contracts/packages";
 import { env } from "@/lib/env";
 import { ISOLATION_LEVELS } from "@/lib/sandbox/types";
@@ -27,7 +27,21 @@ const retentionDayShape = Object.fromEntries([...DATA_CLASSES, "default"].map((k
   DataClass | "default",
   z.ZodOptional<typeof retentionDays>
 >;
-const toolOverrides = z.record(z.string().min(1), z.object({ dataClass }).strict()).default({});
+/**
+ * Per tool: its data class, and `piiFields` — where its results and arguments hold personal data
+ * the model must see only as tokens (`{ "customers[].email": "EMAIL", "customers[].name": "NAME" }`).
+ */
+const toolOverrides = z
+  .record(
+    z.string().min(1),
+    z
+      .object({
+        dataClass: dataClass.optional(),
+        piiFields: z.record(z.string().regex(PII_FIELD_PATH, "must be a field path such as customers[].email"), z.enum(PII_TOKEN_KINDS)).optional(),
+      })
+      .strict(),
+  )
+  .default({});
 
 const stdioServer = z
   .object({

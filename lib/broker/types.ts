@@ -1,5 +1,5 @@
 /** Tool facts the broker publishes (consumed by policy/intake, the console and the CLI). */
-import type { DataClass } from "@/lib/contracts/data-classes";
+import type { DataClass, PiiTokenKind } from "@/lib/contracts/data-classes";
 import type { PreviewHints } from "@/lib/contracts/preview-hints";
 import type { ToolAnnotations } from "@/lib/contracts/tools";
 
@@ -18,6 +18,8 @@ export type ToolInfo = {
   outputSchema: Record<string, unknown> | null;
   /** The tool's `_meta` preview answer and money pointers (lib/contracts/preview-hints.ts), or null. */
   preview: PreviewHints | null;
+  /** From the config: field paths of its results and arguments that hold personal data, and their kind. */
+  piiFields: Readonly<Record<string, PiiTokenKind>>;
 };
 
 export type BrokerCallRecord = {

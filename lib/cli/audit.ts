@@ -217,7 +217,8 @@ async function purge(args: string[], io: CliIo, deps: AuditCommandDeps): Promise
   else
     io.stdout(
       `Retention as of ${summary.asOf}: purged ${summary.fieldsPurged} field(s) and ${summary.toolCallsPurged} tool call(s) of ${summary.runsPurged} run(s)` +
-        `${summary.runsHeld ? `; ${summary.runsHeld} run(s) past their window kept by a legal hold` : ""}.\n`,
+        `${summary.runsHeld ? `; ${summary.runsHeld} run(s) past their window kept by a legal hold` : ""}` +
+        `${summary.tokensPurged ? `; deleted the values of ${summary.tokensPurged} personal-data token(s)` : ""}.\n`,
     );
   return 0;
 }

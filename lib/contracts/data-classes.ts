@@ -19,3 +19,14 @@ export function touchesRegulatedData(classes: Iterable<string>): boolean {
   }
   return false;
 }
+
+/**
+ * Kinds of personal data a model sees only as tokens (`<EMAIL_1>`): detected in any text
+ * (lib/untrusted/pii.ts: EMAIL, PHONE, IBAN, CARD), or marked in a tool's results and arguments by
+ * the config's `piiFields` (all five; names only ever come from there).
+ */
+export const PII_TOKEN_KINDS = ["EMAIL", "NAME", "PHONE", "IBAN", "CARD"] as const;
+export type PiiTokenKind = (typeof PII_TOKEN_KINDS)[number];
+
+/** A field path into a tool's result or arguments: `customers[].email`, `customer.name`, `to`. */
+export const PII_FIELD_PATH = /^[A-Za-z_][A-Za-z0-9_]{0,63}(\[\])?(\.[A-Za-z_][A-Za-z0-9_]{0,63}(\[\])?){0,7}$/;

@@ -94,6 +94,7 @@ export const RUN_COLUMN_SCHEMAS = {
           assumptions: z.array(text),
           partial: text.nullable(),
           rows: z.object({ read: z.record(text, count), returned: count.nullable(), covered: count.nullable() }).strict(),
+          redactions: z.array(z.object({ where: text, kind: text }).strict()),
         })
         .strict()
         .optional(),

@@ -22,6 +22,7 @@ const tool = (name: string, inputSchema: Record<string, unknown>, outputSchema: 
   inputSchema,
   outputSchema,
   preview: null,
+  piiFields: {},
 });
 
 const TOOLS = [

@@ -169,6 +169,8 @@ export type RunDetail = {
   sameCode: SameCodeItem[];
   timeline: TimelineItem[];
   outcome: OutcomeView | null;
+  /** Personal-data values the agent saw only as tokens, shown here in the clear (the view records it). */
+  personalData: number;
   /** Only for a check_failed run. */
   release: ReleaseView | null;
   agentOutcomes: AgentOutcomeItem[];

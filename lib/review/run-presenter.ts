@@ -143,13 +143,14 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
   const capabilitySet = runColumn(run, "capabilitySet") ?? [];
   const provenance = runColumn(run, "provenance") ?? {};
   const inputs = runColumn(run, "inputs") ?? [];
-  const [tools, datasets, previous, sameCode, events, artifacts] = await Promise.all([
+  const [tools, datasets, previous, sameCode, events, artifacts, personalData] = await Promise.all([
     loadTools(db, capabilitySet),
     db.dataset.findMany({ where: { id: { in: inputs.map((i) => i.datasetId) } } }),
     loadPreviousAttempt(db, run, provenance.conversationId),
     loadSameCode(db, run),
     loadEvents(db, run.id),
     loadRunArtifacts(db, run.id),
+    db.piiTokenUse.count({ where: { runId: run.id } }),
   ]);
   const names = await loadActorNames(db, events);
 
@@ -186,6 +187,7 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     sameCode: sameCodeItems(sameCode),
     timeline: timelineItems(events, names),
     outcome: outcomeView(run, artifacts),
+    personalData,
     release: releaseView(loaded, viewer),
     agentOutcomes: agentOutcomeItems(run.outcomes),
     toolCalls: toolCallItems(run.toolCalls),

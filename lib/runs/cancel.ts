@@ -49,8 +49,17 @@ export async function cancelRun(deps: { db: Db }, actor: Actor, runId: string): 
   });
 }
 
-/** Revokes an agent and its tokens, cancels its runs that have not started and asks its running ones to stop. */
+/**
+ * Revokes an agent and its tokens, cancels its runs that have not started and asks its running ones
+ * to stop. The runs' rows are locked first, before anything is appended to the audit chain: every
+ * transaction that changes a run takes its row, then the chain's lock (executor, preview, review),
+ * and taking them the other way round here deadlocked with a preview finishing at the same time.
+ */
 export async function revokeAgentAndStopRuns(tx: Tx, actor: Actor, name: string): Promise<{ revokedTokens: number; cancelledRuns: number }> {
+  requireScope(actor, "agents:manage");
+  await tx.$queryRaw`
+    SELECT r.id FROM "Run" r JOIN "Agent" a ON a.id = r."agentId"
+    WHERE a.name = ${name} AND r.status::text = ANY(${[...CANCELLABLE_BEFORE_START, "running"]}::text[]) ORDER BY r.id FOR UPDATE OF r`;
   const { agentId, revokedTokens } = await revokeAgent(tx, actor, name);
   const waiting = await tx.run.findMany({ where: { agentId, status: { in: [...CANCELLABLE_BEFORE_START] } }, select: { id: true } });
   let cancelledRuns = 0;

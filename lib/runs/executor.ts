@@ -20,8 +20,9 @@
  *   "started" before it is forwarded, and if that record cannot be written the call is not made
  *   and the run fails with STORAGE_REJECTED (lib/runs/call-recorder.ts);
  * - content from the script and from upstreams (results, logs, errors, tool arguments and tool
- *   results) is normalized once, here, before it is stored, sealed or returned; the upstream gets
- *   the original arguments; the envelope is flagged `content_normalized` when anything changed;
+ *   results) is screened once (./gate.ts: normalized, secrets redacted) before it is stored,
+ *   sealed or returned — a tool's result before the script sees it; the upstream gets the
+ *   arguments as sent; the envelope is flagged `content_normalized` / `secret_redacted`;
  * - the files the script wrote under ./out/ are stored with the terminal state, in its transaction
  *   (lib/runs/artifacts.ts), and listed with their sha256 in `execution`, which its event digests;
  * - the run always ends: the terminal state is written conditionally on `running` with the whole
@@ -42,11 +43,14 @@ import { runColumn, runColumnValue } from "@/lib/contracts/run-columns";
 import { jsonDigest, sha256Hex } from "@/lib/digest";
 import type { Prisma, Run } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
+import type { ToolInfo } from "@/lib/broker/types";
 import { emptyGate, type IsolationLevel } from "@/lib/sandbox/types";
-import { CONTENT_NORMALIZED_FLAG, normalizeContent } from "@/lib/untrusted/storable-text";
+import { normalizeContent } from "@/lib/untrusted/storable-text";
 import { artifactRecords, storeArtifacts } from "./artifacts";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
 import { parseRunLimits } from "./limits";
+import { screenEnvelope, screenJson, type Redaction } from "./gate";
+import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type PiiValue, type TokenDecision } from "./pii-tokens";
 import { PlanFollower } from "./plan";
 import { transitionRun } from "./states";
 
@@ -60,6 +64,8 @@ export type ExecutorDeps = {
   executorId: string;
   /** The level this executor's sandboxes run at; a run decided at a stricter one is not run here. */
   isolation: IsolationLevel;
+  /** What the registry knows of a tool: its data class (a pii tool gets tokens restored) and its marked personal-data fields. */
+  tool(server: string, name: string): Pick<ToolInfo, "dataClass" | "piiFields"> | undefined;
   heartbeatMs?: number;
 };
 
@@ -186,20 +192,27 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   let divergence: string | null = null;
   const made: string[] = [];
 
+  const toolRedactions: Redaction[] = [];
+  const scope = tokenScope(run);
+  const marked = new MarkedValues();
+  let exfiltration: string | null = null;
   const callTool: CallTool = async (server, tool, args, signal) => {
     const seq = seqBase + ++calls;
     const started = performance.now();
     const safeArgs = normalizeContent(args);
     normalized ||= safeArgs.changed;
+    // Stored (and digested) with secrets redacted; the upstream gets the arguments as sent.
+    const storedArgs = screenJson(safeArgs.value, `toolCall[${seq}].arguments`);
+    toolRedactions.push(...storedArgs.redactions);
     const row: CallRow = {
       seq,
       server,
       tool,
       // A run stored before limits were decided treats every tool as one that may have an effect.
       readOnly: limits !== null && !Object.hasOwn(limits.writeCaps, `${server}.${tool}`),
-      argsDigest: jsonDigest(safeArgs.value),
+      argsDigest: jsonDigest(storedArgs.value),
       resultDigest: null,
-      args: keep(safeArgs.value),
+      args: keep(storedArgs.value),
       result: null,
       durationMs: 0,
       outcome: "ok",
@@ -219,6 +232,33 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       }
       plannedSeq = checked.seq;
     }
+    // Personal-data tokens: a pii tool gets their values (and the record shows what it got); any
+    // other tool given one of this conversation's tokens is refused, and the run fails (./pii-tokens.ts).
+    const info = deps.tool(server, tool);
+    let tokens: TokenDecision;
+    try {
+      tokens = await decideTokens(db, scope, info && { dataClass: info.dataClass, name: `${server}.${tool}` }, safeArgs.value as JsonValue);
+    } catch (error) {
+      row.outcome = "refused";
+      row.error = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
+      recorder.add(row);
+      throw error;
+    }
+    if (tokens.refused !== null) {
+      exfiltration ??= tokens.refused;
+      row.outcome = "refused";
+      row.error = `not made: ${tokens.refused}`.slice(0, 2000);
+      recorder.add(row);
+      controller.abort();
+      throw new Error(`CAPABILITY_DENIED: ${tokens.refused}`);
+    }
+    const upstreamArgs = tokens.restored ? tokens.args : args;
+    if (tokens.restored) {
+      const stored = screenJson(upstreamArgs, `toolCall[${seq}].arguments`);
+      row.args = keep(stored.value);
+      row.argsDigest = jsonDigest(stored.value);
+    }
+    marked.note(info?.piiFields, upstreamArgs);
     if (!row.readOnly) {
       try {
         await recorder.start(row);
@@ -229,8 +269,11 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       }
     }
     try {
-      const result = normalizeContent(await deps.callTool(server, tool, args, signal));
+      // Screened before the script sees it: a secret an upstream returns never enters the sandbox.
+      const result = screenJson(await deps.callTool(server, tool, upstreamArgs, signal), `toolCall[${seq}].result`);
       normalized ||= result.changed;
+      toolRedactions.push(...result.redactions);
+      marked.note(info?.piiFields, result.value);
       row.resultDigest = jsonDigest(result.value);
       row.result = keep(result.value);
       if (plannedSeq !== null) follower?.made(plannedSeq, result.value as JsonValue);
@@ -272,6 +315,13 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   }
   if (storageFailure) {
     envelope = { ...envelope, status: "failed", result: null, error: { code: "STORAGE_REJECTED", message: storageFailure.message, untrusted: false } };
+  } else if (exfiltration) {
+    envelope = {
+      ...envelope,
+      status: "failed",
+      result: null,
+      error: { code: "CAPABILITY_DENIED", message: `The run was stopped: ${exfiltration}.`, untrusted: true },
+    };
   } else if (divergence) {
     const message = `The run left its approved plan and was stopped before that call: ${divergence}. Calls made: ${made.join(", ") || "none"}.`;
     envelope = { ...envelope, status: "failed", result: null, error: { code: "PLAN_DIVERGED", message: message.slice(0, 4000), untrusted: true } };
@@ -280,7 +330,14 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       ? { ...envelope, status: "failed", error: { code: "EXECUTOR_LOST", message: "The executor shut down before the run finished.", untrusted: false } }
       : { ...envelope, status: "cancelled", error: { code: "CANCELLED", message: "Cancelled while running.", untrusted: false } };
   }
-  await finish(db, fence, normalizeEnvelope(envelope, normalized));
+  const screened = screenEnvelope(envelope, normalized, toolRedactions);
+  // What the agent will read of this run, scanned once here; its tokens are assigned with the terminal write.
+  const gate = screened.gate;
+  const personal = await personalData(
+    [screened.result, screened.logs.map((l) => l.text), screened.error?.message, screened.error?.detail, gate.checks, gate.assumptions, gate.partial],
+    marked,
+  );
+  await finish(db, fence, screened, { scope, personal });
   return true;
 }
 
@@ -292,15 +349,8 @@ function decidedIsolation(run: { id: string; policyRequest: unknown }): string {
   return typeof level === "string" ? level : "strict";
 }
 
-/** The one normalization of what a script produced, before it is stored, sealed or returned. */
-function normalizeEnvelope(envelope: Envelope, alreadyNormalized: boolean): Envelope {
-  const content = normalizeContent({ result: envelope.result, logs: envelope.logs, error: envelope.error, gate: envelope.gate });
-  const flags = content.changed || alreadyNormalized ? [...envelope.flags, CONTENT_NORMALIZED_FLAG] : envelope.flags;
-  return { ...envelope, result: content.value.result, logs: [...content.value.logs], error: content.value.error, gate: content.value.gate, flags };
-}
-
-/** Writes the terminal state (its event seals every recorded call of the run, all attempts). */
-async function finish(db: Db, fence: RunFence, envelope: Envelope): Promise<void> {
+/** Writes the terminal state (its event seals every recorded call of the run, all attempts), and the tokens of its personal data. */
+async function finish(db: Db, fence: RunFence, envelope: Envelope, pii: { scope: string; personal: readonly PiiValue[] }): Promise<void> {
   const held = { executorId: fence.executorId, attempt: fence.attempt };
   try {
     await db.$transaction(async (tx) => {
@@ -333,7 +383,10 @@ async function finish(db: Db, fence: RunFence, envelope: Envelope): Promise<void
         },
       });
       if (!written) console.error(`run ${fence.runId}: no longer held by this executor when its result arrived; result dropped`);
-      else await storeArtifacts(tx, fence.runId, artifacts);
+      else {
+        await storeArtifacts(tx, fence.runId, artifacts);
+        await assignTokens(tx, pii.scope, fence.runId, pii.personal);
+      }
     });
   } catch (error) {
     console.error(`run ${fence.runId}: the terminal write failed; ending it with STORAGE_REJECTED`, error);

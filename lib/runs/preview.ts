@@ -22,11 +22,13 @@
  */
 import { rm } from "node:fs/promises";
 import type { Db } from "@/lib/db";
-import type { PreviewHints } from "@/lib/contracts/preview-hints";
 import { runColumn, runColumnValue, type PlanWrite } from "@/lib/contracts/run-columns";
 import { jsonDigest } from "@/lib/digest";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
+import { screenJson } from "./gate";
+import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
+import type { ToolInfo } from "@/lib/broker/types";
 import { approvedRequest, keep, stageInputs, startHeartbeat } from "./executor";
 import { parseRunLimits } from "./limits";
 import { moneyOf, planDigest, previewAnswer } from "./plan";
@@ -38,7 +40,7 @@ export type PreviewDeps = {
   /** Calls an upstream tool through the broker (read-only tools only, here). */
   callTool: CallTool;
   /** What the registry knows of a tool that a preview answers instead of calling. */
-  tool(server: string, name: string): { outputSchema: Record<string, unknown> | null; preview: PreviewHints | null } | undefined;
+  tool(server: string, name: string): Pick<ToolInfo, "outputSchema" | "preview" | "dataClass" | "piiFields"> | undefined;
   executorId: string;
   /** Tells reviewers that the run now waits for them (lib/runs/notify.ts, passed in). */
   onPendingReview?(runId: string): Promise<void>;
@@ -56,7 +58,7 @@ type PreviewCall = {
   readOnly: boolean;
   args: JsonValue;
   result: JsonValue | null;
-  outcome: "ok" | "error" | "intercepted";
+  outcome: "ok" | "error" | "intercepted" | "refused";
   error: string | null;
   durationMs: number;
 };
@@ -83,14 +85,34 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
 
   const calls: PreviewCall[] = [];
   const writes: PlanWrite[] = [];
+  const scope = tokenScope(run);
+  const marked = new MarkedValues();
+  let exfiltration: string | null = null;
   const callTool: CallTool = async (server, tool, args, signal) => {
     const seq = calls.length + 1;
     const safeArgs = normalizeContent(args).value as JsonValue;
     const readOnly = limits !== null && !Object.hasOwn(limits.writeCaps, `${server}.${tool}`);
     const call: PreviewCall = { seq, server, tool, readOnly, args: safeArgs, result: null, outcome: "intercepted", error: null, durationMs: 0 };
     calls.push(call);
+    const info = deps.tool(server, tool);
+    // The same token rules as the run itself (./pii-tokens.ts): a token given to a tool not classed pii ends the preview.
+    let tokens: TokenDecision;
+    try {
+      tokens = await decideTokens(db, scope, info && { dataClass: info.dataClass, name: `${server}.${tool}` }, safeArgs);
+    } catch (error) {
+      call.outcome = "refused";
+      call.error = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
+      throw error;
+    }
+    if (tokens.refused !== null) {
+      exfiltration ??= tokens.refused;
+      call.outcome = "refused";
+      call.error = tokens.refused.slice(0, 2000);
+      controller.abort();
+      throw new Error(`CAPABILITY_DENIED: ${tokens.refused}`);
+    }
+    marked.note(info?.piiFields, tokens.args);
     if (!readOnly) {
-      const info = deps.tool(server, tool);
       const answer = previewAnswer(seq, safeArgs, info?.preview ?? null, info?.outputSchema ?? null);
       writes.push({ seq, server, tool, arguments: safeArgs, answer, money: moneyOf(info?.preview?.money ?? null, safeArgs, answer) });
       call.result = answer;
@@ -98,7 +120,9 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
     }
     const started = performance.now();
     try {
-      const result = normalizeContent(await deps.callTool(server, tool, args, signal)).value as JsonValue;
+      // Screened as in the run itself (./gate.ts): no secret an upstream returns reaches the script or the record.
+      const result = screenJson(await deps.callTool(server, tool, tokens.restored ? tokens.args : args, signal), `toolCall[${seq}].result`).value;
+      marked.note(info?.piiFields, result);
       call.outcome = "ok";
       call.result = result;
       return result;
@@ -118,7 +142,8 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
     const { dir, staged } = await stageInputs(db, runColumn(run, "inputs") ?? []);
     stagingDir = dir;
     envelope = await deps.runScript(approvedRequest(run, staged, callTool, controller.signal));
-    if (envelope.status !== "succeeded") failure = `${envelope.error?.code ?? "SCRIPT_ERROR"}: ${envelope.error?.message ?? "the preview did not finish"}`;
+    if (exfiltration) failure = `CAPABILITY_DENIED: ${exfiltration}`;
+    else if (envelope.status !== "succeeded") failure = `${envelope.error?.code ?? "SCRIPT_ERROR"}: ${envelope.error?.message ?? "the preview did not finish"}`;
   } catch (error) {
     failure = `SANDBOX_UNAVAILABLE: ${error instanceof Error ? error.message : String(error)}`;
   } finally {
@@ -130,6 +155,8 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
   if (shutdown?.aborted) return true;
 
   const plan = { digest: planDigest(writes), writes };
+  // The plan's personal data reaches the agent as tokens (lib/runs/service.ts); they are assigned with the plan.
+  const personal = failure === null ? await personalData([writes.map((w) => [w.arguments, w.answer, w.money?.subject ?? null])], marked) : [];
   const ended = await db.$transaction(async (tx) => {
     const held = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM "Run" WHERE id = ${runId}::uuid AND status = 'previewing' AND "executorId" = ${deps.executorId} FOR UPDATE`;
@@ -161,13 +188,15 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
         audit: { errorCode: "PREVIEW_FAILED", calls: calls.length },
       });
     }
-    return transitionRun(tx, SYSTEM, {
+    const moved = await transitionRun(tx, SYSTEM, {
       runId,
       from: "previewing",
       to: "pending_review",
       data: { plan: runColumnValue("plan", plan) },
       audit: { planDigest: plan.digest, writes: writes.length, reads: calls.length - writes.length },
     });
+    if (moved) await assignTokens(tx, scope, runId, personal);
+    return moved;
   });
   if (ended && failure === null) await deps.onPendingReview?.(runId);
   return true;

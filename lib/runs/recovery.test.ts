@@ -124,6 +124,7 @@ describe("recoverLostRun", () => {
         db: db.prisma,
         executorId: "late",
         isolation: "strict",
+        tool: () => undefined,
         runScript: () => Promise.reject(new Error("must not run")),
         callTool: () => Promise.reject(new Error("must not call")),
       },
@@ -164,6 +165,7 @@ describe("an executor below the decided isolation", () => {
       {
         db: db.prisma,
         executorId: "degraded",
+        tool: () => undefined,
         isolation: "permission-only",
         runScript: () => {
           asked = true;

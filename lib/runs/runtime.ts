@@ -49,13 +49,14 @@ export function demoConfig(stateFile = join(resolve(env().AIRLOCK_DATA_DIR), "le
           transport: "stdio",
           command: process.execPath,
           args: ["--import", tsx, join(root, "lib/demo/ledger/server.ts"), "--state", stateFile],
-          // Invoices and refunds are internal; people and money movements are regulated.
+          // Invoices and refunds are internal; people and money movements are regulated. The model
+          // sees customers' names and addresses as tokens (lib/runs/pii-tokens.ts).
           dataClass: "internal",
           tools: {
-            listCustomers: { dataClass: "pii" },
-            getCustomer: { dataClass: "pii" },
-            updateCustomerEmail: { dataClass: "pii" },
-            sendReminderEmail: { dataClass: "pii" },
+            listCustomers: { dataClass: "pii", piiFields: { "customers[].email": "EMAIL", "customers[].name": "NAME" } },
+            getCustomer: { dataClass: "pii", piiFields: { "customer.email": "EMAIL", "customer.name": "NAME" } },
+            updateCustomerEmail: { dataClass: "pii", piiFields: { email: "EMAIL", "customer.email": "EMAIL", "customer.name": "NAME" } },
+            sendReminderEmail: { dataClass: "pii", piiFields: { to: "EMAIL" } },
             issueRefund: { dataClass: "financial" },
           },
         },

@@ -10,7 +10,8 @@
  * verdicts), assumptions and lineage (rows read per tool, rows returned), logs once and capped at
  * MAX_LOGS_BYTES_FOR_AGENT, the result capped at MAX_RESULT_BYTES_FOR_AGENT — and no result at
  * all for a `check_failed` run until reviewers release it (lib/review/release.ts), after which the
- * result is handed over with who released it and the error is gone.
+ * result is handed over with who released it and the error is gone. Personal data in all of it
+ * (result, logs, error, checks, plan) reaches the agent as the run's tokens (./pii-tokens.ts).
  */
 import { z } from "zod";
 import { requireScope, type Actor } from "@/lib/contracts/scopes";
@@ -22,6 +23,7 @@ import { consoleBaseUrl } from "@/lib/env";
 import { AppError, RUN_ERROR_RULES, invalidArguments, type RunErrorCode } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import { runColumn } from "@/lib/contracts/run-columns";
+import { runTokens, tokenized } from "./pii-tokens";
 import type { IsolationLevel } from "@/lib/sandbox/types";
 
 export type AgentActor = Extract<Actor, { type: "agent" }>;
@@ -155,11 +157,11 @@ function capForAgent(result: unknown): { result: unknown; truncated: boolean } {
 
 /** The agent's view of a run: decision with reasons, reviewer comments, and the envelope once finished. */
 export async function presentRun(db: Db, run: Run): Promise<RunView> {
-  const reviews = await db.review.findMany({
-    where: { runId: run.id },
-    orderBy: { createdAt: "asc" },
-    include: { reviewer: { select: { email: true } } },
-  });
+  const [reviews, tokens] = await Promise.all([
+    db.review.findMany({ where: { runId: run.id }, orderBy: { createdAt: "asc" }, include: { reviewer: { select: { email: true } } } }),
+    runTokens(db, run.id),
+  ]);
+  const forAgent = <T>(value: T): T => tokenized(value, tokens);
   const reasons = (runColumn(run, "decisionReasons") ?? []).map(({ policyId, text }) => ({ policyId, text }));
   const view: RunView = {
     runId: run.id,
@@ -174,7 +176,7 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   const next = progressHint(run);
   if (next) view.next = next;
   const plan = runColumn(run, "plan");
-  if (plan) view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({ seq, server, tool, arguments: args }));
+  if (plan) view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({ seq, server, tool, arguments: forAgent(args) }));
   if (run.decision === "escalate") {
     view.approvalsRequired = run.approvalsRequired;
     view.approvals = { approvedBy: reviews.filter((r) => r.verdict === "approve").map((r) => r.reviewer.email), required: run.approvalsRequired };
@@ -194,12 +196,12 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     view.error = withNext({ code: statusError, message, untrusted: statusError === "POLICY_DENIED" && fix !== "" });
   }
   const error = runColumn(run, "error");
-  if (error) view.error = withNext(error);
+  if (error) view.error = withNext(forAgent(error));
   if (run.finishedAt && (EXECUTED_STATUSES as readonly string[]).includes(run.status)) {
     const execution = runColumn(run, "execution");
     const withheld = run.status === "check_failed" && !run.releasedAt;
-    const capped = capForAgent(run.result);
-    const logs = logsForAgent(execution?.logs ?? []);
+    const capped = capForAgent(forAgent(run.result));
+    const logs = logsForAgent(forAgent(execution?.logs ?? []));
     if (!withheld) view.result = capped.result;
     view.logs = logs.logs;
     view.flags = execution?.flags ?? [];
@@ -208,9 +210,9 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     view.isolation = run.isolation;
     const gate = execution?.gate;
     if (gate) {
-      view.checks = gate.checks.map(({ kind, label, ok, message }) => ({ kind, label, ok, message }));
-      view.assumptions = gate.assumptions;
-      if (gate.partial !== null) view.partial = gate.partial;
+      view.checks = forAgent(gate.checks.map(({ kind, label, ok, message }) => ({ kind, label, ok, message })));
+      view.assumptions = forAgent(gate.assumptions);
+      if (gate.partial !== null) view.partial = forAgent(gate.partial);
       view.rows = gate.rows;
     }
     if (run.releasedAt) {

@@ -359,6 +359,7 @@ export class RpcSession {
         returned: result === null ? null : rowsIn(result),
         covered: covered.size > 0 ? [...covered.values()].reduce((a, b) => a + b, 0) : null,
       },
+      redactions: [],
     };
   }
 }

@@ -115,11 +115,13 @@ export type GateReport = {
   assumptions: string[];
   partial: string | null;
   rows: { read: Record<string, number>; returned: number | null; covered: number | null };
+  /** Secrets the host redacted (lib/runs/gate.ts): where, and which kind — never the secret. */
+  redactions: { where: string; kind: string }[];
 };
 
 /** The report of a run that declared nothing and read nothing (or never started). */
 export function emptyGate(): GateReport {
-  return { checks: [], assumptions: [], partial: null, rows: { read: {}, returned: null, covered: null } };
+  return { checks: [], assumptions: [], partial: null, rows: { read: {}, returned: null, covered: null }, redactions: [] };
 }
 
 export type IsolationReport = {

@@ -16,7 +16,7 @@ import { createRuntime, demoConfig, type Runtime } from "@/lib/runs/runtime";
 import type { AgentActor } from "@/lib/runs/service";
 import { createTestDatabase, type TestDatabase } from "./db";
 
-export type LedgerRuntime = { db: TestDatabase; runtime: Runtime; agent: AgentActor; close(): Promise<void> };
+export type LedgerRuntime = { db: TestDatabase; runtime: Runtime; agent: AgentActor; stateFile: string; close(): Promise<void> };
 
 export async function startLedgerRuntime(agentName: string): Promise<LedgerRuntime> {
   const system: Actor = { type: "system", name: "test" };
@@ -39,6 +39,7 @@ export async function startLedgerRuntime(agentName: string): Promise<LedgerRunti
     db,
     runtime,
     agent,
+    stateFile,
     async close() {
       await runtime.close();
       await db.drop();

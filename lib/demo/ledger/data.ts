@@ -156,6 +156,10 @@ export function generateLedgerData(seed = 42): LedgerData {
     });
   }
   const refunds: Refund[] = [];
+  // One support agent pasted a customer's API key into a refund reason, as happens: the demo's way
+  // to show that a secret an upstream returns is redacted before a script or a model sees it.
+  const LEAKED_REFUND = 7;
+  const LEAKED_REASON = "duplicate charge; customer sent their Stripe key sk_test_4eC39HqLyjWDarjtT1zdp7dc to support";
   const paid = invoices.filter((inv) => inv.status === "paid");
   const refunded = new Set<string>();
   for (let i = 1; i <= 45; i++) {
@@ -165,13 +169,14 @@ export function generateLedgerData(seed = 42): LedgerData {
     const unit = invoice.currency === "JPY" ? 1000 : 100;
     const amountMinor = Math.max(unit, Math.floor((invoice.amountMinor * (0.1 + rand() * 0.4)) / unit) * unit);
     const roll = rand();
+    const reason = pick(REASONS);
     refunds.push({
       id: `ref_${pad(i, 3)}`,
       invoiceId: invoice.id,
       currency: invoice.currency,
       amountMinor,
       amount: formatMinor(amountMinor, invoice.currency),
-      reason: pick(REASONS),
+      reason: i === LEAKED_REFUND ? LEAKED_REASON : reason,
       status: roll < 0.8 ? "succeeded" : roll < 0.92 ? "pending" : "failed",
       createdAt: day(Date.parse(`${invoice.issuedAt}T00:00:00Z`), 1 + Math.floor(rand() * 20)),
     });

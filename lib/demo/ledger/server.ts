@@ -214,18 +214,27 @@ export function createLedgerServer(options: { seed?: number; statePath?: string 
     "sendReminderEmail",
     {
       description: "Email the invoice's customer a payment reminder. Reaches the outside world (open-world); not idempotent.",
-      inputSchema: { invoiceId: z.string(), message: z.string().max(2000).optional() },
+      inputSchema: {
+        invoiceId: z.string(),
+        message: z.string().max(2000).optional(),
+        to: z
+          .string()
+          .max(320)
+          .optional()
+          .describe("Send to this address instead of the invoice's customer: an email address, or an <EMAIL_n> token from an earlier result"),
+      },
       outputSchema: { reminderId: z.string(), to: z.string() },
       annotations: { title: "Send reminder email", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
       _meta: { "dev.airlock/preview": { reminderId: "$placeholder", to: "$placeholder" } },
     },
-    async ({ invoiceId, message }) => {
+    async ({ invoiceId, message, to: address }) => {
       const inv = state.invoices.find((i) => i.id === invoiceId);
       const to = inv && state.customers.find((c) => c.id === inv.customerId);
       if (!inv || !to) return failure(`no invoice ${invoiceId}`);
+      if (address !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(address)) return failure(`to is not an email address`);
       const reminder = {
         id: `rem_${state.outbox.length + 1}`,
-        to: to.email,
+        to: address ?? to.email,
         invoiceId,
         message: message ?? `Invoice ${invoiceId} is ${inv.status}.`,
         at: new Date().toISOString(),

@@ -42,7 +42,11 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
   if (!run) notFound();
   // One run.viewed per view, written before the page is sent; AutoRefresh's re-renders of the
   // page already on screen (router.refresh) are covered by that event (lib/audit/access.ts).
-  await recordRunViewed(prisma(), user, run.id, { refresh: isPageRefresh(await headers(), `/runs/${id}`), status: run.status });
+  await recordRunViewed(prisma(), user, run.id, {
+    refresh: isPageRefresh(await headers(), `/runs/${id}`),
+    status: run.status,
+    personalData: run.personalData,
+  });
   return (
     <div className="space-y-5">
       {/* Votes of other reviewers and execution progress appear without a reload. */}
@@ -182,6 +186,12 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
 
       {run.outcome ? (
         <Section title="Outcome" id="outcome">
+          {run.personalData > 0 ? (
+            <p role="note" className="mb-3 rounded-md bg-amber-50 px-3 py-2 text-sm text-amber-900" data-testid="personal-data-note">
+              {run.personalData} personal-data value{run.personalData === 1 ? "" : "s"} below reached the agent only as tokens (such as &lt;EMAIL_1&gt;). You
+              see them in the clear, and your view of this run is recorded in the audit log.
+            </p>
+          ) : null}
           <Outcome run={run} />
         </Section>
       ) : null}

@@ -1,0 +1,195 @@
+/**
+ * Personal data as tokens: the matching itself, then the whole loop on real parts (the demo ledger
+ * with its piiFields, a strict sandbox, the shipped policies, two reviewers, PostgreSQL):
+ * - listCustomers reaches the agent with <NAME_n>/<EMAIL_n> and no address or name;
+ * - a later script of the same conversation passes a token as sendReminderEmail's `to`: the plan
+ *   the agent sees keeps the token, and the upstream gets the real address;
+ * - a token passed to a tool that is not classed pii (exfiltration) fails the run CAPABILITY_DENIED
+ *   before the call; a token of another conversation is not restored.
+ */
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createUser } from "@/lib/auth/users";
+import type { Actor } from "@/lib/contracts/scopes";
+import { submitRun } from "@/lib/intake/submit";
+import { decideRun } from "@/lib/review/service";
+import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
+import { purgeExpired } from "@/lib/audit/retention";
+import { RETENTION_DEFAULT_DAYS } from "@/lib/audit/retention-windows";
+import { generateLedgerData } from "@/lib/demo/ledger/data";
+import { MarkedValues, personalData, tokenized } from "./pii-tokens";
+import { getRun, type RunView } from "./service";
+
+describe("matching", () => {
+  it("finds marked values as whole words (a name inside a sentence), detected ones anywhere, and replaces the longest first", async () => {
+    const marked = new MarkedValues();
+    marked.note(
+      { "customers[].name": "NAME", "customers[].email": "EMAIL" },
+      {
+        customers: [
+          { name: "Ada Lovelace", email: "ada@example.org" },
+          { name: "Ada", email: "x@example.org" },
+        ],
+      },
+    );
+    const found = await personalData([{ note: "Dear Ada Lovelace, call +44 20 7946 0958", other: "Adam is not Ada" }], marked);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        { kind: "NAME", value: "Ada Lovelace" },
+        { kind: "NAME", value: "Ada" },
+        { kind: "PHONE", value: "+44 20 7946 0958" },
+      ]),
+    );
+    const tokens = [
+      { token: "<NAME_1>", value: "Ada Lovelace" },
+      { token: "<NAME_2>", value: "Ada" },
+      { token: "<EMAIL_1>", value: "ada@example.org" },
+    ];
+    expect(tokenized({ a: "Dear Ada Lovelace (ada@example.org)", b: ["Adam is not Ada."] }, tokens)).toEqual({
+      a: "Dear <NAME_1> (<EMAIL_1>)",
+      b: ["Adam is not <NAME_2>."],
+    });
+  });
+});
+
+describe("the tokens loop", () => {
+  let ledger: LedgerRuntime;
+  const reviewers: Extract<Actor, { type: "user" }>[] = [];
+  const conversation = { model: "m", prompt: "remind overdue customers", conversationId: "conv-remind" };
+
+  /** Approves the run whenever it waits for review (both reviewers), until it ends. */
+  async function finished(runId: string): Promise<RunView> {
+    for (let i = 0; i < 40; i++) {
+      const run = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+      if (run.status === "pending_review") {
+        const seen = {
+          codeSha256: run.codeSha256,
+          capabilitySet: run.capabilitySet as string[],
+          inputsDigest: run.inputsDigest,
+          policyVersionId: run.policyVersionId,
+          planDigest: (run.plan as { digest: string } | null)?.digest ?? null,
+        };
+        for (const reviewer of reviewers) {
+          await decideRun({ db: ledger.db.prisma, startExecution: (id) => ledger.runtime.startExecution(id) }, reviewer, { runId, verdict: "approve", seen });
+        }
+        continue;
+      }
+      if (!["submitted", "analyzed", "previewing", "auto_approved", "approved", "queued", "running"].includes(run.status))
+        return getRun(ledger.runtime, ledger.agent, { runId });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`run ${runId} did not finish`);
+  }
+
+  beforeAll(async () => {
+    ledger = await startLedgerRuntime("tokens-bot");
+    const system: Actor = { type: "system", name: "test" };
+    for (const email of ["rita@example.com", "rob@example.com"]) {
+      const made = await ledger.db.prisma.$transaction((tx) => createUser(tx, system, { email, role: "reviewer" }));
+      reviewers.push({ type: "user", id: made.id, email, role: "reviewer" });
+    }
+  }, 90_000);
+  afterAll(() => ledger?.close());
+
+  let customers: { id: string; name: string; email: string }[];
+  let firstEmail: string;
+
+  it("listCustomers reaches the agent as tokens: no address, no name", async () => {
+    // The ledger's data before any write (its default seed).
+    const state = generateLedgerData();
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `const { customers } = await tools.ledger.listCustomers({ limit: 5 });
+console.log("first is", customers[0].name);
+return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
+      purpose: "list customers",
+      language: "javascript",
+      provenance: conversation,
+    });
+    const view = await finished(submitted.runId);
+    expect(view.status).toBe("succeeded");
+    customers = state.customers.slice(0, 5);
+    const text = JSON.stringify(view);
+    for (const c of customers) {
+      expect(text).not.toContain(c.email);
+      expect(text).not.toContain(c.name);
+    }
+    const rows = view.result as { id: string; name: string; email: string }[];
+    expect(rows.map((r) => r.id)).toEqual(customers.map((c) => c.id));
+    expect(rows[0]).toEqual({ id: customers[0]!.id, name: expect.stringMatching(/^<NAME_\d+>$/), email: expect.stringMatching(/^<EMAIL_\d+>$/) });
+    expect(view.logs?.[0]?.text).toBe(`first is ${rows[0]!.name}`);
+    // Stable within the conversation: the same customer, the same token.
+    expect(new Set(rows.map((r) => r.email)).size).toBe(5);
+    firstEmail = rows[0]!.email;
+    // The audit log keeps the real values.
+    const stored = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: submitted.runId } });
+    expect(JSON.stringify(stored.result)).toContain(customers[0]!.email);
+  });
+
+  it("a token passed as sendReminderEmail's `to` reaches the upstream as the real address; the agent's plan keeps the token", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `const r = await tools.ledger.sendReminderEmail({ invoiceId: "inv_0003", to: ${JSON.stringify(firstEmail)}, message: "Please pay" });\nreturn r;`,
+      purpose: "remind",
+      language: "javascript",
+      provenance: conversation,
+    });
+    const planned = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 20 });
+    expect(planned.plan?.[0]?.arguments).toMatchObject({ to: firstEmail });
+    const view = await finished(submitted.runId);
+    expect(view.status).toBe("succeeded");
+    expect(view.result).toMatchObject({ to: firstEmail });
+    const outbox = (JSON.parse(readFileSync(ledger.stateFile, "utf8")) as { outbox: { to: string; message: string }[] }).outbox;
+    expect(outbox.at(-1)).toMatchObject({ to: customers[0]!.email, message: "Please pay" });
+    // The tool call on record is what the upstream got.
+    const call = await ledger.db.prisma.runToolCall.findFirstOrThrow({ where: { runId: submitted.runId, phase: "apply" } });
+    expect(call.args).toMatchObject({ to: customers[0]!.email });
+  });
+
+  it("a token passed to a tool that is not classed pii fails the run CAPABILITY_DENIED, and the call is not made", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `const page = await tools.ledger.listInvoices({ customerId: ${JSON.stringify(firstEmail)}, limit: 1 });\nreturn page.invoices.length;`,
+      purpose: "exfiltrate",
+      language: "javascript",
+      provenance: conversation,
+    });
+    const view = await finished(submitted.runId);
+    expect(view).toMatchObject({
+      status: "failed",
+      error: { code: "CAPABILITY_DENIED", message: expect.stringContaining(`${firstEmail} passed to ledger.listInvoices`) },
+    });
+    const calls = await ledger.db.prisma.runToolCall.findMany({ where: { runId: submitted.runId } });
+    expect(calls).toEqual([expect.objectContaining({ tool: "listInvoices", outcome: "refused" })]);
+  });
+
+  it("a token of another conversation is not restored: the pii tool is not called with it", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `try { await tools.ledger.sendReminderEmail({ invoiceId: "inv_0003", to: ${JSON.stringify(firstEmail)} }); return "sent"; } catch (e) { return String(e.message); }`,
+      purpose: "remind from elsewhere",
+      language: "javascript",
+      provenance: { ...conversation, conversationId: "another" },
+    });
+    const view = await finished(submitted.runId);
+    // Refused in the preview (the script saw the refusal): no write was planned; the run then stops before the unplanned write.
+    expect(view.plan).toEqual([]);
+    const preview = await ledger.db.prisma.runToolCall.findMany({ where: { runId: submitted.runId, phase: "preview" } });
+    expect(preview).toEqual([
+      expect.objectContaining({ tool: "sendReminderEmail", outcome: "refused", error: expect.stringContaining("not a token of this conversation") }),
+    ]);
+    expect(view.error).toMatchObject({ code: "PLAN_DIVERGED" });
+    const outbox = (JSON.parse(readFileSync(ledger.stateFile, "utf8")) as { outbox: unknown[] }).outbox;
+    expect(outbox).toHaveLength(1); // only the reminder of the conversation that owns the token
+  });
+  it("retention deletes a token's value only after its pii window, and never while a run still shows content that needs it", async () => {
+    const scope = `${ledger.agent.id}/conv-remind`;
+    const old = new Date(Date.now() - 40 * 86_400_000);
+    await ledger.db.prisma.piiToken.updateMany({ where: { scope }, data: { lastUsedAt: old } });
+    const orphan = await ledger.db.prisma.piiToken.create({
+      data: { scope: "someone/else", kind: "EMAIL", n: 1, valueDigest: "d".repeat(64), value: "gone@example.org", lastUsedAt: old },
+    });
+    const summary = await purgeExpired(ledger.db.prisma, { asOf: new Date(), days: RETENTION_DEFAULT_DAYS });
+    expect(summary.tokensPurged).toBe(1);
+    expect(await ledger.db.prisma.piiToken.findUniqueOrThrow({ where: { id: orphan.id } })).toMatchObject({ value: null, purgedAt: expect.any(Date) });
+    // The conversation's runs still hold their results: their tokens keep their values.
+    expect(await ledger.db.prisma.piiToken.count({ where: { scope, value: null } })).toBe(0);
+    expect(await ledger.db.prisma.auditEvent.count({ where: { action: "pii_tokens.purged" } })).toBe(1);
+  });
+});

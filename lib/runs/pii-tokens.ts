@@ -1,0 +1,268 @@
+/**
+ * Personal data kept out of what the model sees: values reach the agent as stable tokens
+ * (`<EMAIL_1>`, `<NAME_3>`), and a later script of the same conversation can pass a token back to
+ * a tool classed pii, which gets the real value — so "email the customers whose invoices are
+ * overdue" works without the model ever reading an address.
+ *
+ * What is personal data: values at the fields the config marks in a tool's results and arguments
+ * (`piiFields`, lib/broker/config.ts; the only source of NAME), and what lib/untrusted/pii.ts
+ * detects in any text (EMAIL, PHONE, IBAN, CARD).
+ *
+ * Guarantees:
+ * - a token is stable within its scope — the agent's conversation (`<agentId>/<conversationId>`),
+ *   or the agent when no conversation is named — and means nothing outside it;
+ * - the mapping stays in the host, in "PiiToken" (looked up by sha256 of the value, never by the
+ *   value); tokens are assigned under a per-scope advisory lock in the caller's transaction, and
+ *   the run records which ones its agent-facing content uses ("PiiTokenUse");
+ * - `tokenized` replaces every occurrence of a run's values with their tokens in any JSON value
+ *   (marked values found as whole words, so a name inside a sentence is replaced too);
+ * - `restoreTokens` swaps tokens of the scope for their values; a token the scope does not know, or
+ *   whose value retention deleted, is refused (never passed on as text);
+ * - scanning is linear in the text: marked values are matched through an index of their first word.
+ */
+import { createHash } from "node:crypto";
+import type { PiiTokenKind } from "@/lib/contracts/data-classes";
+import type { Db, Tx } from "@/lib/db";
+import { AppError } from "@/lib/errors";
+import { findPii, loadPiiDetector } from "@/lib/untrusted/pii";
+import type { JsonValue } from "@/lib/untrusted/safe-json";
+
+export const TOKEN_PATTERN = /<(EMAIL|NAME|PHONE|IBAN|CARD)_([1-9]\d{0,8})>/g;
+
+export type PiiValue = { kind: PiiTokenKind; value: string };
+export type TokenValue = { token: string; value: string };
+
+export function tokenScope(run: { agentId: string; provenance: unknown }): string {
+  const conversation = (run.provenance as { conversationId?: unknown } | null)?.conversationId;
+  return `${run.agentId}/${typeof conversation === "string" ? conversation : ""}`;
+}
+
+const digest = (value: string) => createHash("sha256").update(value).digest("hex");
+const WORD = /[\p{L}\p{N}@._%+'-]+/gu;
+const isWordChar = (c: string | undefined) => c !== undefined && /[\p{L}\p{N}]/u.test(c);
+
+/** Every string leaf of a JSON value (object keys excluded), depth-first. */
+function* strings(value: unknown): Generator<string> {
+  if (typeof value === "string") yield value;
+  else if (Array.isArray(value)) for (const item of value) yield* strings(item);
+  else if (value !== null && typeof value === "object") for (const item of Object.values(value)) yield* strings(item);
+}
+
+function mapStrings<T>(value: T, fn: (text: string) => string): T {
+  if (typeof value === "string") return fn(value) as T;
+  if (Array.isArray(value)) return value.map((item) => mapStrings(item, fn)) as T;
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = Object.create(null);
+    for (const [key, item] of Object.entries(value)) out[key] = mapStrings(item, fn);
+    return out as T;
+  }
+  return value;
+}
+
+/** The values at `path` (`customers[].email`) of a tool's result or arguments. */
+function valuesAt(value: unknown, path: string): string[] {
+  let current: unknown[] = [value];
+  for (const segment of path.split(".")) {
+    const many = segment.endsWith("[]");
+    const key = many ? segment.slice(0, -2) : segment;
+    const next: unknown[] = [];
+    for (const item of current) {
+      if (item === null || typeof item !== "object" || Array.isArray(item) || !Object.hasOwn(item, key)) continue;
+      const child = (item as Record<string, unknown>)[key];
+      if (many && Array.isArray(child)) next.push(...child);
+      else if (!many) next.push(child);
+    }
+    current = next;
+  }
+  return current.filter((v): v is string => typeof v === "string" && v.trim().length >= 2);
+}
+
+/** Finds known values inside texts in one pass per text, through an index of each value's first word. */
+class ValueIndex<T extends { value: string }> {
+  private readonly byFirstWord = new Map<string, T[]>();
+
+  constructor(items: Iterable<T>) {
+    for (const item of items) {
+      const first = item.value.match(WORD)?.[0];
+      if (!first) continue;
+      const list = this.byFirstWord.get(first) ?? [];
+      list.push(item);
+      this.byFirstWord.set(first, list);
+    }
+    for (const list of this.byFirstWord.values()) list.sort((a, b) => b.value.length - a.value.length);
+  }
+
+  get size(): number {
+    return this.byFirstWord.size;
+  }
+
+  /** Non-overlapping occurrences in `text`, left to right, longest first at each place. */
+  *find(text: string): Generator<{ item: T; start: number; end: number }> {
+    if (this.byFirstWord.size === 0) return;
+    let from = 0;
+    for (const word of text.matchAll(WORD)) {
+      const start = word.index;
+      if (start < from) continue;
+      const candidates = this.byFirstWord.get(word[0]) ?? this.byFirstWord.get(word[0].replace(/[.,;:'-]+$/, ""));
+      const hit = candidates?.find((c) => text.startsWith(c.value, start) && !isWordChar(text[start - 1]) && !isWordChar(text[start + c.value.length]));
+      if (!hit) continue;
+      yield { item: hit, start, end: start + hit.value.length };
+      from = start + hit.value.length;
+    }
+  }
+}
+
+/** Values a run saw at marked fields of its tools' results and arguments (config piiFields). */
+export class MarkedValues {
+  private readonly values = new Map<string, PiiTokenKind>();
+
+  note(fields: Readonly<Record<string, PiiTokenKind>> | undefined, value: unknown): void {
+    for (const [path, kind] of Object.entries(fields ?? {})) for (const found of valuesAt(value, path)) this.values.set(found, kind);
+  }
+
+  list(): PiiValue[] {
+    return [...this.values].map(([value, kind]) => ({ kind, value }));
+  }
+}
+
+/** The personal data in the strings of `values`: marked values, and what the detector finds. */
+export async function personalData(values: readonly unknown[], marked: MarkedValues): Promise<PiiValue[]> {
+  await loadPiiDetector();
+  const list = marked.list();
+  const whole = new Map(list.map((item) => [item.value, item]));
+  const index = new ValueIndex(list);
+  const found = new Map<string, PiiValue>();
+  const add = (kind: PiiTokenKind, value: string) => found.set(`${kind}\u0000${value}`, { kind, value });
+  for (const value of values) {
+    for (const text of strings(value)) {
+      // Most personal data is a whole field: one lookup, no scan.
+      const exact = whole.get(text);
+      if (exact) {
+        add(exact.kind, exact.value);
+        continue;
+      }
+      for (const { item } of index.find(text)) add(item.kind, item.value);
+      for (const match of findPii(text)) add(match.kind, match.value);
+    }
+  }
+  return [...found.values()];
+}
+
+/**
+ * Gives every value its token in `scope` (new ones numbered after the scope's last) and records
+ * that run `runId` uses them. In the caller's transaction, under the scope's lock, in one
+ * statement; `lastUsedAt` (what retention counts from) is moved at most once an hour.
+ */
+export async function assignTokens(tx: Tx, scope: string, runId: string, values: readonly PiiValue[]): Promise<void> {
+  if (values.length === 0) return;
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`airlock.pii:${scope}`}, 0))`;
+  await tx.$executeRaw`
+    WITH input AS (
+      SELECT DISTINCT ON (kind, digest) kind, digest, value
+      FROM unnest(${values.map((v) => v.kind)}::text[], ${values.map((v) => digest(v.value))}::text[], ${values.map((v) => v.value)}::text[]) AS i(kind, digest, value)
+    ),
+    existing AS (
+      SELECT t.id FROM "PiiToken" t JOIN input i ON t.scope = ${scope} AND t.kind = i.kind AND t."valueDigest" = i.digest
+    ),
+    last AS (SELECT kind, max(n) AS n FROM "PiiToken" WHERE scope = ${scope} GROUP BY kind),
+    inserted AS (
+      INSERT INTO "PiiToken" (scope, kind, n, "valueDigest", value)
+      SELECT ${scope}, i.kind, coalesce(l.n, 0) + row_number() OVER (PARTITION BY i.kind ORDER BY i.digest), i.digest, i.value
+      FROM input i LEFT JOIN last l ON l.kind = i.kind
+      WHERE NOT EXISTS (SELECT 1 FROM "PiiToken" t WHERE t.scope = ${scope} AND t.kind = i.kind AND t."valueDigest" = i.digest)
+      RETURNING id
+    ),
+    touched AS (
+      UPDATE "PiiToken" SET "lastUsedAt" = now()
+      WHERE id IN (SELECT id FROM existing) AND "lastUsedAt" < now() - interval '1 hour'
+    )
+    INSERT INTO "PiiTokenUse" ("runId", "tokenId")
+    SELECT ${runId}::uuid, id FROM (SELECT id FROM existing UNION ALL SELECT id FROM inserted) AS used
+    ON CONFLICT DO NOTHING`;
+}
+
+/** The tokens a run's agent-facing content uses, with their values (those retention deleted left out). */
+export async function runTokens(db: Db, runId: string): Promise<TokenValue[]> {
+  const rows = await db.$queryRaw<{ kind: string; n: number; value: string }[]>`
+    SELECT t.kind, t.n, t.value FROM "PiiTokenUse" u JOIN "PiiToken" t ON t.id = u."tokenId"
+    WHERE u."runId" = ${runId}::uuid AND t.value IS NOT NULL`;
+  return rows.map((r) => ({ token: `<${r.kind}_${r.n}>`, value: r.value }));
+}
+
+/** `value` with every occurrence of the tokens' values replaced by their tokens. */
+export function tokenized<T>(value: T, tokens: readonly TokenValue[]): T {
+  if (tokens.length === 0) return value;
+  const whole = new Map(tokens.map((t) => [t.value, t.token]));
+  const index = new ValueIndex(tokens);
+  return mapStrings(value, (text) => {
+    const exact = whole.get(text);
+    if (exact !== undefined) return exact;
+    let out = "";
+    let at = 0;
+    for (const { item, start, end } of index.find(text)) {
+      out += text.slice(at, start) + item.token;
+      at = end;
+    }
+    return at === 0 ? text : out + text.slice(at);
+  });
+}
+
+/** The tokens (`<EMAIL_1>`) written in a JSON value's strings. */
+export function tokensIn(value: unknown): string[] {
+  const found = new Set<string>();
+  for (const text of strings(value)) for (const match of text.matchAll(TOKEN_PATTERN)) found.add(match[0]);
+  return [...found];
+}
+
+/** The values of `tokens` in `scope`; a token it does not know, or whose value was deleted, is missing. */
+async function lookup(db: Db, scope: string, tokens: readonly string[]): Promise<{ values: Map<string, string>; missing: string[] }> {
+  const wanted = tokens.map((token) => {
+    const [, kind, n] = /^<([A-Z]+)_(\d+)>$/.exec(token)!;
+    return { token, kind: kind!, n: Number(n) };
+  });
+  const rows = await db.piiToken.findMany({
+    where: { scope, OR: wanted.map(({ kind, n }) => ({ kind, n })) },
+    select: { kind: true, n: true, value: true },
+  });
+  const values = new Map(rows.filter((r) => r.value !== null).map((r) => [`<${r.kind}_${r.n}>`, r.value!]));
+  return { values, missing: wanted.map((w) => w.token).filter((t) => !values.has(t)) };
+}
+
+/** The tokens of `scope` a value holds (a token the scope does not know is plain text). */
+export async function knownTokens(db: Db, scope: string, value: unknown): Promise<string[]> {
+  const tokens = tokensIn(value);
+  if (tokens.length === 0) return [];
+  const { values } = await lookup(db, scope, tokens);
+  return tokens.filter((t) => values.has(t));
+}
+
+/** `args` with the scope's tokens replaced by their values, for a tool classed pii. */
+export async function restoreTokens(db: Db, scope: string, args: JsonValue): Promise<{ value: JsonValue; restored: string[] }> {
+  const tokens = tokensIn(args);
+  if (tokens.length === 0) return { value: args, restored: [] };
+  const { values, missing } = await lookup(db, scope, tokens);
+  if (missing.length > 0) {
+    throw new AppError("conflict", `${missing.join(", ")}: not a token of this conversation, or its value was deleted by retention; the tool was not called`);
+  }
+  return { value: mapStrings(args, (text) => text.replace(TOKEN_PATTERN, (token) => values.get(token) ?? token)), restored: tokens };
+}
+
+export type TokenDecision = { refused: null; args: JsonValue; restored: boolean } | { refused: string };
+
+/**
+ * What a call may send upstream: for a tool classed pii, `args` with the scope's tokens restored;
+ * for any other, `args` unchanged — or, when they hold a token of the scope, the refusal (the
+ * exfiltration the tokens exist to stop). A token a pii tool is given that the scope does not know
+ * throws (restoreTokens).
+ */
+export async function decideTokens(db: Db, scope: string, tool: { dataClass: string; name: string } | undefined, args: JsonValue): Promise<TokenDecision> {
+  if (tool?.dataClass === "pii") {
+    const restored = await restoreTokens(db, scope, args);
+    return { refused: null, args: restored.value, restored: restored.restored.length > 0 };
+  }
+  const leaked = await knownTokens(db, scope, args);
+  if (leaked.length === 0) return { refused: null, args, restored: false };
+  return {
+    refused: `${leaked.join(", ")} passed to ${tool?.name ?? "a tool"}, which is not classed pii; a personal-data token is restored only for pii tools`,
+  };
+}
