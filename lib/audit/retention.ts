@@ -216,24 +216,33 @@ export async function purgeExpired(db: Db, options: { asOf: Date; days: Retentio
  */
 async function purgeTokens(db: Db, asOf: Date, windowDays: number): Promise<number> {
   const before = new Date(asOf.getTime() - windowDays * DAY_MS);
-  return db.$transaction(async (tx) => {
-    const purged = await tx.$executeRaw`
-      UPDATE "PiiToken" t SET value = NULL, "purgedAt" = now()
-      WHERE t.value IS NOT NULL AND t."lastUsedAt" <= ${before}
-        AND NOT EXISTS (
-          SELECT 1 FROM "PiiTokenUse" u JOIN "Run" r ON r.id = u."runId"
-          WHERE u."tokenId" = t.id
-            AND (r.result IS NOT NULL OR r.error IS NOT NULL OR r.plan IS NOT NULL OR (r.execution IS NOT NULL AND NOT (r.purged ? 'execution'))))`;
-    if (purged > 0) {
-      await recordAudit(tx, {
-        actor: RETENTION_ACTOR,
-        action: "pii_tokens.purged",
-        subject: { type: "pii_tokens" },
-        data: { tokens: purged, lastUsedBefore: before.toISOString(), windowDays, asOf: asOf.toISOString() },
-      });
-    }
-    return purged;
-  });
+  const scopes = await db.$queryRaw<{ scope: string }[]>`
+    SELECT DISTINCT scope FROM "PiiToken" WHERE value IS NOT NULL AND "lastUsedAt" <= ${before}`;
+  let total = 0;
+  for (const { scope } of scopes) {
+    // Under the scope's lock, as tokens are assigned (lib/runs/pii-tokens.ts): a run finishing in
+    // this conversation meanwhile either sees the value deleted and keeps it again, or is seen using it.
+    total += await db.$transaction(async (tx) => {
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`airlock.pii:${scope}`}, 0))`;
+      const purged = await tx.$executeRaw`
+        UPDATE "PiiToken" t SET value = NULL, "purgedAt" = now()
+        WHERE t.scope = ${scope} AND t.value IS NOT NULL AND t."lastUsedAt" <= ${before}
+          AND NOT EXISTS (
+            SELECT 1 FROM "PiiTokenUse" u JOIN "Run" r ON r.id = u."runId"
+            WHERE u."tokenId" = t.id
+              AND (r.result IS NOT NULL OR r.error IS NOT NULL OR r.plan IS NOT NULL OR (r.execution IS NOT NULL AND NOT (r.purged ? 'execution'))))`;
+      if (purged > 0) {
+        await recordAudit(tx, {
+          actor: RETENTION_ACTOR,
+          action: "pii_tokens.purged",
+          subject: { type: "pii_tokens", id: scope },
+          data: { scope, tokens: purged, lastUsedBefore: before.toISOString(), windowDays, asOf: asOf.toISOString() },
+        });
+      }
+      return purged;
+    });
+  }
+  return total;
 }
 
 /**

@@ -22,6 +22,7 @@ let view: RunView;
 
 const SCRIPT = `const page = await tools.ledger.listInvoices({ limit: 20 });
 const total = page.invoices.reduce((s, i) => s + i.amountMinor, 0);
+console.log("claimed total", Math.round(total * 1.07));
 // A total off by 7%, as when refunds are counted twice.
 await checks.sum("invoice total", page.invoices, "amountMinor", Math.round(total * 1.07));
 return { total: Math.round(total * 1.07) };`;
@@ -49,7 +50,20 @@ describe("a failed check withholds the result", () => {
     expect(view.checks).toEqual([expect.objectContaining({ kind: "sum", label: "invoice total", ok: false })]);
     expect(view.rows?.read).toEqual({ "ledger.listInvoices": 20 });
     expect(view).not.toHaveProperty("result");
+    // Nothing the script wrote carries it out instead: its logs are withheld with the result.
+    expect(view.logs).toEqual([{ level: "warn", text: "The logs are withheld with the result until a reviewer releases it." }]);
     expect(view.consoleUrl).toMatch(new RegExp(`/runs/${runId}$`));
+  });
+
+  it("a check the script declares but never runs fails the run: policy decided on it", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `const page = await tools.ledger.listInvoices({ limit: 5 });\nif (page.invoices.length > 1000) await checks.sum("never", page.invoices, "amountMinor", 0);\nreturn page.invoices.length;`,
+      purpose: "a check in dead code",
+      language: "javascript",
+    });
+    const ended = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 30 });
+    expect(ended).toMatchObject({ status: "check_failed", error: { code: "CHECK_FAILED", message: expect.stringContaining("checks.sum, which never ran") } });
+    expect(ended).not.toHaveProperty("result");
   });
 
   it("is kept for the audit log", async () => {
@@ -91,6 +105,7 @@ describe("a failed check withholds the result", () => {
     expect(released).toMatchObject({ released: true, releases: { received: 1, required: 1, by: ["rita@example.com"] } });
     const after = await getRun(ledger.runtime, ledger.agent, { runId });
     expect(after).toMatchObject({ status: "check_failed", result: row.result, released: { by: ["rita@example.com"] } });
+    expect(after.logs?.[0]?.text).toMatch(/^claimed total \d+$/);
     expect(after.error).toBeUndefined();
     const events = await ledger.db.prisma.auditEvent.findMany({ where: { subjectId: runId, action: { in: ["run.release_approved", "run.result_released"] } } });
     expect(events.map((e) => e.action)).toEqual(["run.release_approved", "run.result_released"]);

@@ -49,7 +49,7 @@ import { normalizeContent } from "@/lib/untrusted/storable-text";
 import { artifactRecords, storeArtifacts } from "./artifacts";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
 import { parseRunLimits } from "./limits";
-import { screenEnvelope, screenJson, type Redaction } from "./gate";
+import { screenEnvelope, screenJson, screenMessage, type Redaction } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type PiiValue, type TokenDecision } from "./pii-tokens";
 import { PlanFollower } from "./plan";
 import { transitionRun } from "./states";
@@ -221,7 +221,8 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
     };
     let plannedSeq: number | null = null;
     if (!row.readOnly && follower) {
-      const checked = follower.check(server, tool, safeArgs.value as JsonValue);
+      // Compared as planned: screened (./gate.ts), so a secret in the arguments is not in the plan either.
+      const checked = follower.check(server, tool, storedArgs.value);
       if (!checked.ok) {
         divergence ??= checked.reason;
         row.outcome = "refused";
@@ -237,7 +238,12 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
     const info = deps.tool(server, tool);
     let tokens: TokenDecision;
     try {
-      tokens = await decideTokens(db, scope, info && { dataClass: info.dataClass, name: `${server}.${tool}` }, safeArgs.value as JsonValue);
+      tokens = await decideTokens(
+        db,
+        scope,
+        info && { dataClass: info.dataClass, name: `${server}.${tool}`, piiFields: info.piiFields },
+        safeArgs.value as JsonValue,
+      );
     } catch (error) {
       row.outcome = "refused";
       row.error = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
@@ -279,11 +285,13 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       if (plannedSeq !== null) follower?.made(plannedSeq, result.value as JsonValue);
       return result.value;
     } catch (error) {
-      const message = normalizeContent(error instanceof Error ? error.message : String(error));
+      const message = screenMessage(error, `toolCall[${seq}].error`);
       normalized ||= message.changed;
+      toolRedactions.push(...message.redactions);
       row.outcome = "error";
       row.error = message.value.slice(0, 2000);
-      throw error;
+      // The script gets the screened message: a secret in an upstream's error does not enter the sandbox either.
+      throw message.redactions.length > 0 ? new Error(message.value) : error;
     } finally {
       row.durationMs = Math.round(performance.now() - started);
       recorder.add(row);
@@ -315,6 +323,18 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   }
   if (storageFailure) {
     envelope = { ...envelope, status: "failed", result: null, error: { code: "STORAGE_REJECTED", message: storageFailure.message, untrusted: false } };
+  } else if (envelope.status === "succeeded" && declaredChecksNotRun(run, envelope).length > 0) {
+    // Policy decided on the checks the script declares (resource.checks): one that never ran is a failed check.
+    const missing = declaredChecksNotRun(run, envelope);
+    envelope = {
+      ...envelope,
+      status: "check_failed",
+      error: {
+        code: "CHECK_FAILED",
+        message: `The script declares checks.${missing.join(", checks.")}, which never ran; policy decided on it, so the result is withheld.`,
+        untrusted: false,
+      },
+    };
   } else if (exfiltration) {
     envelope = {
       ...envelope,
@@ -339,6 +359,13 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   );
   await finish(db, fence, screened, { scope, personal });
   return true;
+}
+
+/** Kinds of check the analysis found the script declaring (facts.checks) that it never ran. */
+function declaredChecksNotRun(run: Run, envelope: Envelope): string[] {
+  const declared = runColumn(run, "facts");
+  const ran = new Set(envelope.gate.checks.map((check) => check.kind));
+  return (declared && "checks" in declared ? (declared.checks ?? []) : []).filter((kind) => !ran.has(kind));
 }
 
 /** The isolation level policy decided the run at (requests stored before the attribute existed were strict). */

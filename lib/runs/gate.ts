@@ -8,7 +8,9 @@
  * - a tool's result is screened before the script sees it: a credential an upstream returns never
  *   enters the sandbox, so the script cannot pass it on, encoded or not; its stored copy and digest
  *   are of the screened value;
- * - a tool call's arguments are stored screened (the upstream gets them as the script sent them);
+ * - a tool call's arguments are stored screened (the upstream gets them as the script sent them),
+ *   and a plan's writes are planned and followed in their screened form;
+ * - an upstream's error message is screened before it is stored or handed to the script;
  * - the result, logs, error (message and stack) and the gate report's texts are screened before
  *   the terminal write, so the audit log holds no secret the detector knows either;
  * - every redaction is named in the gate report (`redactions`: where, and which kind of secret,
@@ -35,6 +37,13 @@ export function screenJson(value: unknown, where: string): Screened<JsonValue> {
     changed: normalized.changed,
     redactions: redacted.redactions.map((r) => ({ where: r.path ? `${where}.${r.path}`.replace(/\.\[/g, "[") : where, kind: r.kind })),
   };
+}
+
+/** An upstream's or a preview's error, as it may be stored and shown: normalized, secrets redacted. */
+export function screenMessage(error: unknown, where: string): Screened<string> {
+  const normalized = normalizeContent(error instanceof Error ? error.message : String(error));
+  const redactions: Redaction[] = [];
+  return { value: screenText(normalized.value, where, redactions), changed: normalized.changed, redactions };
 }
 
 function screenText(text: string, where: string, into: Redaction[]): string {

@@ -52,6 +52,40 @@ describe("matching", () => {
   });
 });
 
+describe("matching, as an attacker formats it", () => {
+  const tokens = [
+    { token: "<EMAIL_1>", value: "alice@example.com" },
+    { token: "<NAME_1>", value: "Alice Smith" },
+    { token: "<IBAN_1>", value: "DE89370400440532013000" },
+    { token: "<PHONE_1>", value: "+44 20 7946 0958" },
+  ];
+
+  it("finds values behind quotes, punctuation and signs, and in object keys", () => {
+    // console.log(customer) prints strings in single quotes; Object.groupBy keys rows by a value.
+    expect(tokenized("{ email: 'alice@example.com', name: 'Alice Smith' }", tokens)).toBe("{ email: '<EMAIL_1>', name: '<NAME_1>' }");
+    expect(tokenized(["acct-DE89370400440532013000", "call+44 20 7946 0958", "Alice Smith's balance"], tokens)).toEqual([
+      "acct-<IBAN_1>",
+      "call<PHONE_1>",
+      "<NAME_1>'s balance",
+    ]);
+    expect(tokenized({ "alice@example.com": [{ n: 1 }] }, tokens)).toEqual({ "<EMAIL_1>": [{ n: 1 }] });
+    // Glued to letters or digits it is another word, left alone.
+    expect(tokenized(["malice@example.com.au", "Alice Smithson"], tokens)).toEqual(["malice@example.com.au", "Alice Smithson"]);
+  });
+
+  it("stays linear on pathological text (a megabyte of punctuation and repeated first words)", () => {
+    const t0 = performance.now();
+    tokenized(["a" + ".".repeat(1_000_000) + "a", "Alice ".repeat(100_000)], tokens);
+    expect(performance.now() - t0).toBeLessThan(2_000);
+  });
+
+  it("collects marked values from object keys too", async () => {
+    const marked = new MarkedValues();
+    marked.note({ "customers[].email": "EMAIL" }, { customers: [{ email: " bob@example.org " }] });
+    expect(await personalData([{ "bob@example.org": 3 }], marked)).toEqual([{ kind: "EMAIL", value: "bob@example.org" }]);
+  });
+});
+
 describe("the tokens loop", () => {
   let ledger: LedgerRuntime;
   const reviewers: Extract<Actor, { type: "user" }>[] = [];
@@ -178,6 +212,58 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
     const outbox = (JSON.parse(readFileSync(ledger.stateFile, "utf8")) as { outbox: unknown[] }).outbox;
     expect(outbox).toHaveLength(1); // only the reminder of the conversation that owns the token
   });
+  it("a token is restored only at a field marked for it: inside the message it stays text, and a secret in an upstream's error is redacted", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: [
+        `const sent = await tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", to: ${JSON.stringify(firstEmail)}, message: "about ${firstEmail}" });`,
+        `let failed = null;`,
+        `try { await tools.ledger.sendReminderEmail({ invoiceId: "sk_test_4eC39HqLyjWDarjtT1zdp7dc", message: "x" }); } catch (e) { failed = e.message; }`,
+        `checks.allowPartial("the second reminder is expected to fail");`,
+        `return { sent, failed };`,
+      ].join("\n"),
+      purpose: "remind with a token in the message",
+      language: "javascript",
+      provenance: conversation,
+    });
+    const view = await finished(submitted.runId);
+    expect(view.status).toBe("succeeded");
+    const outbox = (JSON.parse(readFileSync(ledger.stateFile, "utf8")) as { outbox: { to: string; message: string }[] }).outbox;
+    expect(outbox.at(-1)).toMatchObject({ to: customers[0]!.email, message: `about ${firstEmail}` });
+    // The upstream echoed the bad invoice id (a pasted key) in its error: the script, the record and the agent get it redacted.
+    expect((view.result as { failed: string }).failed).toContain("[REDACTED:stripe_key]");
+    const calls = await ledger.db.prisma.runToolCall.findMany({ where: { runId: submitted.runId, phase: "apply" }, orderBy: { seq: "asc" } });
+    expect(calls[1]!.error).toContain("[REDACTED:stripe_key]");
+    expect(JSON.stringify(calls, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value))).not.toContain("sk_test_4eC");
+  });
+
+  it("a plan preview that fails with personal data in its error shows the agent tokens", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `const { customer } = await tools.ledger.getCustomer({ customerId: "cus_001" });\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0005", to: customer.email });\nthrow new Error("could not remind " + customer.email + " (" + customer.name + ")");`,
+      purpose: "fail in the preview",
+      language: "javascript",
+      provenance: conversation,
+    });
+    const view = await finished(submitted.runId);
+    expect(view.error).toMatchObject({ code: "PREVIEW_FAILED", message: expect.stringMatching(/could not remind <EMAIL_\d+> \(<NAME_\d+>\)/) });
+    const first = generateLedgerData().customers[0]!;
+    expect(JSON.stringify(view)).not.toContain(first.email);
+  });
+
+  it("a value retention deleted is kept again when a later run shows it, so its token keeps hiding it", async () => {
+    const scope = `${ledger.agent.id}/conv-remind`;
+    const n = Number(/\d+/.exec(firstEmail)![0]);
+    await ledger.db.prisma.piiToken.updateMany({ where: { scope, kind: "EMAIL", n }, data: { value: null, purgedAt: new Date() } });
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `const { customers } = await tools.ledger.listCustomers({ limit: 2 });\nreturn customers.map((c) => c.email);`,
+      purpose: "list emails again",
+      language: "javascript",
+      provenance: conversation,
+    });
+    const view = await finished(submitted.runId);
+    expect(view.result).toEqual([firstEmail, expect.stringMatching(/^<EMAIL_\d+>$/)]);
+    expect(JSON.stringify(view)).not.toContain(customers[0]!.email);
+  });
+
   it("retention deletes a token's value only after its pii window, and never while a run still shows content that needs it", async () => {
     const scope = `${ledger.agent.id}/conv-remind`;
     const old = new Date(Date.now() - 40 * 86_400_000);

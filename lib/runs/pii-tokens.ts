@@ -14,11 +14,15 @@
  * - the mapping stays in the host, in "PiiToken" (looked up by sha256 of the value, never by the
  *   value); tokens are assigned under a per-scope advisory lock in the caller's transaction, and
  *   the run records which ones its agent-facing content uses ("PiiTokenUse");
- * - `tokenized` replaces every occurrence of a run's values with their tokens in any JSON value
- *   (marked values found as whole words, so a name inside a sentence is replaced too);
- * - `restoreTokens` swaps tokens of the scope for their values; a token the scope does not know, or
- *   whose value retention deleted, is refused (never passed on as text);
- * - scanning is linear in the text: marked values are matched through an index of their first word.
+ * - `tokenized` replaces every occurrence of a run's values with their tokens in any JSON value,
+ *   object keys included, wherever a value is not glued to a letter or digit (a name inside a
+ *   sentence, an address inside quotes);
+ * - `restoreTokens` swaps tokens of the scope for their values only at the argument fields a pii
+ *   tool's piiFields mark, and only tokens of the field's kind; a token the scope does not know, or
+ *   whose value retention deleted, is refused; token text elsewhere stays text;
+ * - a value retention deleted that a run shows again is kept again, so its token keeps hiding it;
+ * - scanning is linear in the text: values are matched through an index of their first run of
+ *   letters and digits.
  */
 import { createHash } from "node:crypto";
 import type { PiiTokenKind } from "@/lib/contracts/data-classes";
@@ -38,28 +42,35 @@ export function tokenScope(run: { agentId: string; provenance: unknown }): strin
 }
 
 const digest = (value: string) => createHash("sha256").update(value).digest("hex");
-const WORD = /[\p{L}\p{N}@._%+'-]+/gu;
+/** A run of letters and digits: where a value can start matching (whatever punctuation precedes it). */
+const ALNUM_RUN = /[\p{L}\p{N}]+/gu;
 const isWordChar = (c: string | undefined) => c !== undefined && /[\p{L}\p{N}]/u.test(c);
 
-/** Every string leaf of a JSON value (object keys excluded), depth-first. */
+/** Every string of a JSON value, object keys included, depth-first. */
 function* strings(value: unknown): Generator<string> {
   if (typeof value === "string") yield value;
   else if (Array.isArray(value)) for (const item of value) yield* strings(item);
-  else if (value !== null && typeof value === "object") for (const item of Object.values(value)) yield* strings(item);
+  else if (value !== null && typeof value === "object") {
+    for (const [key, item] of Object.entries(value)) {
+      yield key;
+      yield* strings(item);
+    }
+  }
 }
 
+/** `value` with `fn` applied to every string, object keys included. */
 function mapStrings<T>(value: T, fn: (text: string) => string): T {
   if (typeof value === "string") return fn(value) as T;
   if (Array.isArray(value)) return value.map((item) => mapStrings(item, fn)) as T;
   if (value !== null && typeof value === "object") {
     const out: Record<string, unknown> = Object.create(null);
-    for (const [key, item] of Object.entries(value)) out[key] = mapStrings(item, fn);
+    for (const [key, item] of Object.entries(value)) out[fn(key)] = mapStrings(item, fn);
     return out as T;
   }
   return value;
 }
 
-/** The values at `path` (`customers[].email`) of a tool's result or arguments. */
+/** The values at `path` (`customers[].email`) of a tool's result or arguments, trimmed. */
 function valuesAt(value: unknown, path: string): string[] {
   let current: unknown[] = [value];
   for (const segment of path.split(".")) {
@@ -74,40 +85,48 @@ function valuesAt(value: unknown, path: string): string[] {
     }
     current = next;
   }
-  return current.filter((v): v is string => typeof v === "string" && v.trim().length >= 2);
+  return current.flatMap((v) => (typeof v === "string" && v.trim().length >= 2 ? [v.trim()] : []));
 }
 
-/** Finds known values inside texts in one pass per text, through an index of each value's first word. */
+/**
+ * Finds known values inside texts in one linear pass per text: each value is indexed by its first
+ * run of letters and digits (and where that run starts in it), and a text is walked run by run.
+ * A value matches where it is not glued to a letter or digit on either side, whatever punctuation
+ * surrounds it (quotes, a `+`, a hyphen).
+ */
 class ValueIndex<T extends { value: string }> {
-  private readonly byFirstWord = new Map<string, T[]>();
+  private readonly byFirstRun = new Map<string, { item: T; offset: number }[]>();
 
   constructor(items: Iterable<T>) {
     for (const item of items) {
-      const first = item.value.match(WORD)?.[0];
+      const first = /[\p{L}\p{N}]+/u.exec(item.value);
       if (!first) continue;
-      const list = this.byFirstWord.get(first) ?? [];
-      list.push(item);
-      this.byFirstWord.set(first, list);
+      const list = this.byFirstRun.get(first[0]) ?? [];
+      list.push({ item, offset: first.index });
+      this.byFirstRun.set(first[0], list);
     }
-    for (const list of this.byFirstWord.values()) list.sort((a, b) => b.value.length - a.value.length);
-  }
-
-  get size(): number {
-    return this.byFirstWord.size;
+    for (const list of this.byFirstRun.values()) list.sort((a, b) => b.item.value.length - a.item.value.length);
   }
 
   /** Non-overlapping occurrences in `text`, left to right, longest first at each place. */
   *find(text: string): Generator<{ item: T; start: number; end: number }> {
-    if (this.byFirstWord.size === 0) return;
+    if (this.byFirstRun.size === 0) return;
     let from = 0;
-    for (const word of text.matchAll(WORD)) {
-      const start = word.index;
-      if (start < from) continue;
-      const candidates = this.byFirstWord.get(word[0]) ?? this.byFirstWord.get(word[0].replace(/[.,;:'-]+$/, ""));
-      const hit = candidates?.find((c) => text.startsWith(c.value, start) && !isWordChar(text[start - 1]) && !isWordChar(text[start + c.value.length]));
+    for (const run of text.matchAll(ALNUM_RUN)) {
+      const candidates = this.byFirstRun.get(run[0]);
+      if (!candidates) continue;
+      const hit = candidates.find(({ item, offset }) => {
+        const start = run.index - offset;
+        const end = start + item.value.length;
+        // Not glued to a letter or digit where the value itself begins or ends with one ("+44…" may follow a word).
+        const gluedBefore = isWordChar(item.value[0]) && isWordChar(text[start - 1]);
+        const gluedAfter = isWordChar(item.value[item.value.length - 1]) && isWordChar(text[end]);
+        return start >= from && text.startsWith(item.value, start) && !gluedBefore && !gluedAfter;
+      });
       if (!hit) continue;
-      yield { item: hit, start, end: start + hit.value.length };
-      from = start + hit.value.length;
+      const start = run.index - hit.offset;
+      yield { item: hit.item, start, end: start + hit.item.value.length };
+      from = start + hit.item.value.length;
     }
   }
 }
@@ -173,8 +192,11 @@ export async function assignTokens(tx: Tx, scope: string, runId: string, values:
       RETURNING id
     ),
     touched AS (
-      UPDATE "PiiToken" SET "lastUsedAt" = now()
-      WHERE id IN (SELECT id FROM existing) AND "lastUsedAt" < now() - interval '1 hour'
+      -- A value retention deleted is in use again: it is kept again, so the token keeps hiding it.
+      UPDATE "PiiToken" t SET "lastUsedAt" = now(), value = coalesce(t.value, i.value), "purgedAt" = NULL
+      FROM input i
+      WHERE t.scope = ${scope} AND t.kind = i.kind AND t."valueDigest" = i.digest
+        AND (t."lastUsedAt" < now() - interval '1 hour' OR t.value IS NULL)
     )
     INSERT INTO "PiiTokenUse" ("runId", "tokenId")
     SELECT ${runId}::uuid, id FROM (SELECT id FROM existing UNION ALL SELECT id FROM inserted) AS used
@@ -236,28 +258,68 @@ export async function knownTokens(db: Db, scope: string, value: unknown): Promis
   return tokens.filter((t) => values.has(t));
 }
 
-/** `args` with the scope's tokens replaced by their values, for a tool classed pii. */
-export async function restoreTokens(db: Db, scope: string, args: JsonValue): Promise<{ value: JsonValue; restored: string[] }> {
-  const tokens = tokensIn(args);
-  if (tokens.length === 0) return { value: args, restored: [] };
-  const { values, missing } = await lookup(db, scope, tokens);
-  if (missing.length > 0) {
-    throw new AppError("conflict", `${missing.join(", ")}: not a token of this conversation, or its value was deleted by retention; the tool was not called`);
+/** `value` with `fn` applied to the string at `path` (each element for `[]`), the rest unchanged. */
+async function mapAt(value: JsonValue, path: readonly string[], fn: (text: string) => Promise<string>): Promise<JsonValue> {
+  if (path.length === 0) return typeof value === "string" ? fn(value) : value;
+  const [segment, ...rest] = path as [string, ...string[]];
+  const many = segment.endsWith("[]");
+  const key = many ? segment.slice(0, -2) : segment;
+  if (value === null || typeof value !== "object" || Array.isArray(value) || !Object.hasOwn(value, key)) return value;
+  const child = value[key]!;
+  const mapped = many ? (Array.isArray(child) ? await Promise.all(child.map((item) => mapAt(item, rest, fn))) : child) : await mapAt(child, rest, fn);
+  return { ...value, [key]: mapped };
+}
+
+/**
+ * `args` with the scope's tokens replaced by their values — only at the argument fields the config
+ * marks as personal data (`piiFields`, such as sendReminderEmail's `to`), and only tokens of the
+ * field's kind. Token text anywhere else (a message a customer wrote, say) stays text: a token is
+ * restored where the tool is declared to take one, never because some string held it.
+ */
+export async function restoreTokens(
+  db: Db,
+  scope: string,
+  args: JsonValue,
+  fields: Readonly<Record<string, PiiTokenKind>>,
+): Promise<{ value: JsonValue; restored: string[] }> {
+  const restored: string[] = [];
+  let value = args;
+  for (const [path, kind] of Object.entries(fields)) {
+    value = await mapAt(value, path.split("."), async (text) => {
+      const tokens = [...new Set([...text.matchAll(TOKEN_PATTERN)].map((m) => m[0]))];
+      if (tokens.length === 0) return text;
+      const foreign = tokens.filter((t) => !t.startsWith(`<${kind}_`));
+      if (foreign.length > 0) throw new AppError("conflict", `${foreign.join(", ")}: ${path} takes ${kind} tokens only; the tool was not called`);
+      const { values, missing } = await lookup(db, scope, tokens);
+      if (missing.length > 0) {
+        throw new AppError(
+          "conflict",
+          `${missing.join(", ")}: not a token of this conversation, or its value was deleted by retention; the tool was not called`,
+        );
+      }
+      restored.push(...tokens);
+      return text.replace(TOKEN_PATTERN, (token) => values.get(token) ?? token);
+    });
   }
-  return { value: mapStrings(args, (text) => text.replace(TOKEN_PATTERN, (token) => values.get(token) ?? token)), restored: tokens };
+  return { value, restored };
 }
 
 export type TokenDecision = { refused: null; args: JsonValue; restored: boolean } | { refused: string };
 
 /**
- * What a call may send upstream: for a tool classed pii, `args` with the scope's tokens restored;
- * for any other, `args` unchanged — or, when they hold a token of the scope, the refusal (the
- * exfiltration the tokens exist to stop). A token a pii tool is given that the scope does not know
- * throws (restoreTokens).
+ * What a call may send upstream: for a tool classed pii, `args` with the scope's tokens restored at
+ * its marked fields; for any other, `args` unchanged — or, when they hold a token of the scope
+ * anywhere (keys included), the refusal: the exfiltration the tokens exist to stop. A token a pii
+ * tool's marked field is given that the scope does not know throws (restoreTokens).
  */
-export async function decideTokens(db: Db, scope: string, tool: { dataClass: string; name: string } | undefined, args: JsonValue): Promise<TokenDecision> {
+export async function decideTokens(
+  db: Db,
+  scope: string,
+  tool: { dataClass: string; name: string; piiFields: Readonly<Record<string, PiiTokenKind>> } | undefined,
+  args: JsonValue,
+): Promise<TokenDecision> {
   if (tool?.dataClass === "pii") {
-    const restored = await restoreTokens(db, scope, args);
+    const restored = await restoreTokens(db, scope, args, tool.piiFields);
     return { refused: null, args: restored.value, restored: restored.restored.length > 0 };
   }
   const leaked = await knownTokens(db, scope, args);

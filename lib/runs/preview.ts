@@ -26,7 +26,7 @@ import { runColumn, runColumnValue, type PlanWrite } from "@/lib/contracts/run-c
 import { jsonDigest } from "@/lib/digest";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
-import { screenJson } from "./gate";
+import { screenJson, screenMessage } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
 import type { ToolInfo } from "@/lib/broker/types";
 import { approvedRequest, keep, stageInputs, startHeartbeat } from "./executor";
@@ -91,14 +91,16 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
   const callTool: CallTool = async (server, tool, args, signal) => {
     const seq = calls.length + 1;
     const safeArgs = normalizeContent(args).value as JsonValue;
+    // Recorded and planned screened (./gate.ts): the executor follows the plan in the same form.
+    const storedArgs = screenJson(safeArgs, `toolCall[${seq}].arguments`).value;
     const readOnly = limits !== null && !Object.hasOwn(limits.writeCaps, `${server}.${tool}`);
-    const call: PreviewCall = { seq, server, tool, readOnly, args: safeArgs, result: null, outcome: "intercepted", error: null, durationMs: 0 };
+    const call: PreviewCall = { seq, server, tool, readOnly, args: storedArgs, result: null, outcome: "intercepted", error: null, durationMs: 0 };
     calls.push(call);
     const info = deps.tool(server, tool);
     // The same token rules as the run itself (./pii-tokens.ts): a token given to a tool not classed pii ends the preview.
     let tokens: TokenDecision;
     try {
-      tokens = await decideTokens(db, scope, info && { dataClass: info.dataClass, name: `${server}.${tool}` }, safeArgs);
+      tokens = await decideTokens(db, scope, info && { dataClass: info.dataClass, name: `${server}.${tool}`, piiFields: info.piiFields }, safeArgs);
     } catch (error) {
       call.outcome = "refused";
       call.error = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
@@ -113,8 +115,8 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
     }
     marked.note(info?.piiFields, tokens.args);
     if (!readOnly) {
-      const answer = previewAnswer(seq, safeArgs, info?.preview ?? null, info?.outputSchema ?? null);
-      writes.push({ seq, server, tool, arguments: safeArgs, answer, money: moneyOf(info?.preview?.money ?? null, safeArgs, answer) });
+      const answer = previewAnswer(seq, storedArgs, info?.preview ?? null, info?.outputSchema ?? null);
+      writes.push({ seq, server, tool, arguments: storedArgs, answer, money: moneyOf(info?.preview?.money ?? null, storedArgs, answer) });
       call.result = answer;
       return answer;
     }
@@ -127,9 +129,10 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
       call.result = result;
       return result;
     } catch (error) {
+      const message = screenMessage(error, `toolCall[${seq}].error`);
       call.outcome = "error";
-      call.error = normalizeContent(error instanceof Error ? error.message : String(error)).value.slice(0, 2000);
-      throw error;
+      call.error = message.value.slice(0, 2000);
+      throw message.redactions.length > 0 ? new Error(message.value) : error;
     } finally {
       call.durationMs = Math.round(performance.now() - started);
     }
@@ -155,8 +158,11 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
   if (shutdown?.aborted) return true;
 
   const plan = { digest: planDigest(writes), writes };
-  // The plan's personal data reaches the agent as tokens (lib/runs/service.ts); they are assigned with the plan.
-  const personal = failure === null ? await personalData([writes.map((w) => [w.arguments, w.answer, w.money?.subject ?? null])], marked) : [];
+  // What the agent reads of the preview — the plan, or why it failed — screened, its personal data
+  // as tokens (lib/runs/service.ts), assigned with the outcome.
+  const failureMessage =
+    failure === null ? null : screenMessage(`The plan preview failed, so no reviewer was asked. ${failure}`, "error.message").value.slice(0, 4000);
+  const personal = await personalData([writes.map((w) => [w.arguments, w.answer, w.money?.subject ?? null]), failureMessage], marked);
   const ended = await db.$transaction(async (tx) => {
     const held = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM "Run" WHERE id = ${runId}::uuid AND status = 'previewing' AND "executorId" = ${deps.executorId} FOR UPDATE`;
@@ -178,15 +184,16 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
         error: call.error,
       })),
     });
-    if (failure !== null) {
-      const message = normalizeContent(`The plan preview failed, so no reviewer was asked. ${failure}`).value.slice(0, 4000);
-      return transitionRun(tx, SYSTEM, {
+    if (failureMessage !== null) {
+      const failed = await transitionRun(tx, SYSTEM, {
         runId,
         from: "previewing",
         to: "failed",
-        data: { finishedAt: new Date(), error: runColumnValue("error", { code: "PREVIEW_FAILED", message, untrusted: true }) },
+        data: { finishedAt: new Date(), error: runColumnValue("error", { code: "PREVIEW_FAILED", message: failureMessage, untrusted: true }) },
         audit: { errorCode: "PREVIEW_FAILED", calls: calls.length },
       });
+      if (failed) await assignTokens(tx, scope, runId, personal);
+      return failed;
     }
     const moved = await transitionRun(tx, SYSTEM, {
       runId,
@@ -198,6 +205,6 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
     if (moved) await assignTokens(tx, scope, runId, personal);
     return moved;
   });
-  if (ended && failure === null) await deps.onPendingReview?.(runId);
+  if (ended && failureMessage === null) await deps.onPendingReview?.(runId);
   return true;
 }

@@ -170,7 +170,7 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     reasons,
     capabilitySet: runColumn(run, "capabilitySet") ?? [],
     findings: (runColumn(run, "findings") ?? []).map(({ code, severity, message, line, column }) => ({ code, severity, message, line, column })),
-    comments: reviews.filter((r) => r.comment).map((r) => ({ verdict: r.verdict, comment: r.comment!, at: r.createdAt.toISOString() })),
+    comments: reviews.filter((r) => r.comment).map((r) => ({ verdict: r.verdict, comment: forAgent(r.comment!), at: r.createdAt.toISOString() })),
     consoleUrl: `${consoleBaseUrl()}/runs/${run.id}`,
   };
   const next = progressHint(run);
@@ -199,9 +199,13 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   if (error) view.error = withNext(forAgent(error));
   if (run.finishedAt && (EXECUTED_STATUSES as readonly string[]).includes(run.status)) {
     const execution = runColumn(run, "execution");
+    // Withheld means withheld: no result, and nothing the script wrote that could carry it (logs,
+    // assumptions, a partial reason); the checks stay, so the agent can see what failed.
     const withheld = run.status === "check_failed" && !run.releasedAt;
     const capped = capForAgent(forAgent(run.result));
-    const logs = logsForAgent(forAgent(execution?.logs ?? []));
+    const logs = withheld
+      ? { logs: [{ level: "warn", text: "The logs are withheld with the result until a reviewer releases it." }], cut: false }
+      : logsForAgent(forAgent(execution?.logs ?? []));
     if (!withheld) view.result = capped.result;
     view.logs = logs.logs;
     view.flags = execution?.flags ?? [];
@@ -211,8 +215,8 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     const gate = execution?.gate;
     if (gate) {
       view.checks = forAgent(gate.checks.map(({ kind, label, ok, message }) => ({ kind, label, ok, message })));
-      view.assumptions = forAgent(gate.assumptions);
-      if (gate.partial !== null) view.partial = forAgent(gate.partial);
+      view.assumptions = withheld ? [] : forAgent(gate.assumptions);
+      if (gate.partial !== null && !withheld) view.partial = forAgent(gate.partial);
       view.rows = gate.rows;
     }
     if (run.releasedAt) {

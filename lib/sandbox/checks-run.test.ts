@@ -85,6 +85,22 @@ return { total: 1500 };`);
     expect(logged.error?.code).toBe("SWALLOWED_FAILURE");
   });
 
+  it("a script that returns without waiting for its tool calls is SWALLOWED_FAILURE too", async () => {
+    const slow: CallTool = async () => new Promise((resolve) => setTimeout(() => resolve({ refunds: [] }), 2_000));
+    const env = await runInSandbox({
+      code: `tools.ledger.listRefunds({}); const raced = await Promise.race([tools.ledger.listRefunds({}), new Promise((r) => setTimeout(() => r("timer"), 50))]); return raced;`,
+      allowedTools: ["ledger.listRefunds"],
+      callTool: slow,
+      isolation: "strict",
+    });
+    expect(env).toMatchObject({
+      status: "succeeded",
+      result: "timer",
+      error: { code: "SWALLOWED_FAILURE", message: expect.stringContaining("2 tool call(s) it did not wait for") },
+    });
+    expect(env.flags).toContain("abandoned_calls");
+  });
+
   it("a thrown error carries the tail of its stack, pointing at the script's line", async () => {
     const env = await run(`const a = 1;\nnull.boom;\nreturn a;`);
     expect(env.error).toMatchObject({ code: "SCRIPT_ERROR" });

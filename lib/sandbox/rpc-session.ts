@@ -19,8 +19,8 @@
  * Checks (./checks.ts) are decided here from the arguments the child sends: a run that finished
  * with a failed check is `check_failed` (CHECK_FAILED, naming the first one; the result is kept for
  * the audit log and withheld from the agent by the run's view). A run that finished after a failed
- * tool call or an error log, unless it declared `checks.allowPartial(reason)`, is `succeeded` with
- * SWALLOWED_FAILURE. The gate report (types.ts GateReport) carries the checks, assumptions, the
+ * tool call, with calls it did not wait for, or after an error log, unless it declared
+ * `checks.allowPartial(reason)`, is `succeeded` with SWALLOWED_FAILURE. The gate report (types.ts GateReport) carries the checks, assumptions, the
  * declared partial result and lineage — rows read per tool (the lengths of each result's
  * top-level arrays) — and the envelope is flagged `rows_unaccounted` when rowCount or sum checks
  * covered fewer distinct rows than the tools returned and no assumption says why.
@@ -86,6 +86,7 @@ export class RpcSession {
   private readonly checks: CheckOutcome[] = [];
   private readonly assumptions: string[] = [];
   private partial: string | null = null;
+  private abandonedCalls = 0;
   private readonly rowsRead = new Map<string, number>();
 
   constructor(
@@ -114,6 +115,8 @@ export class RpcSession {
       case "partial":
         return this.onNote(frame, "reason");
       case "done":
+        // Calls still running or queued when the script finished are abandoned (the host aborts them).
+        this.abandonedCalls = this.inFlight + this.queue.length;
         return this.settle({ kind: "done", frame });
       default:
         return this.settle({ kind: "fail", code: "RPC_VIOLATION", message: "the child sent a frame of an unknown type", untrusted: false });
@@ -315,9 +318,10 @@ export class RpcSession {
       status = "succeeded";
       result = done.result;
       artifacts = done.artifacts;
-      const swallowed = this.failedCalls > 0 || this.logs.some((l) => l.level === "error");
+      const swallowed = this.failedCalls > 0 || this.abandonedCalls > 0 || this.logs.some((l) => l.level === "error");
       if (!done.returned) flags.push("no_result");
       if (swallowed) flags.push("swallowed_errors");
+      if (this.abandonedCalls > 0) flags.push("abandoned_calls");
       const failed = this.checks.find((c) => !c.ok);
       if (failed) {
         status = "check_failed";
@@ -328,9 +332,13 @@ export class RpcSession {
           untrusted: true,
         };
       } else if (swallowed && this.partial === null) {
+        const what = [
+          this.failedCalls > 0 ? `${this.failedCalls} failed tool call(s)` : "",
+          this.abandonedCalls > 0 ? `${this.abandonedCalls} tool call(s) it did not wait for` : "",
+        ].filter(Boolean);
         error = {
           code: "SWALLOWED_FAILURE",
-          message: `the script finished after ${this.failedCalls > 0 ? `${this.failedCalls} failed tool call(s)` : "logging an error"} and did not say its result is partial`,
+          message: `the script finished after ${what.length > 0 ? what.join(" and ") : "logging an error"} and did not say its result is partial`,
           untrusted: false,
         };
       }
