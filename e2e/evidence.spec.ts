@@ -11,21 +11,14 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser } from "@playwright/test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { createUser } from "../lib/auth/users";
-import type { Actor } from "../lib/contracts/scopes";
-import { createPrismaClient } from "../lib/db";
 import { afterPreview, expect, test } from "./fixtures";
-import { LoginPage } from "./pages/login-page";
-import { RunPage } from "./pages/run-page";
+import { approveInBrowser, createReviewers, type Reviewers } from "./reviewers";
 
 type View = { runId: string; status: string; result?: unknown };
 
-const system: Actor = { type: "system", name: "e2e-evidence" };
 const suffix = randomBytes(4).toString("hex");
-const PASSWORD = `e2e-${randomBytes(12).toString("base64url")}`;
-const reviewers = [`evidence-a-${suffix}@airlock.local`, `evidence-b-${suffix}@airlock.local`];
+let reviewers: Reviewers;
 const work = mkdtempSync(join(tmpdir(), "airlock-e2e-evidence-"));
 
 function view(result: unknown): View {
@@ -38,20 +31,6 @@ async function finished(agent: Client, runId: string): Promise<View> {
     if (!["pending_review", "approved", "queued", "running"].includes(current.status)) return current;
   }
   throw new Error(`run ${runId} did not finish`);
-}
-
-async function approve(browser: Browser, baseURL: string, email: string, runId: string): Promise<void> {
-  const context = await browser.newContext({ baseURL });
-  const page = await context.newPage();
-  const login = new LoginPage(page);
-  await login.goto();
-  await login.signIn(email, PASSWORD);
-  await page.waitForURL((url) => url.pathname === "/");
-  const run = new RunPage(page);
-  await run.goto(runId);
-  await run.decide("Approve");
-  await expect(run.result).toBeVisible();
-  await context.close();
 }
 
 /** The CLI as an auditor runs it: no DATABASE_URL, and only the files it is handed. */
@@ -75,14 +54,7 @@ function oneByteChanged(text: string, anchor: string, from: string, to: string):
 }
 
 test.beforeAll(async ({ state }) => {
-  const db = createPrismaClient(state.databaseUrl);
-  try {
-    await db.$transaction(async (tx) => {
-      for (const email of reviewers) await createUser(tx, system, { email, role: "reviewer", password: PASSWORD });
-    });
-  } finally {
-    await db.$disconnect();
-  }
+  reviewers = await createReviewers(state.databaseUrl, "evidence");
 });
 
 test("compliance finds a refund by issueRefund, downloads its evidence, and the verifier accepts it offline and refuses one changed byte", async ({
@@ -120,7 +92,7 @@ test("compliance finds a refund by issueRefund, downloads its evidence, and the 
   );
   expect(submitted.status).toBe("previewing");
   expect(await afterPreview(agent, submitted.runId)).toBe("pending_review");
-  for (const email of reviewers) await approve(browser, baseURL!, email, submitted.runId);
+  await approveInBrowser(browser, baseURL!, reviewers, submitted.runId);
   expect(await finished(agent, submitted.runId)).toMatchObject({ status: "succeeded" });
   const outcome = await agent.callTool({
     name: "record_outcome",

@@ -7,41 +7,19 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser } from "@playwright/test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { createUser } from "../lib/auth/users";
-import type { Actor } from "../lib/contracts/scopes";
-import { createPrismaClient } from "../lib/db";
 import { generateLedgerData } from "../lib/demo/ledger/data";
+import type { Browser } from "@playwright/test";
 import { afterPreview, expect, test } from "./fixtures";
-import { LoginPage } from "./pages/login-page";
-import { RunPage } from "./pages/run-page";
+import { approveInBrowser, createReviewers, type Reviewers } from "./reviewers";
 
 type View = { runId: string; status: string; result?: unknown; error?: { code: string; message: string }; plan?: { arguments: Record<string, unknown> }[] };
 
-const system: Actor = { type: "system", name: "e2e-pii" };
 const suffix = randomBytes(3).toString("hex");
-const PASSWORD = `e2e-${randomBytes(12).toString("base64url")}`;
-const reviewers = [`pii-a-${suffix}@airlock.local`, `pii-b-${suffix}@airlock.local`];
+let reviewers: Reviewers;
 const provenance = { model: "e2e-model", prompt: "Remind overdue customers.", conversationId: `conv-pii-${suffix}` };
 
 const view = (answer: unknown) => JSON.parse((answer as { content: { text: string }[] }).content[0]!.text) as View;
-
-async function approveAll(browser: Browser, baseURL: string, runId: string): Promise<void> {
-  for (const email of reviewers) {
-    const context = await browser.newContext({ baseURL });
-    const page = await context.newPage();
-    const login = new LoginPage(page);
-    await login.goto();
-    await login.signIn(email, PASSWORD);
-    await page.waitForURL((url) => url.pathname === "/");
-    const run = new RunPage(page);
-    await run.goto(runId);
-    await run.decide("Approve");
-    await expect(run.result).toBeVisible();
-    await context.close();
-  }
-}
 
 async function ended(agent: Client, runId: string): Promise<View> {
   for (let i = 0; i < 6; i++) {
@@ -56,19 +34,12 @@ async function submitAndApprove(agent: Client, browser: Browser, baseURL: string
   // A write is previewed first; a read waits for reviewers at once.
   expect(submitted.status === "previewing" ? await afterPreview(agent, submitted.runId) : submitted.status).toBe("pending_review");
   const planned = view(await agent.callTool({ name: "get_run", arguments: { runId: submitted.runId } }));
-  await approveAll(browser, baseURL, submitted.runId);
+  await approveInBrowser(browser, baseURL, reviewers, submitted.runId);
   return { ...(await ended(agent, submitted.runId)), plan: planned.plan };
 }
 
 test.beforeAll(async ({ state }) => {
-  const db = createPrismaClient(state.databaseUrl);
-  try {
-    await db.$transaction(async (tx) => {
-      for (const email of reviewers) await createUser(tx, system, { email, role: "reviewer", password: PASSWORD });
-    });
-  } finally {
-    await db.$disconnect();
-  }
+  reviewers = await createReviewers(state.databaseUrl, "pii");
 });
 
 test("customers reach the agent as tokens; a token sent back as `to` reaches the upstream as the address; to another tool it is refused", async ({
