@@ -323,6 +323,16 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   }
   if (storageFailure) {
     envelope = { ...envelope, status: "failed", result: null, error: { code: "STORAGE_REJECTED", message: storageFailure.message, untrusted: false } };
+  } else if (exfiltration) {
+    envelope = {
+      ...envelope,
+      status: "failed",
+      result: null,
+      error: { code: "CAPABILITY_DENIED", message: `The run was stopped: ${exfiltration}.`, untrusted: true },
+    };
+  } else if (divergence) {
+    const message = `The run left its approved plan and was stopped before that call: ${divergence}. Calls made: ${made.join(", ") || "none"}.`;
+    envelope = { ...envelope, status: "failed", result: null, error: { code: "PLAN_DIVERGED", message: message.slice(0, 4000), untrusted: true } };
   } else if (envelope.status === "succeeded" && declaredChecksNotRun(run, envelope).length > 0) {
     // Policy decided on the checks the script declares (resource.checks): one that never ran is a failed check.
     const missing = declaredChecksNotRun(run, envelope);
@@ -335,16 +345,6 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
         untrusted: false,
       },
     };
-  } else if (exfiltration) {
-    envelope = {
-      ...envelope,
-      status: "failed",
-      result: null,
-      error: { code: "CAPABILITY_DENIED", message: `The run was stopped: ${exfiltration}.`, untrusted: true },
-    };
-  } else if (divergence) {
-    const message = `The run left its approved plan and was stopped before that call: ${divergence}. Calls made: ${made.join(", ") || "none"}.`;
-    envelope = { ...envelope, status: "failed", result: null, error: { code: "PLAN_DIVERGED", message: message.slice(0, 4000), untrusted: true } };
   } else if (controller.signal.aborted && envelope.status !== "succeeded") {
     envelope = shutdown?.aborted
       ? { ...envelope, status: "failed", error: { code: "EXECUTOR_LOST", message: "The executor shut down before the run finished.", untrusted: false } }
