@@ -54,8 +54,8 @@ const GATE_SAMPLES = 50;
 /**
  * The gate's cost on a 1,000-row result, in two cases: invoices (ids, amounts, dates: no personal
  * data) and customers (a name and an email at marked fields and a detected phone per row, 3,000
- * tokens). The customers case's first sample assigns every token; later ones find them, as when
- * the next run of the conversation returns the same people.
+ * tokens). Each sample is a new run of the same conversation: the first assigns every token,
+ * later ones find them and record their own use, as when the next run returns the same people.
  */
 async function measureGate(db: ReturnType<typeof createPrismaClient>, agentName: string) {
   const { screenEnvelope } = await import("@/lib/runs/gate");
@@ -82,17 +82,6 @@ async function measureGate(db: ReturnType<typeof createPrismaClient>, agentName:
   };
   const out: Record<string, unknown> = { targetTotalP50Ms: 10 };
   for (const [name, rows] of Object.entries(cases)) {
-    const run = await db.run.create({
-      data: {
-        agentId: agent.id,
-        language: "javascript",
-        code: "return rows;",
-        codeSha256: "bench",
-        purpose: `gate bench ${name}`,
-        inputsDigest: "x",
-        requestDigest: `gate-${name}`,
-      },
-    });
     const envelope = {
       status: "succeeded" as const,
       result: rows,
@@ -118,6 +107,18 @@ async function measureGate(db: ReturnType<typeof createPrismaClient>, agentName:
     };
     let tokens = 0;
     for (let i = 0; i < GATE_SAMPLES; i++) {
+      // Each sample is the next run of the conversation: its own token-use row, in a new run.
+      const run = await db.run.create({
+        data: {
+          agentId: agent.id,
+          language: "javascript",
+          code: "return rows;",
+          codeSha256: "bench",
+          purpose: `gate bench ${name}`,
+          inputsDigest: "x",
+          requestDigest: `gate-${name}-${i}`,
+        },
+      });
       let t = performance.now();
       JSON.parse(JSON.stringify(envelope));
       samples.baseline.push(performance.now() - t);

@@ -229,7 +229,7 @@ async function purgeTokens(db: Db, asOf: Date, windowDays: number): Promise<numb
         WHERE t.scope = ${scope} AND t.value IS NOT NULL AND t."lastUsedAt" <= ${before}
           AND NOT EXISTS (
             SELECT 1 FROM "PiiTokenUse" u JOIN "Run" r ON r.id = u."runId"
-            WHERE u."tokenId" = t.id
+            WHERE u."tokenIds" @> ARRAY[t.id]
               AND (r.result IS NOT NULL OR r.error IS NOT NULL OR r.plan IS NOT NULL OR (r.execution IS NOT NULL AND NOT (r.purged ? 'execution'))))`;
       if (purged > 0) {
         await recordAudit(tx, {

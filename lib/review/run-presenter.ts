@@ -14,6 +14,7 @@ import "server-only";
 import type { UserActor } from "@/lib/auth/session";
 import type { Db } from "@/lib/db";
 import { loadRunArtifacts } from "@/lib/runs/artifacts";
+import { countRunTokens } from "@/lib/runs/pii-tokens";
 import { parseRunLimits } from "@/lib/runs/limits";
 import { moneyTotals } from "@/lib/runs/plan";
 import { inertText } from "@/lib/untrusted/inert";
@@ -150,7 +151,7 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     loadSameCode(db, run),
     loadEvents(db, run.id),
     loadRunArtifacts(db, run.id),
-    db.piiTokenUse.count({ where: { runId: run.id } }),
+    countRunTokens(db, run.id),
   ]);
   const names = await loadActorNames(db, events);
 

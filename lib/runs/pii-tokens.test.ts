@@ -17,7 +17,7 @@ import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-run
 import { purgeExpired } from "@/lib/audit/retention";
 import { RETENTION_DEFAULT_DAYS } from "@/lib/audit/retention-windows";
 import { generateLedgerData } from "@/lib/demo/ledger/data";
-import { MarkedValues, personalData, tokenized } from "./pii-tokens";
+import { MarkedValues, assignTokens, countRunTokens, personalData, runTokens, tokenized } from "./pii-tokens";
 import { getRun, type RunView } from "./service";
 
 describe("matching", () => {
@@ -262,6 +262,29 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
     const view = await finished(submitted.runId);
     expect(view.result).toEqual([firstEmail, expect.stringMatching(/^<EMAIL_\d+>$/)]);
     expect(JSON.stringify(view)).not.toContain(customers[0]!.email);
+  });
+
+  it("a run's token uses accumulate (its plan's, then its result's, each once); the next run gets the same tokens", async () => {
+    const newRun = (key: string) =>
+      ledger.db.prisma.run.create({
+        data: { agentId: ledger.agent.id, language: "javascript", code: "return 1;", codeSha256: "x", purpose: "uses", inputsDigest: "x", requestDigest: key },
+      });
+    const scope = `${ledger.agent.id}/conv-uses`;
+    const ann = { kind: "EMAIL", value: "ann@example.org" } as const;
+    const bo = { kind: "NAME", value: "Bo Lind" } as const;
+    const cy = { kind: "PHONE", value: "+44 20 7946 0001" } as const;
+    const first = await newRun("uses-1");
+    await ledger.db.prisma.$transaction((tx) => assignTokens(tx, scope, first.id, [ann, bo, ann]));
+    await ledger.db.prisma.$transaction((tx) => assignTokens(tx, scope, first.id, [bo, cy]));
+    const used = await runTokens(ledger.db.prisma, first.id);
+    expect(used.map((t) => t.value).sort()).toEqual([cy.value, bo.value, ann.value].sort());
+    expect(new Set(used.map((t) => t.token)).size).toBe(3);
+    expect(await countRunTokens(ledger.db.prisma, first.id)).toBe(3);
+
+    const second = await newRun("uses-2");
+    await ledger.db.prisma.$transaction((tx) => assignTokens(tx, scope, second.id, [ann]));
+    expect(await runTokens(ledger.db.prisma, second.id)).toEqual(used.filter((t) => t.value === ann.value));
+    expect(await countRunTokens(ledger.db.prisma, second.id)).toBe(1);
   });
 
   it("retention deletes a token's value only after its pii window, and never while a run still shows content that needs it", async () => {

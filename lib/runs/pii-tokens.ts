@@ -13,7 +13,7 @@
  *   or the agent when no conversation is named — and means nothing outside it;
  * - the mapping stays in the host, in "PiiToken" (looked up by sha256 of the value, never by the
  *   value); tokens are assigned under a per-scope advisory lock in the caller's transaction, and
- *   the run records which ones its agent-facing content uses ("PiiTokenUse");
+ *   the run records which ones its agent-facing content uses ("PiiTokenUse", one row per run);
  * - `tokenized` replaces every occurrence of a run's values with their tokens in any JSON value,
  *   object keys included, wherever a value is not glued to a letter or digit (a name inside a
  *   sentence, an address inside quotes);
@@ -173,42 +173,54 @@ export async function personalData(values: readonly unknown[], marked: MarkedVal
  * statement; `lastUsedAt` (what retention counts from) is moved at most once an hour.
  */
 export async function assignTokens(tx: Tx, scope: string, runId: string, values: readonly PiiValue[]): Promise<void> {
-  if (values.length === 0) return;
+  const unique = new Map<string, PiiValue>();
+  for (const item of values) unique.set(`${item.kind}\u0000${item.value}`, item);
+  if (unique.size === 0) return;
+  const input = [...unique.values()];
   await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`airlock.pii:${scope}`}, 0))`;
   await tx.$executeRaw`
     WITH input AS (
-      SELECT DISTINCT ON (kind, digest) kind, digest, value
-      FROM unnest(${values.map((v) => v.kind)}::text[], ${values.map((v) => digest(v.value))}::text[], ${values.map((v) => v.value)}::text[]) AS i(kind, digest, value)
+      SELECT * FROM unnest(${input.map((v) => v.kind)}::text[], ${input.map((v) => digest(v.value))}::text[], ${input.map((v) => v.value)}::text[]) AS i(kind, digest, value)
     ),
-    existing AS (
-      SELECT t.id FROM "PiiToken" t JOIN input i ON t.scope = ${scope} AND t.kind = i.kind AND t."valueDigest" = i.digest
+    matched AS (
+      SELECT i.kind, i.value, i.digest, t.id, t."lastUsedAt", t.value AS kept
+      FROM input i LEFT JOIN "PiiToken" t ON t.scope = ${scope} AND t.kind = i.kind AND t."valueDigest" = i.digest
     ),
     last AS (SELECT kind, max(n) AS n FROM "PiiToken" WHERE scope = ${scope} GROUP BY kind),
     inserted AS (
       INSERT INTO "PiiToken" (scope, kind, n, "valueDigest", value)
-      SELECT ${scope}, i.kind, coalesce(l.n, 0) + row_number() OVER (PARTITION BY i.kind ORDER BY i.digest), i.digest, i.value
-      FROM input i LEFT JOIN last l ON l.kind = i.kind
-      WHERE NOT EXISTS (SELECT 1 FROM "PiiToken" t WHERE t.scope = ${scope} AND t.kind = i.kind AND t."valueDigest" = i.digest)
+      SELECT ${scope}, m.kind, coalesce(l.n, 0) + row_number() OVER (PARTITION BY m.kind ORDER BY m.digest), m.digest, m.value
+      FROM matched m LEFT JOIN last l ON l.kind = m.kind
+      WHERE m.id IS NULL
       RETURNING id
     ),
     touched AS (
       -- A value retention deleted is in use again: it is kept again, so the token keeps hiding it.
-      UPDATE "PiiToken" t SET "lastUsedAt" = now(), value = coalesce(t.value, i.value), "purgedAt" = NULL
-      FROM input i
-      WHERE t.scope = ${scope} AND t.kind = i.kind AND t."valueDigest" = i.digest
-        AND (t."lastUsedAt" < now() - interval '1 hour' OR t.value IS NULL)
+      UPDATE "PiiToken" t SET "lastUsedAt" = now(), value = coalesce(t.value, m.value), "purgedAt" = NULL
+      FROM matched m
+      WHERE t.id = m.id AND (m."lastUsedAt" < now() - interval '1 hour' OR m.kept IS NULL)
     )
-    INSERT INTO "PiiTokenUse" ("runId", "tokenId")
-    SELECT ${runId}::uuid, id FROM (SELECT id FROM existing UNION ALL SELECT id FROM inserted) AS used
-    ON CONFLICT DO NOTHING`;
+    INSERT INTO "PiiTokenUse" ("runId", "tokenIds")
+    SELECT ${runId}::uuid, array_agg(id ORDER BY id)
+    FROM (SELECT id FROM matched WHERE id IS NOT NULL UNION ALL SELECT id FROM inserted) AS used
+    ON CONFLICT ("runId") DO UPDATE SET "tokenIds" = ARRAY(
+      SELECT DISTINCT id FROM unnest("PiiTokenUse"."tokenIds" || EXCLUDED."tokenIds") AS id ORDER BY id)`;
 }
 
 /** The tokens a run's agent-facing content uses, with their values (those retention deleted left out). */
 export async function runTokens(db: Db, runId: string): Promise<TokenValue[]> {
   const rows = await db.$queryRaw<{ kind: string; n: number; value: string }[]>`
-    SELECT t.kind, t.n, t.value FROM "PiiTokenUse" u JOIN "PiiToken" t ON t.id = u."tokenId"
+    SELECT t.kind, t.n, t.value FROM "PiiTokenUse" u CROSS JOIN LATERAL unnest(u."tokenIds") AS used(id)
+    JOIN "PiiToken" t ON t.id = used.id
     WHERE u."runId" = ${runId}::uuid AND t.value IS NOT NULL`;
   return rows.map((r) => ({ token: `<${r.kind}_${r.n}>`, value: r.value }));
+}
+
+/** How many tokens a run's agent-facing content uses: the values its agent saw only as tokens. */
+export async function countRunTokens(db: Db, runId: string): Promise<number> {
+  const [row] = await db.$queryRaw<{ n: number }[]>`
+    SELECT cardinality("tokenIds")::int AS n FROM "PiiTokenUse" WHERE "runId" = ${runId}::uuid`;
+  return row?.n ?? 0;
 }
 
 /** `value` with every occurrence of the tokens' values replaced by their tokens. */

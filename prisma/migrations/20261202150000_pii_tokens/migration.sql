@@ -16,9 +16,9 @@ CREATE TABLE "PiiToken" (
 -- CreateTable
 CREATE TABLE "PiiTokenUse" (
     "runId" UUID NOT NULL,
-    "tokenId" BIGINT NOT NULL,
+    "tokenIds" BIGINT[],
 
-    CONSTRAINT "PiiTokenUse_pkey" PRIMARY KEY ("runId","tokenId")
+    CONSTRAINT "PiiTokenUse_pkey" PRIMARY KEY ("runId")
 );
 
 -- CreateIndex
@@ -27,8 +27,9 @@ CREATE UNIQUE INDEX "PiiToken_scope_kind_valueDigest_key" ON "PiiToken"("scope",
 -- CreateIndex
 CREATE UNIQUE INDEX "PiiToken_scope_kind_n_key" ON "PiiToken"("scope", "kind", "n");
 
+-- CreateIndex
+CREATE INDEX "PiiTokenUse_tokenIds_idx" ON "PiiTokenUse" USING GIN ("tokenIds");
+
 -- AddForeignKey
 ALTER TABLE "PiiTokenUse" ADD CONSTRAINT "PiiTokenUse_runId_fkey" FOREIGN KEY ("runId") REFERENCES "Run"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
 
--- AddForeignKey
-ALTER TABLE "PiiTokenUse" ADD CONSTRAINT "PiiTokenUse_tokenId_fkey" FOREIGN KEY ("tokenId") REFERENCES "PiiToken"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
