@@ -70,7 +70,7 @@ export type RunView = {
   consoleUrl: string;
   /** While the run is in progress: how to wait for it. */
   next?: string;
-  /** `next`: what the agent should do about it; `detail`: the tail of the script's stack. */
+  /** `next`: what the agent should do about it; `detail`: the frames of the script's stack (whole lines, last 4 KiB). */
   error?: { code: RunErrorCode; message: string; untrusted: boolean; next: string; detail?: string };
   /** The writes its plan preview intercepted, in order: what reviewers approve and the run must follow (lib/runs/preview.ts). */
   plan?: { seq: number; server: string; tool: string; arguments: unknown }[];

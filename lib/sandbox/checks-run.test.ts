@@ -101,11 +101,19 @@ return { total: 1500 };`);
     expect(env.flags).toContain("abandoned_calls");
   });
 
-  it("a thrown error carries the tail of its stack, pointing at the script's line", async () => {
+  it("a thrown error carries the frames of its stack, pointing at the script's line", async () => {
     const env = await run(`const a = 1;\nnull.boom;\nreturn a;`);
-    expect(env.error).toMatchObject({ code: "SCRIPT_ERROR" });
-    expect(env.error?.detail).toMatch(/TypeError/);
-    expect(env.error?.detail!.length).toBeLessThanOrEqual(4096);
+    expect(env.error).toMatchObject({ code: "SCRIPT_ERROR", message: expect.stringContaining("TypeError") });
+    expect(env.error?.detail).toMatch(/^\s+at .*script\.mjs:2:\d+/);
+  });
+
+  it("a stack cut to its last 4 KiB keeps whole frame lines only: no fragment of the message's values", async () => {
+    // The child keeps the stack's last 4 KiB, which starts inside this message: "…ice Smith, Alice Smith".
+    const env = await run(`throw new Error("Alice Smith, ".repeat(600));`);
+    expect(env.error?.message).toContain("Alice Smith, Alice Smith");
+    expect(env.error?.detail).toMatch(/^\s+at .*script\.mjs:1:\d+/);
+    expect(env.error?.detail).not.toMatch(/Alice|Smith/);
+    expect(env.error!.detail!.split("\n").every((line) => /^\s+at /.test(line))).toBe(true);
   });
 
   it("attack: a script cannot make a failed check pass — replacing checks, or writing its own verdict frame, changes nothing", async () => {

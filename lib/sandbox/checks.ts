@@ -16,7 +16,9 @@
  *
  * Guarantees: `evaluateCheck` never throws; arguments of the wrong shape fail the check with a
  * message naming the argument (a check that cannot be computed is a failed check: fail closed).
- * Messages are built by the host from the values, with every quoted value cut to 80 characters.
+ * Messages are built by the host from the values. A value is quoted whole when its JSON fits 80
+ * characters, else described by its shape ("a string of 120 characters"): never cut, so a message
+ * holds no fragment of a value (a fragment of a name or an address would escape its token).
  * For rowCount and sum, `rows` and `rowsKey` (a digest of the rows) say what the check covered, for
  * the lineage warning (rpc-session.ts).
  */
@@ -40,7 +42,10 @@ const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|
 
 function show(value: unknown): string {
   const text = value === undefined ? "undefined" : JSON.stringify(value);
-  return sanitizeText(text.length > 80 ? `${text.slice(0, 79)}…` : text, 200);
+  if (text.length <= 80) return sanitizeText(text, 200);
+  if (typeof value === "string") return `a string of ${value.length} characters`;
+  if (Array.isArray(value)) return `an array of ${value.length} items`;
+  return `an object with ${Object.keys(value as object).length} keys`;
 }
 
 const isObject = (value: unknown): value is Record<string, JsonValue> => typeof value === "object" && value !== null && !Array.isArray(value);

@@ -69,6 +69,23 @@ const LOG_LEVELS = new Set(["log", "warn", "error", "debug"]);
 const ARTIFACT_NAME = /^(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9._/-]{1,512}$/;
 
 /** Host side of one run's channel: every frame is validated here; policy lives here, not in the child. */
+/**
+ * The last whole frame lines of a stack ("    at run (script.js:2:1)"), at most 4 KiB: where in
+ * the script it failed. The message is left out (it is in the error already), and no line is cut,
+ * so no fragment of a value (which would escape its personal-data token) is kept.
+ */
+function stackFrames(stack: string): string {
+  const kept: string[] = [];
+  let size = 0;
+  for (const line of stack.split("\n").reverse()) {
+    if (!/^\s+at /.test(line)) continue;
+    if (size + line.length + 1 > 4096) break;
+    kept.unshift(line);
+    size += line.length + 1;
+  }
+  return kept.join("\n");
+}
+
 export class RpcSession {
   settle: (o: Outcome) => void = () => undefined;
   /** Set at the first outcome: later frames (even in the same chunk) are ignored, queued calls dropped. */
@@ -268,8 +285,7 @@ export class RpcSession {
       const code = typeof e.code === "string" ? sanitizeText(e.code, 100) : "";
       const message = sanitizeText(String(e.message ?? ""), 8000);
       const text = `${name}${code ? ` [${code}]` : ""}: ${message}`;
-      // The tail of the stack (the child keeps its last 4 KiB): where in the script it failed.
-      const stack = typeof e.stack === "string" ? sanitizeText(e.stack.slice(-4096), 4096) : "";
+      const stack = typeof e.stack === "string" ? stackFrames(sanitizeText(e.stack)) : "";
       if (code === "ERR_MEMORY_ALLOCATION_FAILED" || /allocation failed|Failed to allocate memory|out of memory|Array buffer allocation/i.test(message)) {
         return fail("MEMORY_LIMIT", text, true, stack);
       }
