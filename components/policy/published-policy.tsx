@@ -8,11 +8,14 @@ import { Badge } from "@/components/ui/primitives";
 import type { PolicyItem, PublishedPolicyView } from "@/lib/policy/published-presenter";
 
 function Outcome({ policy }: { policy: PolicyItem }) {
-  if (policy.outcome === "deny") return <Badge tone="bad">denies the run</Badge>;
-  if (policy.outcome === "allow") return <Badge tone="good">allows the run</Badge>;
+  const release = policy.action === "release";
+  if (policy.outcome === "deny") return <Badge tone="bad">{release ? "withholds the result" : "denies the run"}</Badge>;
+  if (policy.outcome === "allow") return <Badge tone="good">{release ? "hands the result over" : "allows the run"}</Badge>;
   return (
     <Badge tone="warn">
-      needs {policy.approvals} approval{policy.approvals === 1 ? "" : "s"}
+      {release ? "holds the result for " : "needs "}
+      {policy.approvals} {release ? "release" : "approval"}
+      {policy.approvals === 1 ? "" : "s"}
       {policy.role ? ` (role: ${policy.role})` : ""}
     </Badge>
   );
@@ -25,6 +28,11 @@ export function PublishedPolicy({ view }: { view: PublishedPolicyView }) {
         How the policies combine: a matching <strong>forbid</strong> policy denies the run, whatever else matches. Otherwise, if matching{" "}
         <strong>permit</strong> policies ask for approvals, the run waits for reviewers (the largest number asked for). Otherwise a matching permit policy
         allows the run. A run that no policy permits is denied, and so is a run whose evaluation fails.
+      </p>
+      <p className="text-sm text-slate-700">
+        Release policies decide, the same way, whether a finished run&apos;s result reaches its agent: a forbid withholds it, a permit with approvals holds it
+        until that many reviewers release it, and a plain permit hands it over. A result that no release permit matches is withheld. With no release policy at
+        all, every result is handed over.
       </p>
       <ol className="divide-y divide-slate-100 rounded-lg border border-slate-200" aria-label={`Policies of v${view.version}`}>
         {view.policies.map((policy) => (

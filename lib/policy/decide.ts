@@ -17,12 +17,19 @@
  * a permit says so. Policy 1 is deliberately stricter than Cedar, which merely skips a policy
  * that errors: a skipped forbid must never turn into an allow.
  *
- * Guarantees: `decide` is pure (no I/O, no clock) and never throws; every decision carries at
- * least one reason with the deciding policy's id, @reason and source text.
+ * Release (`decideRelease`, whether a finished run's result reaches its agent) reads the text's
+ * release policies the same way: deny = withhold the result, escalate = hold it for N people to
+ * release, allow = hand it over. A text with no release policy at all releases every result
+ * (`airlock/no-release-policy`): that is how Airlock behaved before release policies existed, so
+ * publishing an older text changes nothing. Once a text has one, the rules above hold, default
+ * deny included: a result no release permit matches is withheld.
+ *
+ * Guarantees: `decide` and `decideRelease` are pure (no I/O, no clock) and never throw; every
+ * decision carries at least one reason with the deciding policy's id, @reason and source text.
  */
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
-import type { PolicyInfo, PreparedPolicySet, ReviewerRole } from "@/lib/policy/policy-set";
-import { SCHEMA_NAME, type PolicyRequest } from "@/lib/policy/request";
+import type { PolicyInfo, PreparedActionSet, PreparedPolicySet, ReviewerRole } from "@/lib/policy/policy-set";
+import { RELEASE_SCHEMA_NAME, SCHEMA_NAME, type PolicyRequest } from "@/lib/policy/request";
 
 export type PolicyReason = {
   policyId: string;
@@ -47,16 +54,43 @@ export type PolicyDecision = {
 export const BUILTIN_REASONS = {
   defaultDeny: "airlock/default-deny",
   evaluationError: "airlock/evaluation-error",
+  noReleasePolicy: "airlock/no-release-policy",
 } as const;
 
 const deny = (reasons: PolicyReason[]): PolicyDecision => ({ decision: "deny", approvalsRequired: 0, reasons });
 
-const evaluationError = (message: string): PolicyDecision =>
-  deny([{ policyId: BUILTIN_REASONS.evaluationError, text: `Policy evaluation failed, so the run is denied: ${message}`, source: "" }]);
-
 const reasonOf = (policy: PolicyInfo): PolicyReason => ({ policyId: policy.id, text: policy.reason, source: policy.source });
 
+/** How a denial is said: of a run, or of a result's release. */
+type Words = { denied: string; noPermit: string };
+const RUN_WORDS: Words = { denied: "the run is denied", noPermit: "No policy permits this run, so it is denied by default." };
+const RELEASE_WORDS: Words = {
+  denied: "the result is withheld",
+  noPermit: "No release policy permits handing this result over, so it is withheld by default.",
+};
+
+/** Decides a run on its Proposal with the text's run policies. */
 export function decide(request: PolicyRequest, prepared: PreparedPolicySet): PolicyDecision {
+  return evaluate(request, prepared, SCHEMA_NAME, RUN_WORDS);
+}
+
+/** Decides whether a finished run's result reaches its agent, with the text's release policies. */
+export function decideRelease(request: PolicyRequest, prepared: PreparedPolicySet): PolicyDecision {
+  if (prepared.release === null) {
+    return {
+      decision: "allow",
+      approvalsRequired: 0,
+      reasons: [
+        { policyId: BUILTIN_REASONS.noReleasePolicy, text: "The published policy has no release policy, so results reach the agent as they are.", source: "" },
+      ],
+    };
+  }
+  return evaluate(request, prepared.release, RELEASE_SCHEMA_NAME, RELEASE_WORDS);
+}
+
+function evaluate(request: PolicyRequest, prepared: PreparedActionSet, schemaName: string, words: Words): PolicyDecision {
+  const evaluationError = (message: string): PolicyDecision =>
+    deny([{ policyId: BUILTIN_REASONS.evaluationError, text: `Policy evaluation failed, so ${words.denied}: ${message}`, source: "" }]);
   let answer: cedar.AuthorizationAnswer;
   try {
     answer = cedar.statefulIsAuthorized({
@@ -66,7 +100,7 @@ export function decide(request: PolicyRequest, prepared: PreparedPolicySet): Pol
       context: request.context,
       entities: request.entities,
       preparsedPolicySetId: prepared.id,
-      preparsedSchemaName: SCHEMA_NAME,
+      preparsedSchemaName: schemaName,
       validateRequest: true,
     });
   } catch (error) {
@@ -81,7 +115,7 @@ export function decide(request: PolicyRequest, prepared: PreparedPolicySet): Pol
     return deny(
       diagnostics.errors.map(({ policyId, error }) => ({
         policyId,
-        text: `Policy "${policyId}" could not be evaluated (${error.message}), so the run is denied.`,
+        text: `Policy "${policyId}" could not be evaluated (${error.message}), so ${words.denied}.`,
         source: prepared.policies.get(policyId)?.source ?? "",
       })),
     );
@@ -100,7 +134,7 @@ export function decide(request: PolicyRequest, prepared: PreparedPolicySet): Pol
     return deny([
       {
         policyId: BUILTIN_REASONS.defaultDeny,
-        text: "No policy permits this run, so it is denied by default.",
+        text: words.noPermit,
         source: "",
       },
     ]);

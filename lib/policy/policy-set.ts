@@ -11,6 +11,13 @@
  *                   tool that is not read-only may be called up to N times (not only once per call site)
  * How these become allow / escalate / deny is decide.ts's business.
  *
+ * Two actions, two sets in one text. A policy whose scope names `action == Action::"release"` (or
+ * only release in `action in [...]`) decides whether a finished run's result reaches its agent, on
+ * a `Result` (RELEASE_SCHEMA); every other policy, unscoped ones included, decides runs on a
+ * `Proposal` (CEDAR_SCHEMA), as before release policies existed. Each set is validated against
+ * its own schema, so adding release to Airlock broke no published text. A policy scoped to both
+ * actions is refused: the two resources share no attributes. @maxWritesPerTool is for runs only.
+ *
  * Guarantees: `validatePolicyText` never throws and reports every problem with a 1-based line
  * and column in the text as written (Cedar's parse errors, schema validation in strict mode,
  * annotation rules); `preparePolicySet` accepts exactly the texts that validate and throws
@@ -20,7 +27,7 @@ import { readFileSync } from "node:fs";
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
 import { sha256Hex } from "@/lib/digest";
 import { AppError } from "@/lib/errors";
-import { CEDAR_SCHEMA, SCHEMA_NAME } from "@/lib/policy/request";
+import { CEDAR_SCHEMA, RELEASE_SCHEMA, RELEASE_SCHEMA_NAME, SCHEMA_NAME } from "@/lib/policy/request";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 
 export const REVIEWER_ROLES = ["reviewer"] as const;
@@ -30,8 +37,12 @@ const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export type PolicyProblem = { message: string; line: number; column: number; policyId?: string };
 
+export type PolicyAction = "run" | "release";
+
 export type PolicyInfo = {
   id: string;
+  /** What it decides: a run (on its Proposal) or the release of a finished run's result. */
+  action: PolicyAction;
   effect: "permit" | "forbid";
   reason: string;
   /** 0 unless the policy escalates. */
@@ -43,12 +54,18 @@ export type PolicyInfo = {
   source: string;
 };
 
-/** A validated policy set, loaded into the Cedar module under `id`. Create with preparePolicySet. */
-export type PreparedPolicySet = {
+/** The policies of one action, loaded into the Cedar module under `id`. */
+export type PreparedActionSet = {
   readonly id: string;
   /** In text order. */
   readonly policies: ReadonlyMap<string, PolicyInfo>;
 };
+
+/**
+ * A validated policy text: its run policies (`id`, `policies`) and its release policies
+ * (`release`, null when the text has none). Create with preparePolicySet.
+ */
+export type PreparedPolicySet = PreparedActionSet & { readonly release: PreparedActionSet | null };
 
 export type PolicyValidation = { ok: boolean; errors: PolicyProblem[]; warnings: PolicyProblem[] };
 
@@ -109,6 +126,15 @@ function problemsOf(errors: cedar.DetailedError[], text: string, base = 0, polic
 }
 
 type Located = { text: string; offset: number };
+
+/** The action a policy's scope names: run unless it names release alone; null when both. */
+function actionOf(scope: cedar.ActionConstraint): PolicyAction | null {
+  const idOf = (uid: cedar.EntityUidJson) => ("__entity" in uid ? uid.__entity.id : uid.id);
+  const named = "entity" in scope ? [idOf(scope.entity)] : "entities" in scope ? scope.entities.map(idOf) : [];
+  const release = named.filter((id) => id === "release").length;
+  if (release === 0) return "run";
+  return release === named.length ? "release" : null;
+}
 
 /** Cedar returns policies sorted by generated id ("policy10" < "policy2"); restore text order with offsets. */
 function locate(text: string, parts: string[]): Located[] {
@@ -174,7 +200,13 @@ function parseAndValidate(text: string): Parsed {
       if (annotations.approvals === undefined) problem(`policy "${id}": @role needs @approvals`);
       if (role === undefined) problem(`policy "${id}": @role must be one of ${REVIEWER_ROLES.join(", ")}`);
     }
+    const action = actionOf(json.json.action);
+    if (action === null) {
+      problem(`policy "${id}" applies to both run and release; write one policy for each (their resources share no attributes)`);
+      continue;
+    }
     let maxWritesPerTool: number | undefined;
+    if (annotations.maxWritesPerTool !== undefined && action === "release") problem(`policy "${id}": @maxWritesPerTool is for run policies`);
     if (annotations.maxWritesPerTool !== undefined) {
       maxWritesPerTool = /^\d+$/.test(annotations.maxWritesPerTool) ? Number(annotations.maxWritesPerTool) : NaN;
       if (json.json.effect !== "permit") problem(`policy "${id}": @maxWritesPerTool only makes sense on a permit`);
@@ -184,6 +216,7 @@ function parseAndValidate(text: string): Parsed {
     }
     policies.push({
       id,
+      action,
       effect: json.json.effect,
       reason,
       approvals,
@@ -193,15 +226,20 @@ function parseAndValidate(text: string): Parsed {
     });
   }
 
-  const validation = cedar.validate({
-    schema: CEDAR_SCHEMA,
-    policies: { staticPolicies: Object.fromEntries(policies.map((p) => [p.id, p.source])) },
-    validationSettings: { mode: "strict" },
-  });
   const warnings: PolicyProblem[] = [];
-  if (validation.type === "failure") {
-    errors.push(...problemsOf(validation.errors, text));
-  } else {
+  for (const [action, schema] of [
+    ["run", CEDAR_SCHEMA],
+    ["release", RELEASE_SCHEMA],
+  ] as const) {
+    const validation = cedar.validate({
+      schema,
+      policies: { staticPolicies: Object.fromEntries(policies.filter((p) => p.action === action).map((p) => [p.id, p.source])) },
+      validationSettings: { mode: "strict" },
+    });
+    if (validation.type === "failure") {
+      errors.push(...problemsOf(validation.errors, text));
+      continue;
+    }
     for (const { policyId, error } of validation.validationErrors) {
       errors.push(...problemsOf([error], text, offsets.get(policyId) ?? 0, policyId));
     }
@@ -218,25 +256,43 @@ export function validatePolicyText(text: string): PolicyValidation {
   return { ok: errors.length === 0, errors, warnings };
 }
 
-let schemaPrepared = false;
+let schemasPrepared = false;
+
+function prepareSchemas(): void {
+  if (schemasPrepared) return;
+  for (const [name, schema] of [
+    [SCHEMA_NAME, CEDAR_SCHEMA],
+    [RELEASE_SCHEMA_NAME, RELEASE_SCHEMA],
+  ] as const) {
+    const parsed = cedar.preparseSchema(name, schema);
+    if (parsed.type === "failure") throw new Error(`Airlock's Cedar schema ${name} does not parse: ${parsed.errors[0]?.message}`);
+  }
+  schemasPrepared = true;
+}
+
+// Content-addressed: preparing the same text twice reuses the same slot in the Cedar module.
+// Slots are never freed; a process prepares the published versions and the drafts it replays.
+function prepareActionSet(id: string, policies: readonly PolicyInfo[], text: string): PreparedActionSet {
+  const loaded = cedar.preparsePolicySet(id, { staticPolicies: Object.fromEntries(policies.map((p) => [p.id, p.source])) });
+  if (loaded.type === "failure") throw new PolicyValidationError(problemsOf(loaded.errors, text));
+  return { id, policies: new Map(policies.map((p) => [p.id, p])) };
+}
 
 /** Validates `text` and loads it into Cedar for fast repeated decisions. Throws PolicyValidationError. */
 export function preparePolicySet(text: string): PreparedPolicySet {
   const { policies, errors } = parseAndValidate(text);
   if (errors.length > 0) throw new PolicyValidationError(errors);
-  if (!schemaPrepared) {
-    const schema = cedar.preparseSchema(SCHEMA_NAME, CEDAR_SCHEMA);
-    if (schema.type === "failure") throw new Error(`Airlock's Cedar schema does not parse: ${schema.errors[0]?.message}`);
-    schemaPrepared = true;
-  }
-  // Content-addressed: preparing the same text twice reuses the same slot in the Cedar module.
-  // Slots are never freed; a process prepares the published versions and the drafts it replays.
+  prepareSchemas();
   const id = `airlock-${sha256Hex(text)}`;
-  const loaded = cedar.preparsePolicySet(id, {
-    staticPolicies: Object.fromEntries(policies.map((p) => [p.id, p.source])),
-  });
-  if (loaded.type === "failure") throw new PolicyValidationError(problemsOf(loaded.errors, text));
-  return { id, policies: new Map(policies.map((p) => [p.id, p])) };
+  const release = policies.filter((p) => p.action === "release");
+  return {
+    ...prepareActionSet(
+      id,
+      policies.filter((p) => p.action === "run"),
+      text,
+    ),
+    release: release.length > 0 ? prepareActionSet(`${id}-release`, release, text) : null,
+  };
 }
 
 let defaultText: string | undefined;

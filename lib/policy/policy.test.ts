@@ -8,9 +8,9 @@ import { analyzeScript } from "@/lib/intake/analyze";
 import type { ScriptFacts } from "@/lib/contracts/analysis";
 import type { ToolFacts } from "@/lib/contracts/tools";
 import type { Finding } from "@/lib/contracts/analysis";
-import { BUILTIN_REASONS, decide } from "@/lib/policy/decide";
+import { BUILTIN_REASONS, decide, decideRelease } from "@/lib/policy/decide";
 import { defaultPolicyText, preparePolicySet, PolicyValidationError, validatePolicyText } from "@/lib/policy/policy-set";
-import { buildPolicyRequest, type PolicyRequestInput } from "@/lib/policy/request";
+import { buildPolicyRequest, buildReleaseRequest, type PolicyRequestInput } from "@/lib/policy/request";
 
 const defaults = preparePolicySet(defaultPolicyText());
 
@@ -303,5 +303,67 @@ describe("validating drafts", () => {
     expect(error.code).toBe("bad_request");
     expect(error.errors).toEqual([expect.objectContaining({ policyId: "a", line: 2, column: 73 })]);
     expect(error.message).toContain("line 2, column 73");
+  });
+});
+
+describe("release policies", () => {
+  const result = (flags: string[], bytes: number, dataClasses: string[]) =>
+    buildReleaseRequest({ agent: { id: "agent-1", ownerId: "user-1" }, flags, bytes, dataClasses });
+
+  it("the shipped ones hand a plain result over, and hold instruction-like upstream text and large regulated results for one reviewer", () => {
+    expect(decideRelease(result([], 200, ["financial"]), defaults)).toMatchObject({ decision: "allow", reasons: [{ policyId: "release-results" }] });
+    expect(decideRelease(result(["upstream_instruction_like"], 200, ["public"]), defaults)).toMatchObject({
+      decision: "escalate",
+      approvalsRequired: 1,
+      reviewerRole: "reviewer",
+      reasons: [{ policyId: "hold-upstream-instructions" }],
+    });
+    expect(decideRelease(result([], 70_000, ["pii"]), defaults)).toMatchObject({
+      decision: "escalate",
+      reasons: [{ policyId: "hold-large-regulated-results" }],
+    });
+    expect(decideRelease(result([], 70_000, ["public"]), defaults).decision).toBe("allow");
+    expect(decideRelease(result([], 65_536, ["pii"]), defaults).decision).toBe("allow");
+  });
+
+  it("a text without release policies hands every result over, saying so; one with them withholds what no release permit matches", () => {
+    const runOnly = preparePolicySet('@id("all")\n@reason("Everything runs.")\npermit (principal, action, resource);\n');
+    expect(runOnly.release).toBeNull();
+    expect(decideRelease(result(["upstream_instruction_like"], 1, []), runOnly)).toMatchObject({
+      decision: "allow",
+      reasons: [{ policyId: BUILTIN_REASONS.noReleasePolicy }],
+    });
+    const holdsOnly = preparePolicySet(
+      '@id("hold")\n@reason("Held.")\n@approvals("1")\npermit (principal, action == Action::"release", resource) when { resource.bytes > 10 };\n',
+    );
+    expect(decideRelease(result([], 5, []), holdsOnly)).toMatchObject({
+      decision: "deny",
+      reasons: [{ policyId: BUILTIN_REASONS.defaultDeny, text: expect.stringContaining("withheld") }],
+    });
+    const forbids = preparePolicySet(
+      '@id("ok")\n@reason("Ok.")\npermit (principal, action == Action::"release", resource);\n@id("never")\n@reason("Never hand over redacted results.")\nforbid (principal, action == Action::"release", resource) when { resource.flags.contains("secret_redacted") };\n',
+    );
+    expect(decideRelease(result(["secret_redacted"], 5, []), forbids)).toMatchObject({ decision: "deny", reasons: [{ policyId: "never" }] });
+  });
+
+  it("release policies do not decide runs, and an unscoped run policy that reads Proposal attributes still validates (no upgrade hazard)", () => {
+    const text = `${defaultPolicyText()}\n@id("unscoped-writes")\n@reason("Writes are reviewed.")\n@approvals("1")\npermit (principal, action, resource) when { resource.effect == "write" };\n`;
+    expect(validatePolicyText(text)).toMatchObject({ ok: true, errors: [] });
+    const prepared = preparePolicySet(text);
+    expect([...prepared.policies.keys()]).not.toContain("release-results");
+    expect([...prepared.release!.policies.keys()]).toEqual(["release-results", "hold-upstream-instructions", "hold-large-regulated-results"]);
+    expect(decide(request(), prepared)).toMatchObject({ decision: "allow", reasons: [{ policyId: "allow-read-only-unregulated" }] });
+  });
+
+  it("refuses a policy scoped to both actions, @maxWritesPerTool on a release policy, and a release policy reading a Proposal attribute", () => {
+    const both = validatePolicyText('@id("both")\n@reason("x")\npermit (principal, action in [Action::"run", Action::"release"], resource);\n');
+    expect(both.errors).toEqual([expect.objectContaining({ policyId: "both", line: 1, message: expect.stringContaining("both run and release") })]);
+    const caps = validatePolicyText('@id("caps")\n@reason("x")\n@maxWritesPerTool("3")\npermit (principal, action == Action::"release", resource);\n');
+    expect(caps.errors).toEqual([expect.objectContaining({ policyId: "caps", message: expect.stringContaining("for run policies") })]);
+    const wrong = validatePolicyText(
+      '@id("wrong")\n@reason("x")\npermit (principal, action == Action::"release", resource)\nwhen { resource.effect == "write" };\n',
+    );
+    expect(wrong.ok).toBe(false);
+    expect(wrong.errors[0]).toMatchObject({ policyId: "wrong", line: 4 });
   });
 });

@@ -35,8 +35,11 @@ describe("publishedPolicyView", () => {
     const byId = new Map(view.policies.map((policy) => [policy.id, policy]));
     expect(byId.get("deny-critical-findings")).toMatchObject({ effect: "forbid", outcome: "deny", approvals: 0, role: null });
     expect(byId.get("allow-read-only-unregulated")).toMatchObject({ effect: "permit", outcome: "allow", approvals: 0, role: null });
+    expect(byId.get("hold-upstream-instructions")).toMatchObject({ action: "release", effect: "permit", outcome: "review", approvals: 1 });
+    expect(byId.get("release-results")).toMatchObject({ action: "release", outcome: "allow" });
     expect(byId.get("review-regulated-data")).toEqual({
       id: "review-regulated-data",
+      action: "run",
       effect: "permit",
       outcome: "review",
       approvals: 2,
@@ -52,7 +55,16 @@ describe("publishedPolicyView", () => {
     );
     const view = (await publishedPolicyView(db.prisma))!;
     expect(view.policies).toEqual([
-      { id: "review-exports", effect: "permit", outcome: "review", approvals: 1, role: "reviewer", maxWritesPerTool: 10, reason: "Exports need one reviewer." },
+      {
+        id: "review-exports",
+        action: "run",
+        effect: "permit",
+        outcome: "review",
+        approvals: 1,
+        role: "reviewer",
+        maxWritesPerTool: 10,
+        reason: "Exports need one reviewer.",
+      },
     ]);
     expect(view.text).toContain("\u202e");
   });

@@ -1,6 +1,7 @@
 /**
- * The published policy version as a reader in compliance needs it: each policy with its id, its
- * effect (permit or forbid), what it leads to (deny, allow, or review by N people of a role), its
+ * The published policy version as a reader in compliance needs it: each policy with its id, what
+ * it decides (a run, or the release of a run's result), its effect (permit or forbid), what it
+ * leads to (deny, allow, or review by N people of a role), its
  * other annotations and its reason in plain words, in the order of the text; and the text itself.
  *
  * Guarantees: the policies come from the set that decides (./store.ts publishedPolicy, parsed and
@@ -15,8 +16,13 @@ import { publishedPolicy } from "./store";
 
 export type PolicyItem = {
   id: string;
+  /** run: decides runs; release: decides whether a finished run's result reaches its agent. */
+  action: "run" | "release";
   effect: "permit" | "forbid";
-  /** What a match leads to: forbid denies; a permit with approvals sends the run to review; otherwise it allows. */
+  /**
+   * What a match leads to: forbid denies (the run, or the result is withheld); a permit with
+   * approvals sends the run to review (or holds the result for release); otherwise it allows.
+   */
   outcome: "deny" | "review" | "allow";
   approvals: number;
   role: string | null;
@@ -33,14 +39,17 @@ export async function publishedPolicyView(db: Db): Promise<PublishedPolicyView |
   return {
     version: published.version,
     text: inertText(text),
-    policies: [...published.prepared.policies.values()].map((policy) => ({
-      id: inertText(policy.id, 200),
-      effect: policy.effect,
-      outcome: policy.effect === "forbid" ? "deny" : policy.approvals > 0 ? "review" : "allow",
-      approvals: policy.approvals,
-      role: policy.role ?? null,
-      maxWritesPerTool: policy.maxWritesPerTool ?? null,
-      reason: inertText(policy.reason, 2_000),
-    })),
+    policies: [...published.prepared.policies.values(), ...(published.prepared.release?.policies.values() ?? [])]
+      .sort((a, b) => text.indexOf(a.source) - text.indexOf(b.source))
+      .map((policy) => ({
+        id: inertText(policy.id, 200),
+        action: policy.action,
+        effect: policy.effect,
+        outcome: policy.effect === "forbid" ? "deny" : policy.approvals > 0 ? "review" : "allow",
+        approvals: policy.approvals,
+        role: policy.role ?? null,
+        maxWritesPerTool: policy.maxWritesPerTool ?? null,
+        reason: inertText(policy.reason, 2_000),
+      })),
   };
 }

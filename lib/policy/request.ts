@@ -218,3 +218,57 @@ export function upgradePolicyRequest(stored: PolicyRequest): PolicyRequest {
     ),
   };
 }
+
+/** Name of the release schema inside the Cedar module; it has its own version. */
+export const RELEASE_SCHEMA_NAME = "airlock-release-v1";
+
+/**
+ * What release policies (`action == Action::"release"`) are written against: the finished run's
+ * result, as the post-execution gate saw it. Decided by the executor before the result is handed
+ * over (lib/runs/release-decision.ts).
+ */
+export const RELEASE_SCHEMA = `// Airlock release schema v1. Every attribute is always present.
+entity User;
+
+entity Agent = {
+  owner: User,
+};
+
+entity Result = {
+  // what the gate flagged: "upstream_instruction_like" (a tool returned text that reads like
+  // instructions to the model), "instruction_like_text" (the script's own logs or errors),
+  // "secret_redacted", "content_normalized", "rows_unaccounted", "tool_errors", "partial", …
+  flags: Set<String>,
+  // size of the result as JSON, in bytes
+  bytes: Long,
+  // the run's data classes (its tools' and its inputs'): public, internal, confidential, pii, financial, phi
+  dataClasses: Set<String>,
+};
+
+action release appliesTo {
+  principal: Agent,
+  resource: Result,
+  context: {},
+};
+`;
+
+export type ReleaseRequestInput = { agent: { id: string; ownerId: string }; flags: readonly string[]; bytes: number; dataClasses: readonly string[] };
+
+/** The request release policies are evaluated on (plain JSON, stored with the decision). */
+export function buildReleaseRequest(input: ReleaseRequestInput): PolicyRequest {
+  const principal = { type: "Agent", id: input.agent.id };
+  const owner = { type: "User", id: input.agent.ownerId };
+  const resource = { type: "Result", id: "finished" };
+  return {
+    schemaVersion: 1,
+    principal,
+    action: { type: "Action", id: "release" },
+    resource,
+    context: {},
+    entities: [
+      { uid: owner, attrs: {}, parents: [] },
+      { uid: principal, attrs: { owner: { __entity: owner } }, parents: [] },
+      { uid: resource, attrs: { flags: sortedUnique(input.flags), bytes: input.bytes, dataClasses: sortedUnique(input.dataClasses) }, parents: [] },
+    ],
+  };
+}
