@@ -84,6 +84,15 @@ export const RUN_ERROR_RULES = {
     meaning: "No reviewer decided before the review expired.",
     next: "Submit it again if it is still needed, and tell the user it waits for a reviewer.",
   },
+  RESULT_WITHHELD: {
+    meaning:
+      "The script ran, and its result is withheld from the agent: a release policy forbids handing it over, or a reviewer withheld it (the reasons or the comment say why). Writes it made stand.",
+    next: "Do not resubmit the same script: read the reasons or the reviewer's comment, and tell the user the result was withheld.",
+  },
+  RELEASE_EXPIRED: {
+    meaning: "The script ran, and policy held its result for a reviewer, who did not release it before the hold expired; the result stays withheld.",
+    next: "Tell the user the result waits for a reviewer who did not come; submit the run again only if it is still needed (writes it made stand).",
+  },
   CHANGES_REQUESTED: {
     meaning: "A reviewer asked for changes; submit a new script.",
     next: "Change the script as the comment asks and submit it as a new run.",

@@ -75,10 +75,10 @@ function Row({ item, now }: { item: QueueItem; now: string }) {
         </div>
       </Td>
       <Td>
-        {/* The queue lists pending runs only (queueView). */}
-        <StatusBadge status="pending_review" />{" "}
+        {/* The queue lists runs waiting for people only (queueView). */}
+        <StatusBadge status={item.waitingFor === "release" ? "pending_release" : "pending_review"} />{" "}
         <span data-testid="approvals" className="whitespace-nowrap">
-          {item.approvals.length}/{item.approvalsRequired} approvals
+          {item.approvals.length}/{item.approvalsRequired} {item.waitingFor === "release" ? "releases" : "approvals"}
         </span>
         {item.approvals.length > 0 ? <span className="block text-xs text-slate-500">{item.approvals.join(", ")}</span> : null}
       </Td>

@@ -17,6 +17,7 @@ export const RUN_STATUS_TONE = {
   queued: "info",
   running: "info",
   pending_review: "warn",
+  pending_release: "warn",
   changes_requested: "warn",
   succeeded: "good",
   denied: "bad",
@@ -24,6 +25,7 @@ export const RUN_STATUS_TONE = {
   failed: "bad",
   timed_out: "bad",
   check_failed: "bad",
+  withheld: "bad",
   expired: "neutral",
   cancelled: "neutral",
 } as const satisfies Record<RunStatus, Tone>;

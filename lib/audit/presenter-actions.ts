@@ -42,7 +42,9 @@ const ACTIONS: Record<string, string | ((data: Data) => string)> = {
   "run.cancel_requested": "someone asked to cancel the run",
   "run.cancelled": "the run was cancelled",
   "run.check_failed": "the run finished, and a check it declared failed: its result is withheld from the agent",
-  "run.release_approved": "a reviewer released the result of a failed check, with a reason",
+  "run.pending_release": "the run finished, and a release policy holds its result until a reviewer releases it",
+  "run.withheld": "the run's result is withheld from the agent, by a release policy or a reviewer",
+  "run.release_approved": "a reviewer released the withheld result, with a reason",
   "run.result_released": "the reviewers' quorum released the withheld result to the agent",
   "run.result_read": "the agent read the run's result",
   "run.outcome_recorded": (data) =>

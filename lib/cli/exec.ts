@@ -195,7 +195,7 @@ async function cliAgent(db: Db, name: string): Promise<AgentActor> {
   return agent;
 }
 
-const WAITING_FOR_REVIEW = new Set(["previewing", "pending_review"]);
+const WAITING_FOR_REVIEW = new Set(["previewing", "pending_review", "pending_release"]);
 const isTerminal = (status: string) => (TERMINAL_STATUSES as readonly string[]).includes(status);
 
 async function execAsAgent(args: AgentArgs, code: string, io: CliIo): Promise<number> {

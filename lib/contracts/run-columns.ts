@@ -19,33 +19,38 @@ const text = z.string();
 
 const findingCodes = Object.keys(FINDING_RULES) as [FindingCode, ...FindingCode[]];
 
+/** A Cedar request as stored with its decision (lib/policy/request.ts): a run's, or a result's release. */
+const policyRequest = z
+  .object({
+    schemaVersion: count.optional(),
+    principal: z.object({ type: text, id: text }).strict(),
+    action: z.object({ type: text, id: text }).strict(),
+    resource: z.object({ type: text, id: text }).strict(),
+    /** `{}` before policy request version 3. */
+    context: z
+      .object({
+        provenance: z.object({ hasModel: z.boolean(), hasPrompt: z.boolean(), hasConversation: z.boolean(), hasContext: z.boolean() }).strict().optional(),
+      })
+      .strict(),
+    entities: z.array(
+      z
+        .object({
+          uid: z.object({ type: text, id: text }).strict(),
+          attrs: z.record(text, z.json()),
+          parents: z.array(z.object({ type: text, id: text }).strict()),
+        })
+        .strict(),
+    ),
+  })
+  .strict();
+
+const reasons = z.array(z.object({ policyId: text, text, source: text }).strict());
+
 export const RUN_COLUMN_SCHEMAS = {
   provenance: z.object({ model: text.optional(), conversationId: text.optional(), prompt: text.optional(), context: text.optional() }).strict(),
   inputs: z.array(z.object({ name: text, datasetId: text, sha256: text, dataClass: z.enum(DATA_CLASSES) }).strict()),
-  decisionReasons: z.array(z.object({ policyId: text, text, source: text }).strict()),
-  policyRequest: z
-    .object({
-      schemaVersion: count.optional(),
-      principal: z.object({ type: text, id: text }).strict(),
-      action: z.object({ type: text, id: text }).strict(),
-      resource: z.object({ type: text, id: text }).strict(),
-      /** `{}` before policy request version 3. */
-      context: z
-        .object({
-          provenance: z.object({ hasModel: z.boolean(), hasPrompt: z.boolean(), hasConversation: z.boolean(), hasContext: z.boolean() }).strict().optional(),
-        })
-        .strict(),
-      entities: z.array(
-        z
-          .object({
-            uid: z.object({ type: text, id: text }).strict(),
-            attrs: z.record(text, z.json()),
-            parents: z.array(z.object({ type: text, id: text }).strict()),
-          })
-          .strict(),
-      ),
-    })
-    .strict(),
+  decisionReasons: reasons,
+  policyRequest: policyRequest,
   capabilitySet: z.array(text),
   findings: z.array(
     z.object({ code: z.enum(findingCodes), severity: z.enum(["info", "warning", "error", "critical"]), message: text, line: count, column: count }).strict(),
@@ -116,6 +121,21 @@ export const RUN_COLUMN_SCHEMAS = {
           })
           .strict(),
       ),
+    })
+    .strict(),
+  /**
+   * Whether a run that succeeded hands its result over (allow), holds it for reviewers (escalate:
+   * pending_release) or withholds it (deny), as the published release policies decided
+   * (lib/runs/release-decision.ts); null for runs that did not succeed or predate release.
+   */
+  releaseDecision: z
+    .object({
+      decision: z.enum(["allow", "escalate", "deny"]),
+      approvalsRequired: count,
+      reviewerRole: text.optional(),
+      reasons,
+      policyVersionId: text.nullable(),
+      request: policyRequest,
     })
     .strict(),
   limits: z

@@ -19,7 +19,11 @@ export const NEXT_STATES = {
   // running → queued: the executor was lost before anything with an effect could have happened,
   // at most once per run (Run.attempt), never after a cancel request (lib/runs/recovery.ts).
   // check_failed: the script finished and a check it declared failed (lib/sandbox/checks.ts).
-  running: ["succeeded", "failed", "timed_out", "cancelled", "check_failed", "queued"],
+  // pending_release / withheld: it succeeded, and release policy held or withheld the result
+  // (lib/runs/release-decision.ts).
+  running: ["succeeded", "failed", "timed_out", "cancelled", "check_failed", "pending_release", "withheld", "queued"],
+  // Reviewers release the result (succeeded) or withhold it; or nobody decides in time.
+  pending_release: ["succeeded", "withheld", "expired"],
   denied: [],
   rejected: [],
   changes_requested: [],
@@ -29,6 +33,7 @@ export const NEXT_STATES = {
   timed_out: [],
   cancelled: [],
   check_failed: [],
+  withheld: [],
 } as const satisfies Record<RunStatus, readonly RunStatus[]>;
 
 export const RUN_STATUSES = Object.keys(NEXT_STATES) as RunStatus[];
@@ -66,7 +71,8 @@ export const IN_PROGRESS_STATUSES = [
   "approved",
   "queued",
   "running",
+  "pending_release",
 ] as const satisfies readonly RunStatus[];
 
-/** States a run ends in after it was executed (the envelope's statuses). */
-export const EXECUTED_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "check_failed"] as const satisfies readonly RunStatus[];
+/** States a run ends in after it was executed (the envelope's statuses), and where policy put its result. */
+export const EXECUTED_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "check_failed", "withheld"] as const satisfies readonly RunStatus[];

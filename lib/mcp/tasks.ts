@@ -36,6 +36,7 @@ const TASK_STATUS = {
   running: "working",
   previewing: "working",
   pending_review: "input_required",
+  pending_release: "input_required",
   succeeded: "completed",
   denied: "failed",
   rejected: "failed",
@@ -44,12 +45,14 @@ const TASK_STATUS = {
   failed: "failed",
   timed_out: "failed",
   check_failed: "failed",
+  withheld: "failed",
   cancelled: "cancelled",
 } as const satisfies Record<Run["status"], Task["status"]>;
 
 function statusMessage(run: Run): string | undefined {
   if (run.status === "previewing") return "Building the plan of writes reviewers will approve (a dry run; nothing is written).";
   if (run.status === "pending_review") return `Waiting for ${run.approvalsRequired} reviewer approval(s).`;
+  if (run.status === "pending_release") return "Ran; policy holds the result until a reviewer releases it.";
   if (run.status === "queued") return "Approved; waiting for an executor.";
   if (run.status === "running") return "Running in the sandbox.";
   if (TASK_STATUS[run.status] === "failed") return `Run ${run.status.replaceAll("_", " ")}; tasks/result has the reasons.`;

@@ -41,7 +41,7 @@ export const decisionFormSchema = z
     };
   });
 
-/** The release form (a check_failed run's withheld result): releaseResult's input; it validates again. */
+/** The release form (a withheld result): releaseResult's and withholdResult's input; they validate again. */
 export const releaseFormSchema = z
   .object({ runId: field, comment: field, resultDigest: field })
   .strict()

@@ -5,8 +5,10 @@
  * Returns plain, serializable DTOs, never Prisma objects: every string that came from an agent
  * (agent names, purposes) passes through lib/untrusted/inert.ts; hidden characters are kept, for
  * components to render through components/ui/inert.tsx as marker elements. Whether the viewer may
- * decide a queued run is ./decision-rules.ts decisionBlocker, the rule decideRun enforces; the
- * queue only *offers* with it.
+ * decide a queued run is ./decision-rules.ts decisionBlocker, the rule decideRun enforces (for a
+ * held result, ./release.ts releaseBlocker, the rule releaseResult enforces); the queue only
+ * *offers* with it. The queue holds both kinds of wait for people: runs pending review, and
+ * results release policy holds (pending_release).
  */
 import "server-only";
 import type { UserActor } from "@/lib/auth/session";
@@ -14,6 +16,7 @@ import { runColumn } from "@/lib/contracts/run-columns";
 import { hasScope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { decisionBlocker, type DecisionBlockerCode } from "./decision-rules";
+import { pendingRelease, releaseBlocker } from "./release";
 import { inertText } from "@/lib/untrusted/inert";
 import { isEffect, riskOf, runFacts, type Effect, type Risk } from "./risk";
 
@@ -30,6 +33,8 @@ export function parseQueueFilters(params: Record<string, string | string[] | und
 
 export type QueueItem = {
   id: string;
+  /** What people are asked: to review the run, or to release its held result. */
+  waitingFor: "review" | "release";
   agent: string;
   purpose: string;
   createdAt: string;
@@ -39,6 +44,7 @@ export type QueueItem = {
   dataClasses: string[];
   findings: { critical: number; warning: number };
   risk: Risk;
+  /** Approvals (or releases, for a held result) needed, and who gave them. */
   approvalsRequired: number;
   approvals: string[];
   /** Why this viewer cannot decide it (decisionBlocker's code; null: they can). */
@@ -57,7 +63,7 @@ export type QueueView = {
 export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters = {}): Promise<QueueView> {
   const now = new Date();
   const rows = await db.run.findMany({
-    where: { status: "pending_review" },
+    where: { status: { in: ["pending_review", "pending_release"] } },
     orderBy: { createdAt: "asc" },
     take: 500,
     select: {
@@ -71,19 +77,38 @@ export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters
       decision: true,
       approvalsRequired: true,
       reviewerRole: true,
+      releasedAt: true,
+      releaseDecision: true,
+      releaseExpiresAt: true,
       agent: { select: { name: true, ownerId: true } },
       reviews: { select: { reviewerId: true, verdict: true, reviewer: { select: { email: true } } } },
+      releases: { select: { reviewerId: true, reviewer: { select: { email: true } } } },
     },
   });
   const all = rows.map((run): QueueItem => {
     const facts = runFacts(runColumn(run, "facts"));
     const findings = runColumn(run, "findings") ?? [];
+    const held = run.status === "pending_release" ? pendingRelease(run) : null;
+    const waiting = held
+      ? {
+          waitingFor: "release" as const,
+          reviewExpiresAt: run.releaseExpiresAt?.toISOString() ?? null,
+          approvalsRequired: held.quorum,
+          approvals: run.releases.map((r) => r.reviewer.email),
+          blockedBecause: releaseBlocker(run, viewer, now)?.code ?? null,
+        }
+      : {
+          waitingFor: "review" as const,
+          reviewExpiresAt: run.reviewExpiresAt?.toISOString() ?? null,
+          approvalsRequired: Math.max(1, run.approvalsRequired),
+          approvals: run.reviews.filter((r) => r.verdict === "approve").map((r) => r.reviewer.email),
+          blockedBecause: decisionBlocker(run, viewer, now)?.code ?? null,
+        };
     return {
       id: run.id,
       agent: inertText(run.agent.name, 200),
       purpose: inertText(run.purpose, 500),
       createdAt: run.createdAt.toISOString(),
-      reviewExpiresAt: run.reviewExpiresAt?.toISOString() ?? null,
       effect: facts.effect,
       openWorld: facts.openWorld,
       dataClasses: facts.dataClasses,
@@ -92,9 +117,7 @@ export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters
         warning: findings.filter((f) => f.severity === "warning").length,
       },
       risk: riskOf(run, facts, findings),
-      approvalsRequired: Math.max(1, run.approvalsRequired),
-      approvals: run.reviews.filter((r) => r.verdict === "approve").map((r) => r.reviewer.email),
-      blockedBecause: decisionBlocker(run, viewer, now)?.code ?? null,
+      ...waiting,
     };
   });
   const items = all
@@ -116,7 +139,7 @@ export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters
  */
 export async function waitingForYouCount(db: Db, viewer: UserActor): Promise<number> {
   if (!hasScope(viewer, "runs:review")) return 0;
-  return db.run.count({
+  const reviews = await db.run.count({
     where: {
       status: "pending_review",
       agent: { ownerId: { not: viewer.id } },
@@ -124,4 +147,21 @@ export async function waitingForYouCount(db: Db, viewer: UserActor): Promise<num
       AND: [{ OR: [{ reviewerRole: null }, { reviewerRole: viewer.role }] }, { OR: [{ reviewExpiresAt: null }, { reviewExpiresAt: { gt: new Date() } }] }],
     },
   });
+  // Held results are few; their role and quorum live in the release decision, read by releaseBlocker itself.
+  const held = await db.run.findMany({
+    where: { status: "pending_release", agent: { ownerId: { not: viewer.id } }, releases: { none: { reviewerId: viewer.id } } },
+    select: {
+      id: true,
+      status: true,
+      reviewerRole: true,
+      releasedAt: true,
+      approvalsRequired: true,
+      releaseDecision: true,
+      releaseExpiresAt: true,
+      agent: { select: { name: true, ownerId: true } },
+      releases: { select: { reviewerId: true } },
+    },
+    take: 500,
+  });
+  return reviews + held.filter((run) => releaseBlocker(run, viewer) === null).length;
 }

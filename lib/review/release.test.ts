@@ -51,7 +51,7 @@ describe("a failed check withholds the result", () => {
     expect(view.rows?.read).toEqual({ "ledger.listInvoices": 20 });
     expect(view).not.toHaveProperty("result");
     // Nothing the script wrote carries it out instead: its logs are withheld with the result.
-    expect(view.logs).toEqual([{ level: "warn", text: "The logs are withheld with the result until a reviewer releases it." }]);
+    expect(view.logs).toEqual([{ level: "warn", text: "The logs are withheld with the result." }]);
     expect(view.consoleUrl).toMatch(new RegExp(`/runs/${runId}$`));
   });
 

@@ -75,14 +75,26 @@ export type GateView = {
   rows: { read: { tool: string; rows: number }[]; returned: number | null; covered: number | null };
 };
 
-/** A check_failed run's withheld result: who released it, and whether the viewer may (lib/review/release.ts). */
+/**
+ * A result withheld from its agent (lib/review/release.ts): because a check failed, or because a
+ * release policy held it; who released it, and whether the viewer may release or withhold it.
+ */
 export type ReleaseView = {
+  kind: "check_failed" | "held";
+  status: string;
+  /** The release policies' reasons for the hold. */
+  heldBecause: string[];
+  /** While held: when the hold lapses. */
+  expiresAt: string | null;
   releasedAt: string | null;
+  /** Withheld by a reviewer or by policy: why. */
+  withheldBecause: string | null;
   required: number;
   releases: { email: string; comment: string; at: string }[];
   /** What a release is bound to: the digest of the stored result. */
   resultDigest: string;
   canRelease: boolean;
+  canWithhold: boolean;
   cannotReleaseBecause: string | null;
 };
 

@@ -14,7 +14,7 @@ import { CANCELLABLE_BEFORE_START, EXECUTED_STATUSES } from "@/lib/contracts/run
 import { hasScope, type Actor } from "@/lib/contracts/scopes";
 import type { AuditEvent, Dataset, Run, RunToolCall, UpstreamTool } from "@/lib/generated/prisma/client";
 import { decisionBlocker, type DecisionSubject } from "./decision-rules";
-import { releaseBlocker, resultDigestOf } from "./release";
+import { pendingRelease, releaseBlocker, resultDigestOf } from "./release";
 import { diffLines } from "@/lib/untrusted/diff";
 import { highlight } from "./highlight";
 import { hasHiddenCharacters, inertCode, inertJson, inertText } from "@/lib/untrusted/inert";
@@ -270,12 +270,12 @@ export function artifactItems(runId: string, sealed: RunColumnValue<"execution">
   });
 }
 
-/** What running produced; null until the run reached a terminal state after starting. */
+/** What running produced; null until the run finished executing (a held result is shown to the reviewers who release it). */
 export function outcomeView(
   run: Pick<Run, "id" | "status" | "finishedAt" | "result" | "error" | "execution" | "isolation">,
   storedArtifacts: readonly LoadedArtifact[] = [],
 ): OutcomeView | null {
-  if (!run.finishedAt || !(EXECUTED_STATUSES as readonly string[]).includes(run.status)) return null;
+  if (!run.finishedAt || (run.execution === null && !(EXECUTED_STATUSES as readonly string[]).includes(run.status))) return null;
   const execution = runColumn(run, "execution");
   const error = runColumn(run, "error");
   return {
@@ -332,22 +332,36 @@ export function toolCallItems(
 }
 
 /** What the page offers this viewer: the decision form only where decideRun would accept their vote. */
-/** The release panel of a check_failed run; null for any other run. `result` is the stored one (before purge notices). */
+/**
+ * The release panel of a run whose result was withheld from its agent: a check_failed run, or one
+ * release policy held (pending_release, and what it became); null for any other run. `result` is
+ * the stored one (before purge notices).
+ */
 export function releaseView(
   run: Omit<Parameters<typeof releaseBlocker>[0], "releases"> & {
     result: unknown;
+    error: unknown;
     releases: readonly { reviewerId: string; comment: string; createdAt: Date; reviewer: { email: string } }[];
   },
   viewer: Actor,
 ): ReleaseView | null {
-  if (run.status !== "check_failed") return null;
+  const decision = runColumn(run, "releaseDecision");
+  const held = decision !== null && decision.decision === "escalate";
+  if (run.status !== "check_failed" && !held) return null;
   const blocker = releaseBlocker(run, viewer);
+  const withheldBy = run.status === "withheld" ? (runColumn(run, "error")?.message ?? null) : null;
   return {
+    kind: held ? "held" : "check_failed",
+    status: run.status,
+    heldBecause: held ? decision.reasons.map((r) => inertText(r.text, 2_000)) : [],
+    expiresAt: held && run.status === "pending_release" ? (run.releaseExpiresAt?.toISOString() ?? null) : null,
     releasedAt: run.releasedAt?.toISOString() ?? null,
-    required: Math.max(1, run.approvalsRequired),
+    withheldBecause: withheldBy === null ? null : inertText(withheldBy, 5_000),
+    required: pendingRelease(run)?.quorum ?? Math.max(1, held ? decision.approvalsRequired : run.approvalsRequired),
     releases: run.releases.map((r) => ({ email: r.reviewer.email, comment: inertText(r.comment, 5_000), at: r.createdAt.toISOString() })),
     resultDigest: resultDigestOf(run.result),
     canRelease: blocker === null,
+    canWithhold: blocker === null && held,
     cannotReleaseBecause: blocker ? inertText(blocker.message, 1_000) : null,
   };
 }

@@ -23,6 +23,10 @@
  *   results) is screened once (./gate.ts: normalized, secrets redacted) before it is stored,
  *   sealed or returned — a tool's result before the script sees it; the upstream gets the
  *   arguments as sent; the envelope is flagged `content_normalized` / `secret_redacted`;
+ * - a run that succeeded gets its release decision before the write that ends its execution
+ *   (./release-decision.ts): it ends succeeded, or `pending_release` when a release policy holds the
+ *   result for reviewers (flag `upstream_instruction_like` when a tool's answer reads like
+ *   instructions to the model), or `withheld`;
  * - the files the script wrote under ./out/ are stored with the terminal state, in its transaction
  *   (lib/runs/artifacts.ts), and listed with their sha256 in `execution`, which its event digests;
  * - the run always ends: the terminal state is written conditionally on `running` with the whole
@@ -45,6 +49,7 @@ import type { Prisma, Run } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import type { ToolInfo } from "@/lib/broker/types";
 import { emptyGate, type IsolationLevel } from "@/lib/sandbox/types";
+import { looksLikeInstructions } from "@/lib/untrusted/sanitize";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
 import { artifactRecords, storeArtifacts } from "./artifacts";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
@@ -52,6 +57,7 @@ import { parseRunLimits } from "./limits";
 import { screenEnvelope, screenJson, screenMessage, type Redaction } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type PiiValue, type TokenDecision } from "./pii-tokens";
 import { PlanFollower } from "./plan";
+import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease, releaseOutcome, type ReleaseDecision } from "./release-decision";
 import { transitionRun } from "./states";
 
 export type ExecutorDeps = {
@@ -196,6 +202,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   const scope = tokenScope(run);
   const marked = new MarkedValues();
   let exfiltration: string | null = null;
+  let upstreamInstructions = false;
   const callTool: CallTool = async (server, tool, args, signal) => {
     const seq = seqBase + ++calls;
     const started = performance.now();
@@ -279,6 +286,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       const result = screenJson(await deps.callTool(server, tool, upstreamArgs, signal), `toolCall[${seq}].result`);
       normalized ||= result.changed;
       toolRedactions.push(...result.redactions);
+      upstreamInstructions ||= looksLikeInstructions(JSON.stringify(result.value));
       marked.note(info?.piiFields, result.value);
       row.resultDigest = jsonDigest(result.value);
       row.result = keep(result.value);
@@ -288,6 +296,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       const message = screenMessage(error, `toolCall[${seq}].error`);
       normalized ||= message.changed;
       toolRedactions.push(...message.redactions);
+      upstreamInstructions ||= looksLikeInstructions(message.value);
       row.outcome = "error";
       row.error = message.value.slice(0, 2000);
       // The script gets the screened message: a secret in an upstream's error does not enter the sandbox either.
@@ -351,13 +360,16 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       : { ...envelope, status: "cancelled", error: { code: "CANCELLED", message: "Cancelled while running.", untrusted: false } };
   }
   const screened = screenEnvelope(envelope, normalized, toolRedactions);
+  if (upstreamInstructions) screened.flags.push(UPSTREAM_INSTRUCTIONS_FLAG);
   // What the agent will read of this run, scanned once here; its tokens are assigned with the terminal write.
   const gate = screened.gate;
   const personal = await personalData(
     [screened.result, screened.logs.map((l) => l.text), screened.error?.message, screened.error?.detail, gate.checks, gate.assumptions, gate.partial],
     marked,
   );
-  await finish(db, fence, screened, { scope, personal });
+  // Whether the agent gets the result now, after reviewers release it, or not at all (release policies).
+  const release = screened.status === "succeeded" ? await decideResultRelease(db, run, screened) : null;
+  await finish(db, fence, screened, { scope, personal }, release);
   return true;
 }
 
@@ -376,21 +388,35 @@ function decidedIsolation(run: { id: string; policyRequest: unknown }): string {
   return typeof level === "string" ? level : "strict";
 }
 
-/** Writes the terminal state (its event seals every recorded call of the run, all attempts), and the tokens of its personal data. */
-async function finish(db: Db, fence: RunFence, envelope: Envelope, pii: { scope: string; personal: readonly PiiValue[] }): Promise<void> {
+/**
+ * Writes the end of execution: the terminal state, or pending_release when release policy holds
+ * the result (its event seals every recorded call of the run, all attempts, once the run ends),
+ * with the release decision and the tokens of its personal data.
+ */
+async function finish(
+  db: Db,
+  fence: RunFence,
+  envelope: Envelope,
+  pii: { scope: string; personal: readonly PiiValue[] },
+  release: ReleaseDecision | null,
+): Promise<void> {
   const held = { executorId: fence.executorId, attempt: fence.attempt };
+  const now = new Date();
+  const released = release && releaseOutcome(release, now);
+  const error = released?.error ?? envelope.error;
   try {
     await db.$transaction(async (tx) => {
       const artifacts = artifactRecords(envelope.artifacts);
       const written = await transitionRun(tx, SYSTEM, {
         runId: fence.runId,
         from: "running",
-        to: envelope.status,
+        to: released?.status ?? envelope.status,
         where: held,
         data: {
-          finishedAt: new Date(),
+          finishedAt: now,
           result: envelope.result === null ? undefined : (runColumnValue("result", envelope.result) as Prisma.InputJsonValue),
-          error: envelope.error === null ? undefined : runColumnValue("error", envelope.error),
+          error: error === null ? undefined : runColumnValue("error", error),
+          ...(release ? { releaseDecision: runColumnValue("releaseDecision", release), releaseExpiresAt: released?.releaseExpiresAt ?? null } : {}),
           execution: runColumnValue("execution", {
             ...envelope.stats,
             logs: envelope.logs,
@@ -402,8 +428,9 @@ async function finish(db: Db, fence: RunFence, envelope: Envelope, pii: { scope:
           isolation: envelope.isolation.level,
         },
         audit: {
-          errorCode: envelope.error?.code ?? null,
+          errorCode: error?.code ?? null,
           resultDigest: jsonDigest(envelope.result as JsonValue),
+          ...(release ? { releaseDecision: release } : {}),
           isolation: envelope.isolation,
           stats: envelope.stats,
           flags: envelope.flags,

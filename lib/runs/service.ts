@@ -88,7 +88,7 @@ export type RunView = {
   partial?: string;
   /** Lineage: rows each tool returned, rows the script returned, distinct rows its rowCount and sum checks covered. */
   rows?: { read: Record<string, number>; returned: number | null; covered: number | null };
-  /** A check_failed run's result, released by reviewers: when, and by whom. */
+  /** A withheld result (check_failed, or held by release policy), released by reviewers: when, and by whom. */
   released?: { at: string; by: string[] };
 };
 
@@ -134,6 +134,11 @@ function progressHint(run: Run): string | undefined {
       return `Building the plan of writes reviewers will approve (a dry run; nothing is written): ${wait}.`;
     case "pending_review":
       return `Waiting for ${run.approvalsRequired} reviewer approval(s) in the console (consoleUrl): ${wait}; tell the user it waits for a reviewer.`;
+    case "pending_release": {
+      const held = runColumn(run, "releaseDecision");
+      const why = held?.reasons.map((r) => r.text).join(" ") ?? "";
+      return `The script ran; policy holds its result until ${held?.approvalsRequired ?? 1} reviewer(s) release it in the console (consoleUrl)${why ? `: ${why}` : ""} ${wait}; tell the user the result waits for a reviewer.`;
+    }
     case "submitted":
     case "analyzed":
     case "auto_approved":
@@ -195,16 +200,25 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     // Finding messages quote the script (names, arguments): text from outside Airlock.
     view.error = withNext({ code: statusError, message, untrusted: statusError === "POLICY_DENIED" && fix !== "" });
   }
+  const release = runColumn(run, "releaseDecision");
+  if (run.status === "expired" && release) {
+    const why = release.reasons.map((r) => r.text).join(" ");
+    view.error = withNext({
+      code: "RELEASE_EXPIRED",
+      message: `No reviewer released the result before the hold expired. It was held because: ${why}`,
+      untrusted: false,
+    });
+  }
   const error = runColumn(run, "error");
   if (error) view.error = withNext(forAgent(error));
   if (run.finishedAt && (EXECUTED_STATUSES as readonly string[]).includes(run.status)) {
     const execution = runColumn(run, "execution");
     // Withheld means withheld: no result, and nothing the script wrote that could carry it (logs,
     // assumptions, a partial reason); the checks stay, so the agent can see what failed.
-    const withheld = run.status === "check_failed" && !run.releasedAt;
+    const withheld = (run.status === "check_failed" && !run.releasedAt) || run.status === "withheld";
     const capped = capForAgent(forAgent(run.result));
     const logs = withheld
-      ? { logs: [{ level: "warn", text: "The logs are withheld with the result until a reviewer releases it." }], cut: false }
+      ? { logs: [{ level: "warn", text: "The logs are withheld with the result." }], cut: false }
       : logsForAgent(forAgent(execution?.logs ?? []));
     if (!withheld) view.result = capped.result;
     view.logs = logs.logs;

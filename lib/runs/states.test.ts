@@ -46,10 +46,11 @@ describe("run state machine", () => {
       "rejected",
       "succeeded",
       "timed_out",
+      "withheld",
     ]);
   });
 
-  it("docs/run-states.md publishes exactly the enabled transitions (and the planned ones beside them)", () => {
+  it("docs/run-states.md publishes exactly the transitions of the table, every one enabled", () => {
     const doc = readFileSync(new URL("../../docs/run-states.md", import.meta.url), "utf8");
     const rows = [...doc.matchAll(/^\| `(\w+)` +\| `(\w+)` +\| (enabled|planned[^|]*?) *\|/gm)].map(([, from, to, status]) => ({
       from,
@@ -62,12 +63,7 @@ describe("run state machine", () => {
       .sort();
     const enabled = RUN_STATUSES.flatMap((from) => (NEXT_STATES[from] as readonly string[]).map((to) => `${from} → ${to}`)).sort();
     expect(documented).toEqual(enabled);
-    // The planned rows are exactly the release review's.
-    expect(rows.filter((r) => !r.enabled).map((r) => `${r.from} → ${r.to}`)).toEqual([
-      "running → pending_release",
-      "pending_release → succeeded",
-      "pending_release → withheld",
-    ]);
+    expect(rows.filter((r) => !r.enabled)).toEqual([]);
   });
 
   it("performs every transition in the table, audited in the same transaction", async () => {

@@ -112,7 +112,7 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'airlock_purge: no run %', p_run USING ERRCODE = 'no_data_found';
   END IF;
-  IF run.status NOT IN ('succeeded', 'failed', 'timed_out', 'cancelled', 'denied', 'rejected', 'changes_requested', 'expired', 'check_failed') THEN
+  IF run.status NOT IN ('succeeded', 'failed', 'timed_out', 'cancelled', 'denied', 'rejected', 'changes_requested', 'expired', 'check_failed', 'withheld') THEN
     RAISE EXCEPTION 'airlock_purge: run % has not ended (%)', p_run, run.status USING ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
   IF run.ended > p_as_of - make_interval(hours => p_window_days * 24) THEN
@@ -175,7 +175,7 @@ REVOKE ALL ON FUNCTION "airlock_purge"(uuid, text[], integer[], timestamptz, int
 CREATE OR REPLACE FUNCTION "run_content_write_once"() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-  ended boolean := OLD."status"::text IN ('succeeded', 'failed', 'timed_out', 'cancelled', 'denied', 'rejected', 'changes_requested', 'expired', 'check_failed');
+  ended boolean := OLD."status"::text IN ('succeeded', 'failed', 'timed_out', 'cancelled', 'denied', 'rejected', 'changes_requested', 'expired', 'check_failed', 'withheld');
   changed text[] := ARRAY[]::text[];
 BEGIN
   IF "airlock_purge_door_open"() THEN

@@ -1,8 +1,12 @@
 -- AlterEnum
 ALTER TYPE "RunStatus" ADD VALUE 'check_failed';
+ALTER TYPE "RunStatus" ADD VALUE 'pending_release';
+ALTER TYPE "RunStatus" ADD VALUE 'withheld';
 
 -- AlterTable
-ALTER TABLE "Run" ADD COLUMN     "releasedAt" TIMESTAMPTZ(3);
+ALTER TABLE "Run" ADD COLUMN     "releaseDecision" JSONB,
+ADD COLUMN     "releaseExpiresAt" TIMESTAMPTZ(3),
+ADD COLUMN     "releasedAt" TIMESTAMPTZ(3);
 
 -- CreateTable
 CREATE TABLE "ResultRelease" (
@@ -25,8 +29,9 @@ ALTER TABLE "ResultRelease" ADD CONSTRAINT "ResultRelease_runId_fkey" FOREIGN KE
 -- AddForeignKey
 ALTER TABLE "ResultRelease" ADD CONSTRAINT "ResultRelease_reviewerId_fkey" FOREIGN KEY ("reviewerId") REFERENCES "User"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
 
--- Hand-written. check_failed is terminal; its value cannot be used in the transaction that adds it,
--- so the SQL that lists terminal statuses compares text (migration 20261202100000's functions name it).
+-- Hand-written. check_failed and withheld are terminal; a value cannot be used in the transaction
+-- that adds it, so the SQL that lists terminal statuses compares text (migration 20261202100000's
+-- functions name them).
 --
 -- A release is a record, never changed or deleted.
 CREATE FUNCTION "result_release_append_only"() RETURNS trigger
@@ -45,13 +50,14 @@ CREATE TRIGGER "ResultRelease_no_truncate"
   BEFORE TRUNCATE ON "ResultRelease"
   FOR EACH STATEMENT EXECUTE FUNCTION "result_release_append_only"();
 
--- "Run"."releasedAt" is set once (NULL → a time), only for a check_failed run, and only by a
--- transaction that also appends its run.result_released event (checked at commit).
+-- "Run"."releasedAt" is set once (NULL → a time), only for a check_failed run or one whose result
+-- policy held (pending_release), and only by a transaction that also appends its
+-- run.result_released event (checked at commit).
 CREATE FUNCTION "run_release_once"() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  IF OLD."releasedAt" IS NOT NULL OR NEW."releasedAt" IS NULL OR OLD."status"::text <> 'check_failed' THEN
-    RAISE EXCEPTION 'run %: a result is released once, only for a check_failed run', OLD."id" USING ERRCODE = 'insufficient_privilege';
+  IF OLD."releasedAt" IS NOT NULL OR NEW."releasedAt" IS NULL OR OLD."status"::text NOT IN ('check_failed', 'pending_release') THEN
+    RAISE EXCEPTION 'run %: a result is released once, only for a check_failed or pending_release run', OLD."id" USING ERRCODE = 'insufficient_privilege';
   END IF;
   RETURN NEW;
 END;

@@ -7,7 +7,7 @@ import { revalidatePath } from "next/cache";
 import { z } from "zod";
 import { prisma } from "@/lib/db";
 import { decisionFormSchema, formFields, releaseFormSchema } from "@/lib/review/forms";
-import { releaseResult, type ReleaseResult } from "@/lib/review/release";
+import { releaseResult, withholdResult, type ReleaseResult, type WithholdResult } from "@/lib/review/release";
 import { decideRun, type DecisionResult } from "@/lib/review/service";
 import { actionForm, userAction, type ActionResult } from "@/lib/auth/user-action";
 import { cancelRun } from "@/lib/runs/cancel";
@@ -16,11 +16,13 @@ import { appRuntime } from "@/lib/runs/runtime";
 export type DecisionState = ActionResult<DecisionResult> | null;
 export type CancelState = ActionResult<{ runId: string; status: string }> | null;
 export type ReleaseState = ActionResult<ReleaseResult> | null;
+export type WithholdState = ActionResult<WithholdResult> | null;
 
 const decide = userAction("runs:review", decisionFormSchema, async (actor, input) =>
   decideRun({ db: prisma(), startExecution: (await appRuntime(prisma())).startExecution }, actor, input),
 );
 const release = userAction("runs:review", releaseFormSchema, (actor, input) => releaseResult(prisma(), actor, input));
+const withhold = userAction("runs:review", releaseFormSchema, (actor, input) => withholdResult(prisma(), actor, input));
 const cancel = userAction("runs:review", z.object({ runId: z.uuid("runId must be a run id") }).strict(), (actor, input) =>
   cancelRun({ db: prisma() }, actor, input.runId),
 );
@@ -44,6 +46,18 @@ export async function cancelAction(_previous: CancelState, sent: FormData): Prom
 
 export async function releaseAction(_previous: ReleaseState, sent: FormData): Promise<ReleaseState> {
   const result = await release(formFields(actionForm(sent)));
-  if (result.ok) revalidatePath(`/runs/${result.data.runId}`);
+  if (result.ok) {
+    revalidatePath(`/runs/${result.data.runId}`);
+    revalidatePath("/queue");
+  }
+  return result;
+}
+
+export async function withholdAction(_previous: WithholdState, sent: FormData): Promise<WithholdState> {
+  const result = await withhold(formFields(actionForm(sent)));
+  if (result.ok) {
+    revalidatePath(`/runs/${result.data.runId}`);
+    revalidatePath("/queue");
+  }
   return result;
 }

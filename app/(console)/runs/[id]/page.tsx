@@ -30,7 +30,7 @@ import { isPageRefresh, recordRunViewed } from "@/lib/audit/access";
 import { userPage } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
 import { runDetail } from "@/lib/review/run-presenter";
-import { cancelAction, decideAction, releaseAction } from "./actions";
+import { cancelAction, decideAction, releaseAction, withholdAction } from "./actions";
 import { Inert } from "@/components/ui/inert";
 
 export const metadata: Metadata = { title: "Run" };
@@ -109,8 +109,8 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
       </Section>
 
       {run.release ? (
-        <Section title="Withheld result" id="release">
-          <ReleaseForm runId={run.id} release={run.release} action={releaseAction} />
+        <Section title={run.release.kind === "held" ? "Result held for release" : "Withheld result"} id="release">
+          <ReleaseForm runId={run.id} release={run.release} action={releaseAction} withhold={withholdAction} />
         </Section>
       ) : null}
 

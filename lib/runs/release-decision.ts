@@ -1,0 +1,97 @@
+/**
+ * The release decision: whether a run that succeeded hands its result to its agent now, holds it
+ * for reviewers (`pending_release`), or withholds it (`withheld`). The published policy's release
+ * policies decide (lib/policy/decide.ts decideRelease), on what the gate saw: the result's flags
+ * (`upstream_instruction_like` when a tool returned text that reads like instructions to the
+ * model), its size as JSON, and the run's data classes as intake decided them.
+ *
+ * Guarantees:
+ * - decided in the host, on the screened envelope, before the terminal write that stores it; the
+ *   decision, the request it was made on and the policy version are stored with the run
+ *   (`Run.releaseDecision`) and carried by the run's terminal event;
+ * - fail closed: with no published policy, or a decision that cannot be made, the result is
+ *   withheld (deny, with the reason);
+ * - a hold lasts as long as a review does (AIRLOCK_REVIEW_TTL_HOURS), then the run expires
+ *   (./expiry.ts).
+ */
+import { runColumn, type RunColumnValue } from "@/lib/contracts/run-columns";
+import type { Db } from "@/lib/db";
+import type { Run } from "@/lib/generated/prisma/client";
+import { BUILTIN_REASONS, decideRelease } from "@/lib/policy/decide";
+import { buildReleaseRequest } from "@/lib/policy/request";
+import { publishedPolicy } from "@/lib/policy/store";
+import { env } from "@/lib/env";
+import type { Envelope } from "@/lib/sandbox";
+
+export const UPSTREAM_INSTRUCTIONS_FLAG = "upstream_instruction_like";
+
+/** When a result held now stops waiting for a reviewer: as long as a review waits. */
+export function releaseHoldEnds(from: Date): Date {
+  return new Date(from.getTime() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000);
+}
+
+export type ReleaseDecision = RunColumnValue<"releaseDecision">;
+
+/** The status a succeeded run ends in under its release decision. */
+export function statusAfterRelease(decision: ReleaseDecision): "succeeded" | "pending_release" | "withheld" {
+  return decision.decision === "allow" ? "succeeded" : decision.decision === "escalate" ? "pending_release" : "withheld";
+}
+
+/** The data classes intake decided the run on (its tools' and inputs'), from its stored policy request. */
+function decidedDataClasses(run: Pick<Run, "id" | "policyRequest">): string[] {
+  const proposal = runColumn(run, "policyRequest")?.entities.find((entity) => entity.uid.type === "Proposal");
+  const classes = proposal?.attrs.dataClasses;
+  return Array.isArray(classes) ? classes.filter((c): c is string => typeof c === "string") : [];
+}
+
+/**
+ * The release decision for a run whose screened envelope succeeded. Never throws: when it cannot
+ * be made (no published version, a malformed stored request, the database), the result is withheld.
+ */
+export async function decideResultRelease(db: Db, run: Pick<Run, "id" | "agentId" | "policyRequest">, envelope: Envelope): Promise<ReleaseDecision> {
+  const flags = envelope.flags;
+  const bytes = Buffer.byteLength(JSON.stringify(envelope.result ?? null), "utf8");
+  let built = buildReleaseRequest({ agent: { id: run.agentId, ownerId: "" }, flags, bytes, dataClasses: [] });
+  try {
+    const agent = await db.agent.findUniqueOrThrow({ where: { id: run.agentId }, select: { id: true, ownerId: true } });
+    built = buildReleaseRequest({ agent, flags, bytes, dataClasses: decidedDataClasses(run) });
+    const published = await publishedPolicy(db);
+    if (!published) throw new Error("no policy version is published");
+    const decided = decideRelease(built, published.prepared);
+    return {
+      decision: decided.decision,
+      approvalsRequired: decided.approvalsRequired,
+      ...(decided.reviewerRole ? { reviewerRole: decided.reviewerRole } : {}),
+      reasons: decided.reasons,
+      policyVersionId: published.id,
+      request: built as ReleaseDecision["request"],
+    };
+  } catch (error) {
+    const text = `The release could not be decided (${error instanceof Error ? error.message : String(error)}), so the result is withheld.`;
+    // Built with plain { type, id } uids only, which is the stored shape.
+    return {
+      decision: "deny",
+      approvalsRequired: 0,
+      reasons: [{ policyId: BUILTIN_REASONS.evaluationError, text, source: "" }],
+      policyVersionId: null,
+      request: built as ReleaseDecision["request"],
+    };
+  }
+}
+
+/** What the terminal write of a run that succeeded stores under its release decision. */
+export function releaseOutcome(decision: ReleaseDecision, now: Date) {
+  const status = statusAfterRelease(decision);
+  return {
+    status,
+    releaseExpiresAt: status === "pending_release" ? releaseHoldEnds(now) : null,
+    error:
+      status === "withheld"
+        ? {
+            code: "RESULT_WITHHELD" as const,
+            message: `Release policy withholds the result: ${decision.reasons.map((r) => r.text).join(" ")}`,
+            untrusted: false,
+          }
+        : null,
+  };
+}
