@@ -6,11 +6,21 @@
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "./fixtures";
 
 const root = join(import.meta.dirname, "..");
+
+/** A port nothing listens on now: the kernel's pick for a throwaway listener (a random guess can collide). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 function npmStart(dataDir: string, port: number) {
   // The embedded path: no DATABASE_URL, whatever the environment running the tests has.
@@ -59,7 +69,7 @@ function postgresProcessesFor(clusterDir: string): Promise<string> {
 test("npm start: first start prints working credentials; SIGTERM stops everything; a second start reuses the data", async ({ request, connectMcp }) => {
   test.setTimeout(300_000);
   const dataDir = await mkdtemp(join(tmpdir(), "airlock-quickstart-"));
-  const port = 40_000 + Math.floor(Math.random() * 10_000);
+  const port = await freePort();
 
   const first = npmStart(dataDir, port);
   await first.ready;

@@ -50,7 +50,7 @@ export function ReleaseForm({ runId, release, action, withhold }: Props) {
   const [state, formAction, pending] = useActionState(action, null);
   const [withheld, withholdAction, withholding] = useActionState(withhold, null);
   const done = (state && state.ok) || (withheld && withheld.ok);
-  const failure = state && !state.ok ? state.error.message : withheld && !withheld.ok ? withheld.error.message : null;
+  const failure = done ? null : state && !state.ok ? state.error.message : withheld && !withheld.ok ? withheld.error.message : null;
   return (
     <div className="space-y-3" data-testid="release-panel">
       <p className="text-sm text-slate-800">

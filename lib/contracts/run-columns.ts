@@ -124,9 +124,10 @@ export const RUN_COLUMN_SCHEMAS = {
     })
     .strict(),
   /**
-   * Whether a run that succeeded hands its result over (allow), holds it for reviewers (escalate:
-   * pending_release) or withholds it (deny), as the published release policies decided
-   * (lib/runs/release-decision.ts); null for runs that did not succeed or predate release.
+   * Whether what a run produced reaches its agent: handed over (allow), held for reviewers
+   * (escalate: pending_release for a run that succeeded) or withheld (deny), as the published
+   * release policies decided when it ended executing (lib/runs/release-decision.ts); null for runs
+   * that never executed or predate release.
    */
   releaseDecision: z
     .object({

@@ -134,12 +134,12 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, 
   const [lastHour, active, pending, failures, cpu] = await Promise.all([
     db.run.count({ where: { agentId, createdAt: { gte: hourAgo } } }),
     db.run.count({ where: { agentId, status: { in: [...IN_FLIGHT] } } }),
-    db.run.count({ where: { agentId, status: { in: ["previewing", "pending_review"] } } }),
+    db.run.count({ where: { agentId, status: { in: ["previewing", "pending_review", "pending_release"] } } }),
     db.run.count({
       where: {
         agentId,
         codeSha256,
-        status: { in: ["denied", "failed", "timed_out", "check_failed", "rejected", "changes_requested"] },
+        status: { in: ["denied", "failed", "timed_out", "check_failed", "withheld", "rejected", "changes_requested"] },
         createdAt: { gte: new Date(Date.now() - config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES * 60_000) },
       },
     }),
@@ -159,7 +159,7 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, 
   }
   if (proposed.escalates && pending >= config.AIRLOCK_BUDGET_PENDING_REVIEWS) {
     throw new BudgetExceeded(
-      `This agent has ${pending} runs waiting for review; the budget is ${config.AIRLOCK_BUDGET_PENDING_REVIEWS}. Wait for reviewers to decide, or cancel some of them.`,
+      `This agent has ${pending} runs waiting for review or for the release of their result; the budget is ${config.AIRLOCK_BUDGET_PENDING_REVIEWS}. Wait for reviewers to decide, or cancel some of them.`,
     );
   }
   if (failures >= config.AIRLOCK_LOOP_BREAKER_FAILURES) {

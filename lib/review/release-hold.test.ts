@@ -117,7 +117,9 @@ describe("a result with instruction-like upstream text", () => {
   });
 
   it("a reviewer withholds another: it ends withheld, the agent gets RESULT_WITHHELD with the reason and nothing the script wrote", async () => {
-    const { runId: other } = await held();
+    const { runId: other } = await held(`const { refunds } = await tools.ledger.listRefunds({ limit: 50 });
+checks.equal("carried " + refunds[2].reason, 1, 1);
+return refunds.length;`);
     await expect(withholdResult(ledger.db.prisma, owner, { runId: other, comment: "mine", seen: await seenOf(other) })).rejects.toMatchObject({
       code: "forbidden",
     });
@@ -129,7 +131,61 @@ describe("a result with instruction-like upstream text", () => {
     expect(after).toMatchObject({ status: "withheld", error: { code: "RESULT_WITHHELD", message: expect.stringContaining("carry an injection") } });
     expect(after).not.toHaveProperty("result");
     expect(after.logs).toEqual([{ level: "warn", text: "The logs are withheld with the result." }]);
+    // A passing check's label is the script's text: withheld with the rest.
+    expect(after.checks).toEqual([]);
+    expect(JSON.stringify(after)).not.toContain("Ignore all previous");
     await expect(releaseResult(ledger.db.prisma, rita, { runId: other, comment: "no", seen: await seenOf(other) })).rejects.toMatchObject({ code: "conflict" });
+  });
+
+  it("attack: a script that fails on purpose, carrying what it read in its error and logs, gets neither to the agent", async () => {
+    const { runId: other, view: failed } = await held(`const { refunds } = await tools.ledger.listRefunds({ limit: 50 });
+console.log(JSON.stringify(refunds));
+throw new Error(JSON.stringify(refunds.map((r) => r.reason)));`);
+    expect(failed).toMatchObject({
+      status: "failed",
+      error: {
+        code: "SCRIPT_ERROR",
+        message: expect.stringMatching(/^The run ended failed; release policy keeps its error text and logs from the agent: .*prompt injection/),
+      },
+    });
+    expect(failed.error).not.toHaveProperty("detail");
+    expect(failed.logs).toEqual([{ level: "warn", text: "The logs are withheld with the result." }]);
+    expect(JSON.stringify(failed)).not.toMatch(/Ignore all previous|goodwill|duplicate charge/);
+    // The reviewer still sees what happened.
+    const row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: other } });
+    expect((row.error as { message: string }).message).toContain("Ignore all previous");
+  });
+
+  it("attack: a plan preview's reads carry the injected text into a write's arguments: the agent sees the plan without them", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `const { refunds } = await tools.ledger.listRefunds({ limit: 50 });
+await tools.ledger.sendReminderEmail({ invoiceId: refunds[2].invoiceId, message: refunds[2].reason });
+return "sent";`,
+      purpose: "remind with a refund reason",
+      language: "javascript",
+    });
+    let view = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId });
+    for (let i = 0; i < 100 && view.status === "previewing"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      view = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId });
+    }
+    expect(view.status).toBe("pending_review");
+    expect(view.plan).toEqual([{ seq: 2, server: "ledger", tool: "sendReminderEmail", arguments: expect.stringMatching(/^\(withheld by release policy/) }]);
+    expect(JSON.stringify(view)).not.toContain("Ignore all previous");
+    // Reviewers approve what will happen: the stored plan keeps the arguments.
+    const row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: submitted.runId } });
+    expect(JSON.stringify(row.plan)).toContain("Ignore all previous");
+  });
+
+  it("attack: the database refuses to end a held run succeeded without a release", async () => {
+    const { runId: other } = await held();
+    await expect(ledger.db.prisma.$executeRaw`UPDATE "Run" SET status = 'succeeded' WHERE id = ${other}::uuid`).rejects.toThrow(
+      /ends succeeded only when reviewers release it/,
+    );
+    await expect(ledger.db.prisma.$executeRaw`UPDATE "Run" SET status = 'withheld', "releasedAt" = now() WHERE id = ${other}::uuid`).rejects.toThrow(
+      /a result is released once/,
+    );
+    expect((await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: other } })).status).toBe("pending_release");
   });
 
   it("one nobody releases in time expires: RELEASE_EXPIRED, no result, and it can no longer be released", async () => {
@@ -196,7 +252,7 @@ describe("release decisions", () => {
     const broken = { ...run(["pii"]), policyRequest: { principal: "nobody" } };
     expect(await decideResultRelease(ledger.db.prisma, broken, envelope(1))).toMatchObject({
       decision: "deny",
-      reasons: [{ policyId: "airlock/evaluation-error", text: expect.stringContaining("withheld") }],
+      reasons: [{ policyId: "airlock/evaluation-error", text: expect.stringMatching(/^The release could not be decided, so the result is withheld/) }],
     });
   });
 
@@ -216,6 +272,15 @@ when { resource.flags.contains("upstream_instruction_like") };
     });
     expect(view).not.toHaveProperty("result");
     await expect(releaseResult(ledger.db.prisma, rita, { runId, comment: "no", seen: await seenOf(runId) })).rejects.toMatchObject({ code: "conflict" });
+    // A failed check's result is withheld too, and the forbid keeps it so: nobody can release it.
+    const { runId: checked, view: failedCheck } = await held(`const { refunds } = await tools.ledger.listRefunds({ limit: 50 });
+await checks.rowCount("refunds", refunds, { max: 1 });
+return refunds.length;`);
+    expect(failedCheck.status).toBe("check_failed");
+    await expect(releaseResult(ledger.db.prisma, rita, { runId: checked, comment: "fine", seen: await seenOf(checked) })).rejects.toMatchObject({
+      code: "conflict",
+      message: expect.stringContaining("a release policy withholds it"),
+    });
     await ledger.db.prisma.$transaction((tx) => publishPolicyText(tx, system, defaultPolicyText()));
   });
 });

@@ -63,13 +63,33 @@ export function resultDigestOf(result: unknown): string {
 type ReleaseSubject = Omit<DecisionSubject, "reviews" | "reviewExpiresAt"> &
   Pick<Run, "releasedAt" | "approvalsRequired" | "releaseDecision" | "releaseExpiresAt"> & { releases: readonly { reviewerId: string }[] };
 
-/** The release a run waits for: its quorum, the role policy named and the deadline; null when none. */
-export function pendingRelease(run: ReleaseSubject): { quorum: number; role: string | null; deadline: Date | null; held: boolean } | null {
-  if (run.status === "check_failed" && !run.releasedAt)
-    return { quorum: Math.max(1, run.approvalsRequired), role: run.reviewerRole, deadline: null, held: false };
-  if (run.status !== "pending_release") return null;
+/**
+ * The release a run waits for: its quorum, the role policy named, the deadline, and whether a
+ * release policy forbids it; null when none. A failed check's release needs its review's quorum,
+ * or more when a release policy holds the result too, and is impossible when one withholds it.
+ */
+export function pendingRelease(
+  run: ReleaseSubject,
+): { quorum: number; role: string | null; deadline: Date | null; held: boolean; forbiddenBecause: string | null } | null {
   const decision = runColumn(run, "releaseDecision");
-  return { quorum: Math.max(1, decision?.approvalsRequired ?? 1), role: decision?.reviewerRole ?? null, deadline: run.releaseExpiresAt, held: true };
+  if (run.status === "check_failed" && !run.releasedAt) {
+    const holds = decision?.decision === "escalate" ? decision : null;
+    return {
+      quorum: Math.max(1, run.approvalsRequired, holds?.approvalsRequired ?? 0),
+      role: holds?.reviewerRole ?? run.reviewerRole,
+      deadline: null,
+      held: false,
+      forbiddenBecause: decision?.decision === "deny" ? decision.reasons.map((r) => r.text).join(" ") : null,
+    };
+  }
+  if (run.status !== "pending_release") return null;
+  return {
+    quorum: Math.max(1, decision?.approvalsRequired ?? 1),
+    role: decision?.reviewerRole ?? null,
+    deadline: run.releaseExpiresAt,
+    held: true,
+    forbiddenBecause: null,
+  };
 }
 
 /** The decision rules, read for a release: the run's own release votes stand in for review votes. */
@@ -78,14 +98,18 @@ export function releaseBlocker(run: ReleaseSubject, actor: Actor, now: Date = ne
   const subject: DecisionSubject = {
     ...run,
     // Release votes are checked as review votes are; "pending" means waiting for release.
-    status: pending ? "pending_review" : run.status,
+    status: pending && pending.forbiddenBecause === null ? "pending_review" : run.status,
     reviewerRole: pending ? pending.role : run.reviewerRole,
     reviewExpiresAt: pending?.deadline ?? null,
     reviews: run.releases.map((r) => ({ reviewerId: r.reviewerId, verdict: "release" })),
   };
   const blocker = decisionBlocker(subject, actor, now);
   if (blocker?.code === "not_pending") {
-    const why = run.releasedAt ? "its result was already released" : `it is ${run.status.replaceAll("_", " ")}, not waiting for a release`;
+    const why = run.releasedAt
+      ? "its result was already released"
+      : pending?.forbiddenBecause
+        ? `a release policy withholds it (${pending.forbiddenBecause})`
+        : `it is ${run.status.replaceAll("_", " ")}, not waiting for a release`;
     return { ...blocker, message: `Run ${run.id} has no result waiting for release: ${why}.` };
   }
   if (blocker?.code === "expired") return { ...blocker, message: `The hold on run ${run.id}'s result expired; it can no longer be released.` };

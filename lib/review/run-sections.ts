@@ -341,19 +341,21 @@ export function releaseView(
   run: Omit<Parameters<typeof releaseBlocker>[0], "releases"> & {
     result: unknown;
     error: unknown;
+    execution: unknown;
     releases: readonly { reviewerId: string; comment: string; createdAt: Date; reviewer: { email: string } }[];
   },
   viewer: Actor,
 ): ReleaseView | null {
   const decision = runColumn(run, "releaseDecision");
-  const held = decision !== null && decision.decision === "escalate";
+  // Held after it ran (a plan preview's decision also lives here until the run executes).
+  const held = decision !== null && decision.decision === "escalate" && run.execution !== null;
   if (run.status !== "check_failed" && !held) return null;
   const blocker = releaseBlocker(run, viewer);
   const withheldBy = run.status === "withheld" ? (runColumn(run, "error")?.message ?? null) : null;
   return {
     kind: held ? "held" : "check_failed",
     status: run.status,
-    heldBecause: held ? decision.reasons.map((r) => inertText(r.text, 2_000)) : [],
+    heldBecause: decision !== null && decision.decision !== "allow" && run.execution !== null ? decision.reasons.map((r) => inertText(r.text, 2_000)) : [],
     expiresAt: held && run.status === "pending_release" ? (run.releaseExpiresAt?.toISOString() ?? null) : null,
     releasedAt: run.releasedAt?.toISOString() ?? null,
     withheldBecause: withheldBy === null ? null : inertText(withheldBy, 5_000),

@@ -23,10 +23,11 @@
  *   results) is screened once (./gate.ts: normalized, secrets redacted) before it is stored,
  *   sealed or returned — a tool's result before the script sees it; the upstream gets the
  *   arguments as sent; the envelope is flagged `content_normalized` / `secret_redacted`;
- * - a run that succeeded gets its release decision before the write that ends its execution
- *   (./release-decision.ts): it ends succeeded, or `pending_release` when a release policy holds the
- *   result for reviewers (flag `upstream_instruction_like` when a tool's answer reads like
- *   instructions to the model), or `withheld`;
+ * - every run that executed gets its release decision before the write that ends its execution
+ *   (./release-decision.ts; flag `upstream_instruction_like` when a tool's answer reads like
+ *   instructions to the model): one that succeeded ends succeeded, or `pending_release` when a
+ *   release policy holds the result for reviewers, or `withheld`; for any other, a decision that is
+ *   not allow keeps its logs and error text from the agent (lib/runs/service.ts);
  * - the files the script wrote under ./out/ are stored with the terminal state, in its transaction
  *   (lib/runs/artifacts.ts), and listed with their sha256 in `execution`, which its event digests;
  * - the run always ends: the terminal state is written conditionally on `running` with the whole
@@ -49,7 +50,7 @@ import type { Prisma, Run } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import type { ToolInfo } from "@/lib/broker/types";
 import { emptyGate, type IsolationLevel } from "@/lib/sandbox/types";
-import { looksLikeInstructions } from "@/lib/untrusted/sanitize";
+import { jsonLooksLikeInstructions, looksLikeInstructions } from "@/lib/untrusted/sanitize";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
 import { artifactRecords, storeArtifacts } from "./artifacts";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
@@ -286,7 +287,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       const result = screenJson(await deps.callTool(server, tool, upstreamArgs, signal), `toolCall[${seq}].result`);
       normalized ||= result.changed;
       toolRedactions.push(...result.redactions);
-      upstreamInstructions ||= looksLikeInstructions(JSON.stringify(result.value));
+      upstreamInstructions ||= jsonLooksLikeInstructions(result.value);
       marked.note(info?.piiFields, result.value);
       row.resultDigest = jsonDigest(result.value);
       row.result = keep(result.value);
@@ -367,8 +368,9 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
     [screened.result, screened.logs.map((l) => l.text), screened.error?.message, screened.error?.detail, gate.checks, gate.assumptions, gate.partial],
     marked,
   );
-  // Whether the agent gets the result now, after reviewers release it, or not at all (release policies).
-  const release = screened.status === "succeeded" ? await decideResultRelease(db, run, screened) : null;
+  // Whether the agent gets what the run produced now, after reviewers release it, or not at all (release
+  // policies): a result, and as much the logs and errors of a run that failed, which can carry the same data.
+  const release = await decideResultRelease(db, run, screened);
   await finish(db, fence, screened, { scope, personal }, release);
   return true;
 }
@@ -398,11 +400,11 @@ async function finish(
   fence: RunFence,
   envelope: Envelope,
   pii: { scope: string; personal: readonly PiiValue[] },
-  release: ReleaseDecision | null,
+  release: ReleaseDecision,
 ): Promise<void> {
   const held = { executorId: fence.executorId, attempt: fence.attempt };
   const now = new Date();
-  const released = release && releaseOutcome(release, now);
+  const released = envelope.status === "succeeded" ? releaseOutcome(release, now) : null;
   const error = released?.error ?? envelope.error;
   try {
     await db.$transaction(async (tx) => {
@@ -416,7 +418,8 @@ async function finish(
           finishedAt: now,
           result: envelope.result === null ? undefined : (runColumnValue("result", envelope.result) as Prisma.InputJsonValue),
           error: error === null ? undefined : runColumnValue("error", error),
-          ...(release ? { releaseDecision: runColumnValue("releaseDecision", release), releaseExpiresAt: released?.releaseExpiresAt ?? null } : {}),
+          releaseDecision: runColumnValue("releaseDecision", release),
+          releaseExpiresAt: released?.releaseExpiresAt ?? null,
           execution: runColumnValue("execution", {
             ...envelope.stats,
             logs: envelope.logs,
@@ -430,7 +433,7 @@ async function finish(
         audit: {
           errorCode: error?.code ?? null,
           resultDigest: jsonDigest(envelope.result as JsonValue),
-          ...(release ? { releaseDecision: release } : {}),
+          releaseDecision: release,
           isolation: envelope.isolation,
           stats: envelope.stats,
           flags: envelope.flags,

@@ -25,6 +25,7 @@ import type { Db } from "@/lib/db";
 import { runColumn, runColumnValue, type PlanWrite } from "@/lib/contracts/run-columns";
 import { jsonDigest } from "@/lib/digest";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
+import { jsonLooksLikeInstructions, looksLikeInstructions } from "@/lib/untrusted/sanitize";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
 import { screenJson, screenMessage } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
@@ -32,6 +33,7 @@ import type { ToolInfo } from "@/lib/broker/types";
 import { approvedRequest, keep, stageInputs, startHeartbeat } from "./executor";
 import { parseRunLimits } from "./limits";
 import { moneyOf, planDigest, previewAnswer } from "./plan";
+import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease } from "./release-decision";
 import { transitionRun } from "./states";
 
 export type PreviewDeps = {
@@ -88,6 +90,7 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
   const scope = tokenScope(run);
   const marked = new MarkedValues();
   let exfiltration: string | null = null;
+  let upstreamInstructions = false;
   const callTool: CallTool = async (server, tool, args, signal) => {
     const seq = calls.length + 1;
     const safeArgs = normalizeContent(args).value as JsonValue;
@@ -125,11 +128,13 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
       // Screened as in the run itself (./gate.ts): no secret an upstream returns reaches the script or the record.
       const result = screenJson(await deps.callTool(server, tool, tokens.restored ? tokens.args : args, signal), `toolCall[${seq}].result`).value;
       marked.note(info?.piiFields, result);
+      upstreamInstructions ||= jsonLooksLikeInstructions(result);
       call.outcome = "ok";
       call.result = result;
       return result;
     } catch (error) {
       const message = screenMessage(error, `toolCall[${seq}].error`);
+      upstreamInstructions ||= looksLikeInstructions(message.value);
       call.outcome = "error";
       call.error = message.value.slice(0, 2000);
       throw message.redactions.length > 0 ? new Error(message.value) : error;
@@ -163,6 +168,9 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
   const failureMessage =
     failure === null ? null : screenMessage(`The plan preview failed, so no reviewer was asked. ${failure}`, "error.message").value.slice(0, 4000);
   const personal = await personalData([writes.map((w) => [w.arguments, w.answer, w.money?.subject ?? null]), failureMessage], marked);
+  // Reads were real: whether the plan's arguments (or why the preview failed) reach the agent is the
+  // release policies' to decide, as for a result (./release-decision.ts).
+  const release = await decideResultRelease(db, run, { flags: upstreamInstructions ? [UPSTREAM_INSTRUCTIONS_FLAG] : [], result: writes as JsonValue });
   const ended = await db.$transaction(async (tx) => {
     const held = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM "Run" WHERE id = ${runId}::uuid AND status = 'previewing' AND "executorId" = ${deps.executorId} FOR UPDATE`;
@@ -189,8 +197,12 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
         runId,
         from: "previewing",
         to: "failed",
-        data: { finishedAt: new Date(), error: runColumnValue("error", { code: "PREVIEW_FAILED", message: failureMessage, untrusted: true }) },
-        audit: { errorCode: "PREVIEW_FAILED", calls: calls.length },
+        data: {
+          finishedAt: new Date(),
+          error: runColumnValue("error", { code: "PREVIEW_FAILED", message: failureMessage, untrusted: true }),
+          releaseDecision: runColumnValue("releaseDecision", release),
+        },
+        audit: { errorCode: "PREVIEW_FAILED", calls: calls.length, releaseDecision: release },
       });
       if (failed) await assignTokens(tx, scope, runId, personal);
       return failed;
@@ -199,8 +211,8 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
       runId,
       from: "previewing",
       to: "pending_review",
-      data: { plan: runColumnValue("plan", plan) },
-      audit: { planDigest: plan.digest, writes: writes.length, reads: calls.length - writes.length },
+      data: { plan: runColumnValue("plan", plan), releaseDecision: runColumnValue("releaseDecision", release) },
+      audit: { planDigest: plan.digest, writes: writes.length, reads: calls.length - writes.length, releaseDecision: release },
     });
     if (moved) await assignTokens(tx, scope, runId, personal);
     return moved;

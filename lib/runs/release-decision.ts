@@ -1,12 +1,17 @@
 /**
- * The release decision: whether a run that succeeded hands its result to its agent now, holds it
- * for reviewers (`pending_release`), or withholds it (`withheld`). The published policy's release
- * policies decide (lib/policy/decide.ts decideRelease), on what the gate saw: the result's flags
- * (`upstream_instruction_like` when a tool returned text that reads like instructions to the
- * model), its size as JSON, and the run's data classes as intake decided them.
+ * The release decision: whether what a run produced reaches its agent. For a run that succeeded:
+ * hand the result over now, hold it for reviewers (`pending_release`), or withhold it (`withheld`).
+ * For one that failed, timed out, was cancelled or failed a check: whether its logs and error text
+ * (which can carry the same data as a result) reach the agent (lib/runs/service.ts presentRun), and
+ * how many reviewers a failed check's release needs (lib/review/release.ts). For a plan preview
+ * (lib/runs/preview.ts), on its reads and its plan: whether the plan's arguments, or why the
+ * preview failed, reach the agent before the run executes. The published policy's
+ * release policies decide (lib/policy/decide.ts decideRelease), on what the gate saw: the run's
+ * flags (`upstream_instruction_like` when a tool returned text that reads like instructions to the
+ * model), the result's size as JSON, and the run's data classes as intake decided them.
  *
  * Guarantees:
- * - decided in the host, on the screened envelope, before the terminal write that stores it; the
+ * - decided in the host, on the screened envelope, before the write that stores it; the
  *   decision, the request it was made on and the policy version are stored with the run
  *   (`Run.releaseDecision`) and carried by the run's terminal event;
  * - fail closed: with no published policy, or a decision that cannot be made, the result is
@@ -48,7 +53,11 @@ function decidedDataClasses(run: Pick<Run, "id" | "policyRequest">): string[] {
  * The release decision for a run whose screened envelope succeeded. Never throws: when it cannot
  * be made (no published version, a malformed stored request, the database), the result is withheld.
  */
-export async function decideResultRelease(db: Db, run: Pick<Run, "id" | "agentId" | "policyRequest">, envelope: Envelope): Promise<ReleaseDecision> {
+export async function decideResultRelease(
+  db: Db,
+  run: Pick<Run, "id" | "agentId" | "policyRequest">,
+  envelope: Pick<Envelope, "flags" | "result">,
+): Promise<ReleaseDecision> {
   const flags = envelope.flags;
   const bytes = Buffer.byteLength(JSON.stringify(envelope.result ?? null), "utf8");
   let built = buildReleaseRequest({ agent: { id: run.agentId, ownerId: "" }, flags, bytes, dataClasses: [] });
@@ -67,7 +76,9 @@ export async function decideResultRelease(db: Db, run: Pick<Run, "id" | "agentId
       request: built as ReleaseDecision["request"],
     };
   } catch (error) {
-    const text = `The release could not be decided (${error instanceof Error ? error.message : String(error)}), so the result is withheld.`;
+    // The cause stays in the server's log: an agent reads these reasons.
+    console.error(`run ${run.id}: the release could not be decided; withholding`, error);
+    const text = "The release could not be decided, so the result is withheld; the server's log has the cause.";
     // Built with plain { type, id } uids only, which is the stored shape.
     return {
       decision: "deny",

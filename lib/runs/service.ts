@@ -92,6 +92,9 @@ export type RunView = {
   released?: { at: string; by: string[] };
 };
 
+/** Ends of a run that executed without succeeding whose logs and error text release policy decides on. */
+const CONTENT_STATUSES = ["failed", "timed_out", "cancelled"] as const satisfies readonly Run["status"][];
+
 const ERROR_BY_STATUS: Partial<Record<Run["status"], RunErrorCode>> = {
   denied: "POLICY_DENIED",
   rejected: "REVIEW_REJECTED",
@@ -180,8 +183,19 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   };
   const next = progressHint(run);
   if (next) view.next = next;
+  // The latest release decision: the plan preview's until the run has executed, then the run's.
+  const release = runColumn(run, "releaseDecision");
   const plan = runColumn(run, "plan");
-  if (plan) view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({ seq, server, tool, arguments: forAgent(args) }));
+  if (plan) {
+    // A plan's arguments come from real reads: release policy decides whether the agent reads them.
+    const planWithheld = release !== null && release.decision !== "allow" && !run.releasedAt;
+    view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({
+      seq,
+      server,
+      tool,
+      arguments: planWithheld ? "(withheld by release policy; reviewers see it in the console)" : forAgent(args),
+    }));
+  }
   if (run.decision === "escalate") {
     view.approvalsRequired = run.approvalsRequired;
     view.approvals = { approvedBy: reviews.filter((r) => r.verdict === "approve").map((r) => r.reviewer.email), required: run.approvalsRequired };
@@ -200,8 +214,7 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     // Finding messages quote the script (names, arguments): text from outside Airlock.
     view.error = withNext({ code: statusError, message, untrusted: statusError === "POLICY_DENIED" && fix !== "" });
   }
-  const release = runColumn(run, "releaseDecision");
-  if (run.status === "expired" && release) {
+  if (run.status === "expired" && release && run.execution !== null) {
     const why = release.reasons.map((r) => r.text).join(" ");
     view.error = withNext({
       code: "RELEASE_EXPIRED",
@@ -214,8 +227,20 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   if (run.finishedAt && (EXECUTED_STATUSES as readonly string[]).includes(run.status)) {
     const execution = runColumn(run, "execution");
     // Withheld means withheld: no result, and nothing the script wrote that could carry it (logs,
-    // assumptions, a partial reason); the checks stay, so the agent can see what failed.
-    const withheld = (run.status === "check_failed" && !run.releasedAt) || run.status === "withheld";
+    // assumptions, a partial reason, an error's text and stack, the labels of checks that passed).
+    // A run that failed keeps its logs and error text from the agent when release policy did not
+    // hand them over: they can carry what a result would.
+    const failedWithheld = release !== null && release.decision !== "allow" && (CONTENT_STATUSES as readonly string[]).includes(run.status);
+    const withheld = (run.status === "check_failed" && !run.releasedAt) || run.status === "withheld" || failedWithheld;
+    if (failedWithheld && view.error) {
+      const why = release.reasons.map((r) => r.text).join(" ");
+      view.error = withNext({
+        code: view.error.code,
+        message: `The run ended ${run.status.replaceAll("_", " ")}; release policy keeps its error text and logs from the agent: ${why}`,
+        untrusted: false,
+      });
+    }
+    if (withheld && view.error) delete view.error.detail;
     const capped = capForAgent(forAgent(run.result));
     const logs = withheld
       ? { logs: [{ level: "warn", text: "The logs are withheld with the result." }], cut: false }
@@ -228,7 +253,9 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     view.isolation = run.isolation;
     const gate = execution?.gate;
     if (gate) {
-      view.checks = forAgent(gate.checks.map(({ kind, label, ok, message }) => ({ kind, label, ok, message })));
+      // Withheld, the agent learns which checks failed (at most three), not what the script wrote in the others.
+      const shown = withheld ? gate.checks.filter((c) => !c.ok).slice(0, 3) : gate.checks;
+      view.checks = forAgent(shown.map(({ kind, label, ok, message }) => ({ kind, label, ok, message })));
       view.assumptions = withheld ? [] : forAgent(gate.assumptions);
       if (gate.partial !== null && !withheld) view.partial = forAgent(gate.partial);
       view.rows = gate.rows;

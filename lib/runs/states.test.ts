@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
 import type { Actor } from "@/lib/contracts/scopes";
+import { recordAudit } from "@/lib/audit/record";
 import { createUser } from "@/lib/auth/users";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { NEXT_STATES, RUN_STATUSES, TERMINAL_STATUSES, canTransition, type RunStatus } from "@/lib/contracts/run-states";
@@ -71,10 +72,16 @@ describe("run state machine", () => {
     for (const from of RUN_STATUSES) {
       for (const to of NEXT_STATES[from] as readonly RunStatus[]) {
         const runId = await runIn(from);
-        const moved = await db.prisma.$transaction((tx) => transitionRun(tx, system, { runId, from, to, audit: { walked: true } }));
+        // A held result ends succeeded only by a release: releasedAt, with its event (migration triggers).
+        const released = from === "pending_release" && to === "succeeded";
+        const moved = await db.prisma.$transaction(async (tx) => {
+          const done = await transitionRun(tx, system, { runId, from, to, audit: { walked: true }, ...(released ? { data: { releasedAt: new Date() } } : {}) });
+          if (released) await recordAudit(tx, { actor: system, action: "run.result_released", subject: { type: "run", id: runId }, data: { released: true } });
+          return done;
+        });
         expect(moved, `${from} → ${to}`).toBe(true);
         expect((await db.prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe(to);
-        const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { subjectId: runId }, orderBy: { id: "desc" } });
+        const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { subjectId: runId, action: `run.${to}` }, orderBy: { id: "desc" } });
         expect(event).toMatchObject({ action: `run.${to}`, data: { walked: true } });
         walked++;
       }

@@ -4,7 +4,10 @@
  * Guarantees: the output has no ANSI/VT escape sequences, no C0 control characters other than
  * newline and tab, no C1 controls, no bidirectional overrides/isolates/marks, no zero-width
  * characters, and is at most `maxChars` long. It does NOT make the text trustworthy: callers keep
- * marking it `untrusted`. `looksLikeInstructions` is a heuristic flag for reviewers, not a filter.
+ * marking it `untrusted`. `looksLikeInstructions` is a heuristic flag for reviewers and release
+ * policies, not a filter: it reads the text as a model would (compatibility forms folded, hidden
+ * characters dropped, any run of whitespace as one space), so a line break or a non-breaking space
+ * inside a phrase does not hide it.
  */
 import type { JsonValue } from "./safe-json";
 
@@ -43,5 +46,16 @@ const INSTRUCTION_LIKE = [
 ];
 
 export function looksLikeInstructions(text: string): boolean {
-  return INSTRUCTION_LIKE.some((re) => re.test(text));
+  const read = text.normalize("NFKC").replace(CONTROL, "").replace(/\s+/gu, " ");
+  return INSTRUCTION_LIKE.some((re) => re.test(read));
+}
+
+/** Whether any string of a JSON value (object keys included) looks like instructions to a model. */
+export function jsonLooksLikeInstructions(value: unknown): boolean {
+  if (typeof value === "string") return looksLikeInstructions(value);
+  if (Array.isArray(value)) return value.some(jsonLooksLikeInstructions);
+  if (value !== null && typeof value === "object") {
+    return Object.entries(value).some(([key, item]) => looksLikeInstructions(key) || jsonLooksLikeInstructions(item));
+  }
+  return false;
 }

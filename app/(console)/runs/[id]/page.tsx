@@ -109,7 +109,10 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
       </Section>
 
       {run.release ? (
-        <Section title={run.release.kind === "held" ? "Result held for release" : "Withheld result"} id="release">
+        <Section
+          title={run.release.status === "pending_release" ? "Result held for release" : run.release.releasedAt ? "Released result" : "Withheld result"}
+          id="release"
+        >
           <ReleaseForm runId={run.id} release={run.release} action={releaseAction} withhold={withholdAction} />
         </Section>
       ) : null}
