@@ -204,7 +204,11 @@ function shortened(message: string): string {
 
 export type TranspileOutput = { javascript: string; syntaxErrors: ScriptDiagnostic[] };
 
+/** `export {};` on a line of its own, followed by nothing but comments and whitespace. */
+const APPENDED_EXPORT = /(^|\n)export \{\};\n((?:\s|\/\/[^\n]*|\/\*[\s\S]*?\*\/)*)$/;
+
 /** Strips types (TypeScript) or only parses (JavaScript, returned unchanged). */
+
 export function transpileScript(submitted: ts.SourceFile, language: "typescript" | "javascript"): TranspileOutput {
   const code = submitted.text;
   const out = ts.transpileModule(code, {
@@ -221,8 +225,9 @@ export function transpileScript(submitted: ts.SourceFile, language: "typescript"
       column: character + 1,
     };
   });
-  // A module without imports gets `export {};` appended to stay one; a script body must not end
-  // in an export (and one written by the agent is a module_syntax finding anyway).
-  const javascript = language === "typescript" ? out.outputText.replace(/export \{\};\n?$/, "") : code;
+  // A module without imports gets `export {};` appended to stay one, before the script's trailing
+  // comments; a script body must not end in an export (and one written by the agent is a
+  // module_syntax finding anyway).
+  const javascript = language === "typescript" ? out.outputText.replace(APPENDED_EXPORT, "$1$2") : code;
   return { javascript, syntaxErrors };
 }
