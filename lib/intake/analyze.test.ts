@@ -412,7 +412,7 @@ describe("output and facts", () => {
   it.each([
     ["a line comment", "const n: number = 1;\nreturn n;\n// repetition 3", "const n = 1;\nreturn n;\n// repetition 3\n"],
     ["a block comment and blank lines", "return 1;\n/* done */\n\n", "return 1;\n/* done */\n"],
-    ["a string holding the appended export", 'const s = `\nexport {};\n`;\nreturn s;', 'const s = `\nexport {};\n`;\nreturn s;\n'],
+    ["a string holding the appended export", "const s = `\nexport {};\n`;\nreturn s;", "const s = `\nexport {};\n`;\nreturn s;\n"],
   ])("keeps a script that ends in %s a plain function body (the transpiler's export goes)", (_, code, javascript) => {
     expect(analyze(code).javascript).toBe(javascript);
   });

@@ -114,7 +114,10 @@ export const getRunTool = defineTool({
   output: runViewSchema,
   annotations: { readOnlyHint: true },
   async handler(input, call) {
-    return runAnswer(call, await getRun({ db: call.db }, call.ctx.agent, input, call.signal), "get_run");
+    // The runtime's pushed run changes end a wait at once; a runtime that cannot start (an upstream
+    // down) does not keep an agent from reading its runs, whose waits then poll.
+    const deps = await appRuntime(call.db).catch(() => ({ db: call.db }));
+    return runAnswer(call, await getRun(deps, call.ctx.agent, input, call.signal), "get_run");
   },
 });
 

@@ -23,6 +23,7 @@ import { ALLOWED_BUILTINS, createSandboxPool, type SandboxPool } from "@/lib/san
 import { quickAddJob, runMigrations as migrateQueue } from "graphile-worker";
 import { notifyEscalation } from "./notify";
 import { checkIsolation, type IsolationCheck } from "./isolation";
+import { listenRunChanges } from "./run-changes";
 import { EXECUTE_RUN, PREVIEW_RUN, startRunQueue, type MaintenanceOptions, type RunQueue } from "./queue";
 import { quietQueueLogger } from "@/lib/db/queue-logger";
 import type { RunDeps } from "./service";
@@ -120,8 +121,10 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
   /** A job for another process's queue, when this one does not execute. */
   const addJob = (task: string, jobKey: string, runId: string) =>
     quickAddJob({ connectionString: options.databaseUrl, logger: quietQueueLogger }, task, { runId }, { jobKey, maxAttempts: 3 }).then(() => undefined);
+  const changes = listenRunChanges(options.databaseUrl);
   const runtime: Runtime = {
     db,
+    changes,
     broker,
     config,
     sandbox,
@@ -151,6 +154,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       await queue?.stop();
       await pool?.close();
       await broker.close();
+      await changes.close();
     },
   };
   return runtime;

@@ -24,6 +24,7 @@ import { AppError, RUN_ERROR_RULES, invalidArguments, type RunErrorCode } from "
 import type { Run } from "@/lib/generated/prisma/client";
 import { runColumn } from "@/lib/contracts/run-columns";
 import { runTokens, tokenized } from "./pii-tokens";
+import { POLL_MS, type RunChanges } from "./run-changes";
 import type { IsolationLevel } from "@/lib/sandbox/types";
 
 export type AgentActor = Extract<Actor, { type: "agent" }>;
@@ -47,6 +48,8 @@ export type RunDeps = {
   startPreview(runId: string): void;
   /** The sandbox level runs execute at, which policy decides on (lib/runs/isolation.ts). */
   isolation: IsolationLevel;
+  /** Pushed run changes (./run-changes.ts) that end a wait at once; without them, waits poll. */
+  changes?: RunChanges;
 };
 
 /** Bytes of result JSON an agent gets back; the audit log keeps all of it. */
@@ -281,7 +284,12 @@ export const getRunSchema = z
   })
   .strict();
 
-export async function getRun(deps: Pick<RunDeps, "db">, actor: AgentActor, raw: unknown, signal?: AbortSignal): Promise<RunView> {
+/**
+ * A run as its agent sees it; with waitSeconds, once it is no longer in progress (or its plan is
+ * ready) or the wait is over. A wait ends on the pushed change when `deps.changes` is given (armed
+ * before each read, so no change falls between them), else at the next poll.
+ */
+export async function getRun(deps: Pick<RunDeps, "db" | "changes">, actor: AgentActor, raw: unknown, signal?: AbortSignal): Promise<RunView> {
   requireScope(actor, "runs:read");
   const parsed = getRunSchema.safeParse(raw);
   if (!parsed.success) throw invalidArguments(parsed.error);
@@ -289,13 +297,19 @@ export async function getRun(deps: Pick<RunDeps, "db">, actor: AgentActor, raw: 
   const deadline = Date.now() + waitSeconds * 1000;
   let previewing = false;
   for (;;) {
+    const armed = waitSeconds > 0 ? deps.changes?.arm(runId) : undefined;
     const run = await deps.db.run.findFirst({ where: { id: runId, agentId: actor.id } });
-    if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
     // A wait that began during the plan preview ends when the plan is ready, so the agent sees it.
-    const planReady = previewing && run.status !== "previewing";
-    previewing ||= run.status === "previewing";
-    const waiting = (IN_PROGRESS_STATUSES as readonly string[]).includes(run.status) && !planReady;
-    if (!waiting || Date.now() >= deadline || signal?.aborted) return presentRun(deps.db, run);
-    await new Promise((resolve) => setTimeout(resolve, Math.min(250, Math.max(0, deadline - Date.now()))));
+    const planReady = previewing && run?.status !== "previewing";
+    previewing ||= run?.status === "previewing";
+    const waiting = run !== null && (IN_PROGRESS_STATUSES as readonly string[]).includes(run.status) && !planReady;
+    if (!run || !waiting || Date.now() >= deadline || signal?.aborted) {
+      armed?.cancel();
+      if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
+      return presentRun(deps.db, run);
+    }
+    const left = Math.max(0, deadline - Date.now());
+    if (armed) await armed.wait(left, signal);
+    else await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, left)));
   }
 }

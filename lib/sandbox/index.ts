@@ -47,6 +47,9 @@ function failure(level: IsolationLevel, code: "SANDBOX_UNAVAILABLE" | "CAPABILIT
   };
 }
 
+/** How long the pool waits after a run starts or ends before it spawns replacements. */
+export const REFILL_QUIET_MS = 100;
+
 type Prepared = { job: MemberJob } | { envelope: Envelope };
 
 function prepare(req: RunRequest, limits: SandboxLimits, level: IsolationLevel, packages: readonly string[]): Prepared {
@@ -133,10 +136,24 @@ export function createSandboxPool(config: SandboxConfig & { size?: number } = {}
   };
   for (let i = 0; i < size; i++) spawnSlot();
 
-  // Replacements are spawned after a run, not while it starts: spawning forks this process and
-  // competes for the CPU the waiting member needs to answer quickly.
-  const refill = () => {
-    while (!closed && slots.length < size) spawnSlot();
+  // Replacements are spawned once no run has started or ended for REFILL_QUIET_MS, not while one
+  // starts or is being recorded and answered: spawning forks this process and competes for the CPU
+  // that work needs. A run that finds no warm member spawns one itself (take).
+  let lastActivity = 0;
+  let refillTimer: NodeJS.Timeout | null = null;
+  const refillWhenQuiet = () => {
+    lastActivity = performance.now();
+    if (refillTimer || closed) return;
+    const check = () => {
+      const quietFor = performance.now() - lastActivity;
+      if (quietFor < REFILL_QUIET_MS) {
+        refillTimer = setTimeout(check, REFILL_QUIET_MS - quietFor);
+        return;
+      }
+      refillTimer = null;
+      while (!closed && slots.length < size) spawnSlot();
+    };
+    refillTimer = setTimeout(check, REFILL_QUIET_MS);
   };
 
   const take = async (): Promise<SandboxMember | Error> => {
@@ -164,19 +181,21 @@ export function createSandboxPool(config: SandboxConfig & { size?: number } = {}
       }
       const prepared = prepare(req, limits, level, packages);
       if ("envelope" in prepared) return prepared.envelope;
+      lastActivity = performance.now();
       const member = await take();
       if (member instanceof Error) {
-        setImmediate(refill);
+        refillWhenQuiet();
         return failure(level, "SANDBOX_UNAVAILABLE", member.message);
       }
       try {
         return await member.run(prepared.job);
       } finally {
-        setImmediate(refill);
+        refillWhenQuiet();
       }
     },
     async close() {
       closed = true;
+      if (refillTimer) clearTimeout(refillTimer);
       const pending = slots.splice(0);
       await Promise.allSettled(pending.map((slot) => slot.then((member) => member.destroy())));
       await Promise.allSettled([...live].map((member) => member.destroy()));

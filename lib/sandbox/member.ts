@@ -50,6 +50,9 @@ type Ending = Outcome | { kind: "exit" };
 
 const teardowns = new Set<Promise<void>>();
 
+/** How long after a run its member's directories are removed: past the run's terminal write and answer. */
+const TEARDOWN_DELAY_MS = 150;
+
 /** Resolves once every member torn down so far is gone, with its directories and scratch mount. */
 export async function membersTornDown(): Promise<void> {
   while (teardowns.size > 0) await Promise.all([...teardowns]);
@@ -196,12 +199,16 @@ export class SandboxMember implements SessionChannel {
     this.dead = true;
   }
 
-  /** Kills the process tree, then unmounts the scratch and removes the member's directories (once). */
-  destroy(): Promise<void> {
+  /**
+   * Kills the process tree, then unmounts the scratch and removes the member's directories (once),
+   * `afterMs` after the tree is gone: unmounting spawns a process, which a run's answer should not wait behind.
+   */
+  destroy(afterMs = 0): Promise<void> {
     this.teardown ??= tracked(
       (async () => {
         this.kill();
         await this.exited;
+        if (afterMs > 0) await new Promise((resolve) => setTimeout(resolve, afterMs));
         await removeMemberDirs(this.dirs);
       })(),
     );
@@ -290,8 +297,8 @@ export class SandboxMember implements SessionChannel {
     session.abortCalls();
     this.kill();
     const outcome = this.classify(ending, measureScratch(this.dirs), usage, job.limits);
-    // The directories go once the process tree is gone (not on the caller's clock).
-    void this.destroy();
+    // The directories go once the process tree is gone, after the run's record and answer (not on the caller's clock).
+    void this.destroy(TEARDOWN_DELAY_MS);
     return session.envelope(outcome, started, usage);
   }
 

@@ -258,4 +258,14 @@ describe("warm pool", () => {
     const after = await pool.run({ code: `return "still serving";`, allowedTools: [], callTool: echo });
     expect(after.result).toBe("still serving");
   });
+
+  it("spawns a replacement once runs have been quiet for a while, not while a run's answer is being made", async () => {
+    await expect.poll(() => pool.idle, { timeout: 10_000 }).toBe(2);
+    const done = await pool.run({ code: `return 1;`, allowedTools: [], callTool: echo });
+    expect(done.status).toBe("succeeded");
+    // A turn of the event loop later (where an immediate refill would have forked), still one short.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(pool.idle).toBe(1);
+    await expect.poll(() => pool.idle, { timeout: 10_000 }).toBe(2);
+  });
 });

@@ -1,0 +1,231 @@
+/**
+ * `npm run bench:task` — the demo task done two ways, side by side in one run, printed as JSON:
+ * net paid revenue minus succeeded refunds per currency, paging 500 rows at a time.
+ *
+ * - direct: an SDK client on the ledger's own MCP server (stdio, as the broker starts it) calls
+ *   listInvoices page by page and listRefunds, and adds up in the agent;
+ * - airlock: an SDK client on Airlock's MCP endpoint submits one script that does the same; policy
+ *   auto-approves it and the in-process worker executes it in the sandbox (strict isolation,
+ *   warm pool), and the answer is `submit_run`'s own (or get_run's when it was not done in time).
+ *
+ * For each: machine time from the first request to the answer, over REPETITIONS (each client is
+ * connected beforehand), and the tokens that reach the agent's context (o200k_base):
+ * - direct: the upstream's `tools/list` JSON, every call's arguments and every result's text;
+ * - airlock: Airlock's `tools/list` JSON, the `search_tools` text (detail full, the two tools), the
+ *   `submit_run` arguments and the answer's text.
+ * `structuredContent` is not counted when the text repeats it. Model turns are counted too (a turn
+ * per round trip the agent must decide on). Both answers are compared, so a wrong Airlock result
+ * fails the benchmark instead of looking fast.
+ *
+ * The endpoint runs in this process behind a plain node:http server (the handler Next calls) on a
+ * throwaway PostgreSQL; Next's own routing is not included.
+ */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { encode } from "gpt-tokenizer";
+import { applyMigrations } from "@/lib/db/migrate";
+import { startPostgres } from "@/lib/db/postgres-server";
+import { createPrismaClient } from "@/lib/db";
+import { seedDemo } from "@/lib/demo/seed";
+import { setEnvForChildren } from "@/lib/env";
+
+const REPETITIONS = 7;
+const WARMUP = 2;
+/** A pause between repetitions, off the clock: a model takes seconds between turns, and work Airlock defers to idle time (refilling the warm pool) happens there. */
+const THINK_MS = 500;
+
+const SCRIPT = [
+  `// Net paid revenue minus succeeded refunds, per currency, paging 500 rows at a time.`,
+  `const net = {};`,
+  `let cursor = undefined;`,
+  `do {`,
+  `  const page = await tools.ledger.listInvoices({ status: "paid", limit: 500, cursor });`,
+  `  for (const i of page.invoices) net[i.currency] = (net[i.currency] ?? 0) + i.amountMinor;`,
+  `  cursor = page.nextCursor ?? undefined;`,
+  `} while (cursor);`,
+  `cursor = undefined;`,
+  `do {`,
+  `  const page = await tools.ledger.listRefunds({ status: "succeeded", limit: 500, cursor });`,
+  `  for (const r of page.refunds) net[r.currency] = (net[r.currency] ?? 0) - r.amountMinor;`,
+  `  cursor = page.nextCursor ?? undefined;`,
+  `} while (cursor);`,
+  `return net;`,
+].join("\n");
+
+type Money = Record<string, number>;
+type CallAnswer = { content?: { type: string; text?: string }[]; structuredContent?: unknown; isError?: boolean };
+
+function summarize(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => Number(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(2));
+  return { n: samples.length, p50: at(0.5), min: at(0), max: at(1) };
+}
+
+function textOf(answer: CallAnswer): string {
+  return (answer.content ?? []).map((c) => c.text ?? "").join("");
+}
+
+const tokens = (value: string) => encode(value).length;
+
+/** Direct calling: the agent pages through the ledger itself. */
+async function direct(client: Client): Promise<{ net: Money; tokens: number; turns: number }> {
+  let context = tokens(JSON.stringify(await client.listTools()));
+  let turns = 1;
+  const net: Money = {};
+  for (const [tool, key, sign, status] of [
+    ["listInvoices", "invoices", 1, "paid"],
+    ["listRefunds", "refunds", -1, "succeeded"],
+  ] as const) {
+    let cursor: string | undefined;
+    do {
+      const args = { status, limit: 500, ...(cursor ? { cursor } : {}) };
+      const answer = (await client.callTool({ name: tool, arguments: args })) as CallAnswer;
+      turns++;
+      const text = textOf(answer);
+      context += tokens(JSON.stringify(args)) + tokens(text);
+      const page = JSON.parse(text) as Record<string, { currency: string; amountMinor: number }[]> & { nextCursor: string | null };
+      for (const row of page[key]!) net[row.currency] = (net[row.currency] ?? 0) + sign * row.amountMinor;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  }
+  return { net, tokens: context, turns };
+}
+
+/** One Airlock run: discovery, one submit, and get_run only when the submit's short wait ended first. */
+async function airlock(client: Client, i: number, discover: boolean): Promise<{ net: Money; tokens: number; turns: number }> {
+  let context = 0;
+  let turns = 0;
+  if (discover) {
+    context += tokens(JSON.stringify(await client.listTools()));
+    const found = (await client.callTool({ name: "search_tools", arguments: { query: "listInvoices listRefunds", detail: "full" } })) as CallAnswer;
+    context += tokens(textOf(found));
+    turns += 2;
+  }
+  const args = { code: `${SCRIPT}\n// repetition ${i}`, purpose: "Net paid revenue minus succeeded refunds per currency" };
+  context += tokens(JSON.stringify(args));
+  let answer = (await client.callTool({ name: "submit_run", arguments: args })) as CallAnswer;
+  turns++;
+  for (;;) {
+    const view = answer.structuredContent as { runId: string; status: string; result?: unknown; error?: unknown };
+    if (view.status === "succeeded") {
+      context += tokens(textOf(answer));
+      return { net: view.result as Money, tokens: context, turns };
+    }
+    if (!["queued", "auto_approved", "running"].includes(view.status)) throw new Error(`the run ended ${view.status}: ${JSON.stringify(view.error)}`);
+    context += tokens(textOf(answer));
+    answer = (await client.callTool({ name: "get_run", arguments: { runId: view.runId, waitSeconds: 30 } })) as CallAnswer;
+    turns++;
+  }
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - t, value };
+}
+
+async function main() {
+  const postgres = await startPostgres({ persistent: false });
+  await applyMigrations(postgres.url);
+  const db = createPrismaClient(postgres.url);
+  const credentials = await seedDemo(db, { password: "bench-password-123" });
+  const dataDir = await mkdtemp(join(tmpdir(), "airlock-bench-task-"));
+  setEnvForChildren({
+    DATABASE_URL: postgres.url,
+    AIRLOCK_DATA_DIR: dataDir,
+    AIRLOCK_BUDGET_RUNS_PER_HOUR: "1000000",
+    AIRLOCK_IN_PROCESS_WORKER: "true",
+  });
+  const { handleMcpRequest } = await import("@/lib/mcp/http");
+  const { appRuntime, demoConfig } = await import("@/lib/runs/runtime");
+  const { prisma } = await import("@/lib/db");
+
+  const server = createServer(async (req, res) => {
+    const body = req.method === "GET" || req.method === "HEAD" ? undefined : (Readable.toWeb(req) as ReadableStream);
+    const request = new Request(`http://${req.headers.host}${req.url}`, {
+      method: req.method,
+      headers: req.headers as Record<string, string>,
+      body,
+      duplex: "half",
+    } as RequestInit);
+    const response = await handleMcpRequest(request);
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    res.end(Buffer.from(await response.arrayBuffer()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+
+  const agentClient = new Client({ name: "bench-airlock", version: "1" });
+  await agentClient.connect(
+    new StreamableHTTPClientTransport(new URL(`http://localhost:${port}/api/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${credentials!.agent.token}` } },
+    }),
+  );
+  // The ledger as the broker starts it, on its own copy of the demo state.
+  const ledger = demoConfig(join(dataDir, "direct-ledger.json")).servers.ledger!;
+  if (ledger.transport !== "stdio") throw new Error("the demo ledger is a stdio server");
+  const directClient = new Client({ name: "bench-direct", version: "1" });
+  await directClient.connect(new StdioClientTransport({ command: ledger.command, args: ledger.args, stderr: "ignore" }));
+
+  const directMs: number[] = [];
+  const airlockMs: number[] = [];
+  let directRun = await direct(directClient);
+  let airlockRun = await airlock(agentClient, -1, true);
+  for (let i = 0; i < WARMUP + REPETITIONS; i++) {
+    // Alternating, so a machine that slows down slows both sides.
+    await new Promise((resolve) => setTimeout(resolve, THINK_MS));
+    const d = await timed(() => direct(directClient));
+    const a = await timed(() => airlock(agentClient, i, false));
+    if (i < WARMUP) continue;
+    directMs.push(d.ms);
+    airlockMs.push(a.ms);
+    directRun = d.value;
+    airlockRun = { ...a.value, tokens: airlockRun.tokens, turns: airlockRun.turns };
+  }
+  const sorted = (net: Money) => JSON.stringify(Object.entries(net).sort(([a], [b]) => a.localeCompare(b)));
+  if (sorted(directRun.net) !== sorted(airlockRun.net)) {
+    throw new Error(`the answers differ: direct ${JSON.stringify(directRun.net)}, airlock ${JSON.stringify(airlockRun.net)}`);
+  }
+  const d = summarize(directMs);
+  const a = summarize(airlockMs);
+  console.log(
+    JSON.stringify(
+      {
+        benchmark: "task",
+        task: "net paid revenue minus succeeded refunds per currency, 500 rows a page",
+        node: process.version,
+        repetitions: REPETITIONS,
+        tokens: {
+          tokenizer: "o200k_base",
+          direct: directRun.tokens,
+          airlock: airlockRun.tokens,
+          ratio: Number((airlockRun.tokens / directRun.tokens).toFixed(3)),
+        },
+        turns: { direct: directRun.turns, airlock: airlockRun.turns },
+        machineMs: { direct: d, airlock: a, ratioP50: Number((a.p50 / d.p50).toFixed(2)), targetRatio: 2 },
+        answer: airlockRun.net,
+      },
+      null,
+      2,
+    ),
+  );
+  await agentClient.close();
+  await directClient.close();
+  server.close();
+  await (await appRuntime(prisma())).close();
+  await prisma().$disconnect();
+  await db.$disconnect();
+  await postgres.stop();
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,141 @@
+/**
+ * Run changes pushed by PostgreSQL, so a wait for a run (get_run's waitSeconds, submit_run's short
+ * wait) ends when the run changes instead of at the next poll. A trigger announces every change of
+ * a run's status on the channel `airlock_run_changed`, with the run's id, when its transaction
+ * commits, whichever process made it (migration 20261202160000_run_changed_notify). One listening
+ * connection per process serves every wait.
+ *
+ * Guarantees:
+ * - a wait armed before the caller reads the run ends on any change committed after it was armed,
+ *   so read-then-wait misses nothing;
+ * - a push only wakes: the caller always reads the run again, so a stray or forged notification
+ *   (any role can NOTIFY) costs a read and changes no answer;
+ * - nothing is missed while the connection is down: waits poll every POLL_MS until it is back,
+ *   every wait is woken when it comes back, and even while it is up a wait reads again at least
+ *   every SAFETY_MS;
+ * - the connection opens at once; a lost one is reopened with backoff (up to 5 s); `close` ends it
+ *   and every wait.
+ */
+import pg from "pg";
+
+export const CHANNEL = "airlock_run_changed";
+/** How often a wait reads again while no push can arrive. */
+export const POLL_MS = 250;
+/** How often a wait reads again while pushes arrive: a bound, not the expected path. */
+export const SAFETY_MS = 5_000;
+
+const MAX_BACKOFF_MS = 5_000;
+
+export type ArmedWait = {
+  /** Resolves on a change of the run, after `ms`, or on `signal`, whichever is first. */
+  wait(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Disarms a wait that will not be waited for. */
+  cancel(): void;
+};
+
+export type RunChanges = {
+  /** Arms a wait for the run's next change; call it before reading the run. */
+  arm(runId: string): ArmedWait;
+  close(): Promise<void>;
+};
+
+export function listenRunChanges(connectionString: string): RunChanges {
+  const waiters = new Map<string, Set<() => void>>();
+  let client: pg.Client | null = null;
+  let listening = false;
+  let closed = false;
+  let backoff = 100;
+  let retry: NodeJS.Timeout | null = null;
+
+  const wakeAll = () => {
+    for (const set of waiters.values()) for (const wake of set) wake();
+  };
+
+  const connect = async () => {
+    if (closed) return;
+    const next = new pg.Client({ connectionString, application_name: "airlock-run-changes" });
+    const lost = () => {
+      if (client !== next) return;
+      client = null;
+      listening = false;
+      next.end().catch(() => undefined);
+      // The pushes missed while it was down are made up for: every wait reads again.
+      wakeAll();
+      schedule();
+    };
+    next.on("error", lost);
+    next.on("end", lost);
+    next.on("notification", (message) => {
+      if (message.channel !== CHANNEL || !message.payload) return;
+      for (const wake of waiters.get(message.payload) ?? []) wake();
+    });
+    client = next;
+    try {
+      await next.connect();
+      await next.query(`LISTEN ${CHANNEL}`);
+      if (client !== next || closed) return void next.end().catch(() => undefined);
+      listening = true;
+      backoff = 100;
+      wakeAll();
+    } catch (error) {
+      if (client !== next) return;
+      console.error(`run changes: listening failed (${error instanceof Error ? error.message : String(error)}); waits poll until it is back`);
+      lost();
+    }
+  };
+
+  const schedule = () => {
+    if (closed || retry) return;
+    retry = setTimeout(() => {
+      retry = null;
+      void connect();
+    }, backoff);
+    retry.unref();
+    backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+  };
+
+  void connect();
+  return {
+    arm(runId) {
+      let wake!: () => void;
+      const changed = new Promise<void>((resolve) => (wake = resolve));
+      const set = waiters.get(runId) ?? new Set();
+      set.add(wake);
+      waiters.set(runId, set);
+      const disarm = () => {
+        set.delete(wake);
+        if (set.size === 0 && waiters.get(runId) === set) waiters.delete(runId);
+      };
+      return {
+        async wait(ms, signal) {
+          let timer: NodeJS.Timeout | undefined;
+          let onAbort: (() => void) | undefined;
+          try {
+            await Promise.race([
+              changed,
+              new Promise<void>((resolve) => {
+                timer = setTimeout(resolve, Math.max(0, Math.min(ms, listening ? SAFETY_MS : POLL_MS)));
+                onAbort = resolve;
+                signal?.addEventListener("abort", onAbort, { once: true });
+              }),
+            ]);
+          } finally {
+            clearTimeout(timer);
+            if (onAbort) signal?.removeEventListener("abort", onAbort);
+            disarm();
+          }
+        },
+        cancel: disarm,
+      };
+    },
+    async close() {
+      closed = true;
+      if (retry) clearTimeout(retry);
+      const current = client;
+      client = null;
+      listening = false;
+      wakeAll();
+      await current?.end().catch(() => undefined);
+    },
+  };
+}
