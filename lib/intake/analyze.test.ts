@@ -773,3 +773,30 @@ describe("findings an agent can act on", () => {
     expect(error.message).toMatch(/^TS2322: /);
   });
 });
+
+describe("the analysis cache", () => {
+  const code = "const invoices = await tools.ledger.listInvoices({});\nreturn invoices.length;";
+
+  it("answers the same input with the same analysis, each caller with its own copy", () => {
+    const first = analyze(code);
+    first.capabilitySet.push("ledger.archive");
+    first.facts.effect = "destructive";
+    const second = analyze(code);
+    expect(second.capabilitySet).toEqual(["ledger.listInvoices"]);
+    expect(second.facts.effect).toBe("read_only");
+    expect(second.findings).toEqual([]);
+  });
+
+  it("never answers from before a tool changed: quarantined, reclassified, re-annotated, or another allowlist", () => {
+    expect(analyze(code).findings).toEqual([]);
+    const changed = (patch: Partial<ToolFacts>) => TOOLS.map((tool) => (tool.name === "listInvoices" ? { ...tool, ...patch } : tool));
+    expect(codes(analyze(code, { tools: changed({ quarantined: true }) }))).toEqual(["quarantined_tool"]);
+    expect(analyze(code, { tools: changed({ dataClass: "pii" }) }).facts.dataClasses).toEqual(["pii"]);
+    expect(analyze(code, { tools: changed({ annotations: { readOnlyHint: false } }) }).facts.effect).toBe("destructive");
+    const importing = 'import _ from "lodash";\nreturn _.size([]);';
+    expect(analyze(importing).findings).toEqual([]);
+    expect(codes(analyze(importing, { allowedPackages: [] }))).toEqual(["disallowed_import"]);
+    // And back: the original input still gets its own analysis.
+    expect(analyze(code).findings).toEqual([]);
+  });
+});

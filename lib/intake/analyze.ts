@@ -12,7 +12,9 @@
  *   every referenced tool says `readOnlyHint: true`; `destructive` if any tool is unknown or is
  *   not read-only without `destructiveHint: false` (MCP's default for destructiveHint and
  *   openWorldHint is true, and an unclassified tool is treated as the most dangerous kind).
- * - Pure apart from reading TypeScript's lib .d.ts once per process (see typecheck.ts).
+ * - Pure apart from reading TypeScript's lib .d.ts once per process (see typecheck.ts), and so
+ *   cached by the digest of its whole input (the same script against the same registry is
+ *   analysed once per process).
  * - What a reviewer cannot see is a finding: every hidden character (the ones the console marks,
  *   lib/untrusted/invisible.ts) is an `invisible_character` and every look-alike identifier a
  *   `confusable_identifier`, at the line and column the console's code view shows them on.
@@ -23,6 +25,7 @@
  * caller passes the complete allowlist: the admin's packages plus the builtins the sandbox
  * permits (lib/sandbox/script.ts ALLOWED_BUILTINS).
  */
+import { sha256Hex } from "@/lib/digest";
 import { finding, type Finding, type ScriptFacts, type ToolCallSites } from "@/lib/contracts/analysis";
 import { FINDING_RULES } from "@/lib/errors";
 import { checkToolArguments } from "@/lib/intake/arguments";
@@ -213,7 +216,32 @@ function analyze(input: AnalysisInput): Analysis {
   };
 }
 
+/** How many analyses are kept (about 10 ms each to redo: the type check is most of it). */
+export const ANALYSIS_CACHE_SIZE = 500;
+const analyses = new Map<string, Analysis>();
+
+/**
+ * The analysis of `input`, from the cache when the very same input was analysed before. An
+ * analysis is a function of its whole input and nothing else, so the key is the digest of all of
+ * it: the code, its language, every tool fact (a tool quarantined, reclassified or re-annotated
+ * since is another key), the declarations and the package allowlist. The cache lives as long as
+ * the process, so the analyser's own code cannot change under it. Callers get their own copy.
+ */
 export function analyzeScript(input: AnalysisInput): Analysis {
+  const key = sha256Hex(JSON.stringify([input.code, input.language, input.tools, input.declarations, input.allowedPackages]));
+  const cached = analyses.get(key);
+  if (cached) {
+    analyses.delete(key);
+    analyses.set(key, cached);
+    return structuredClone(cached);
+  }
+  const analysis = analyzeOrFail(input);
+  analyses.set(key, structuredClone(analysis));
+  if (analyses.size > ANALYSIS_CACHE_SIZE) analyses.delete(analyses.keys().next().value!);
+  return analysis;
+}
+
+function analyzeOrFail(input: AnalysisInput): Analysis {
   try {
     return analyze(input);
   } catch (error) {
