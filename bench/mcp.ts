@@ -3,7 +3,7 @@
  *
  * - tokens of the whole `tools/list` answer (six tools, input and output schemas generated from
  *   zod) and of a `search_tools` detail=full answer for one tool, counted with a real tokenizer
- *   (gpt-tokenizer, o200k_base), with the 1,200-token budget for tools/list (`withinBudget`); the
+ *   (gpt-tokenizer, o200k_base), with the 1,100-token budget for tools/list (`withinBudget`); the
  *   search answer whole (text and structuredContent) and its text alone;
  * - submit → decision latency through the MCP endpoint (SDK client → HTTP → auth → intake →
  *   analysis → Cedar → PostgreSQL), p50/p95, for a script that policy escalates (no execution);
@@ -41,7 +41,7 @@ import { seedDemo } from "@/lib/demo/seed";
 import { setEnvForChildren } from "@/lib/env";
 
 const SUBMITS = 200;
-const TOOLS_LIST_BUDGET = 1200;
+const TOOLS_LIST_BUDGET = 1100;
 
 function summarize(samples: number[]) {
   const sorted = [...samples].sort((a, b) => a - b);

@@ -125,18 +125,25 @@ describe("ledger upstream", () => {
     ).toMatch(/number.*not assignable to type 'string'/);
   });
 
-  it("searches by name, summary and full detail", () => {
-    expect(broker.search("refund", "name")).toEqual(
+  it("searches by name, summary (one line a tool) and full detail (one declaration for every tool found)", () => {
+    expect(broker.search("refund", "name").tools).toEqual(
       expect.arrayContaining([
         { server: "ledger", name: "issueRefund" },
         { server: "ledger", name: "listRefunds" },
       ]),
     );
-    const summary = broker.search("refund", "summary")[0]!;
-    expect(summary).toMatchObject({ server: "ledger", annotations: expect.any(Object), dataClass: "financial" });
-    const full = broker.search("issueRefund", "full")[0]!;
-    expect(full).toMatchObject({ name: "issueRefund", annotations: { destructiveHint: true }, declaration: expect.stringContaining("issueRefund(args:") });
-    expect(full).not.toHaveProperty("inputSchema");
+    const summary = broker.search("refund", "summary").tools;
+    expect(summary.find((t) => t.name === "issueRefund")!.summary).toMatch(/^destructive, financial: Refund part or all of a paid invoice\.$/);
+    expect(summary.find((t) => t.name === "listRefunds")!.summary).toMatch(/^read-only, financial: List refunds/);
+    for (const tool of summary) expect(tool.summary).not.toMatch(/\n/);
+    const full = broker.search("refund", "full");
+    expect(full.tools.map((t) => t.name).sort()).toEqual(["issueRefund", "listRefunds"]);
+    expect(full.tools.every((t) => Object.keys(t).sort().join() === "name,server")).toBe(true);
+    expect(full.declaration!.match(/declare const tools/g)).toHaveLength(1);
+    expect(full.declaration).toContain("issueRefund(args:");
+    expect(full.declaration).toContain("listRefunds(args:");
+    expect(full.declaration).toContain("@destructiveHint true");
+    expect(broker.search("", "name", { server: "nope" }).tools).toEqual([]);
   });
 
   it("validates arguments before they leave the host, returns null-prototype results and reports each call", async () => {

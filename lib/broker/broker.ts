@@ -28,7 +28,7 @@ import { previewHintsOf } from "@/lib/contracts/preview-hints";
 import { compileToolSchema, issuesText, type SchemaCheck } from "./schema-check";
 import { generateDeclarations } from "./declarations";
 import { NEVER_ACCEPTED, type PinStore } from "./pins";
-import type { ToolAnnotations } from "@/lib/contracts/tools";
+import { effectOf, type ToolAnnotations } from "@/lib/contracts/tools";
 import type { BrokerCallRecord, ToolInfo } from "./types";
 import { canonicalJson } from "@/lib/canonical-json";
 
@@ -132,10 +132,24 @@ async function connectUpstream(name: string, config: ServerConfig, timeoutMs: nu
 
 export type SearchDetail = "name" | "summary" | "full";
 
-export type SearchHit =
-  | { server: string; name: string }
-  | { server: string; name: string; summary: string; annotations: ToolAnnotations; dataClass: string; quarantined: boolean }
-  | { server: string; name: string; description: string; annotations: ToolAnnotations; dataClass: string; quarantined: boolean; declaration: string };
+/** A tool found: its name, and at `summary` one line of what it does, what it may change and its data class. */
+export type SearchHit = { server: string; name: string; summary?: string };
+
+/** What a search answers: the tools, and at `full` one declaration of them all (descriptions, annotations and schemas as TypeScript and JSDoc). */
+export type SearchAnswer = { tools: SearchHit[]; declaration?: string };
+
+const EFFECT_LABEL: Record<ReturnType<typeof effectOf>, string> = { read_only: "read-only", write: "writes", destructive: "destructive" };
+
+/** `read-only, internal: List invoices, filtered by …` — the first sentence of the description, on one line. */
+function summaryLine(tool: ToolInfo): string {
+  const first =
+    sanitizeText(tool.description, 2_000)
+      .replace(/\s+/g, " ")
+      .trim()
+      .split(/(?<=\.)\s/)[0] ?? "";
+  const state = [EFFECT_LABEL[effectOf(tool.annotations)], tool.dataClass, ...(tool.quarantined ? ["quarantined"] : [])].join(", ");
+  return first ? `${state}: ${first}` : state;
+}
 
 export class ToolBroker {
   private readonly inputValidators = new Map<string, SchemaCheck | Error>();
@@ -276,9 +290,10 @@ export class ToolBroker {
     return generateDeclarations(this.tools(server));
   }
 
-  search(query: string, detail: SearchDetail = "summary", limit = 20): SearchHit[] {
+  /** Tools matching the query's words (all, without words), best first, at most `limit`, of one server if given. */
+  search(query: string, detail: SearchDetail = "summary", options: { limit?: number; server?: string } = {}): SearchAnswer {
     const terms = query.toLowerCase().split(/\s+/).filter(Boolean);
-    const scored = this.tools()
+    const found = this.tools(options.server)
       .map((tool) => {
         const name = `${tool.server}.${tool.name}`.toLowerCase();
         const text = `${tool.description} ${tool.annotations.title ?? ""}`.toLowerCase();
@@ -287,18 +302,13 @@ export class ToolBroker {
       })
       .filter((x) => terms.length === 0 || x.score > 0)
       .sort((a, b) => b.score - a.score || `${a.tool.server}.${a.tool.name}`.localeCompare(`${b.tool.server}.${b.tool.name}`))
-      .slice(0, limit);
-    return scored.map(({ tool }) => {
-      if (detail === "name") return { server: tool.server, name: tool.name };
-      if (detail === "summary") {
-        const summary = tool.description.split(/(?<=\.)\s/)[0] ?? "";
-        return { server: tool.server, name: tool.name, summary, annotations: tool.annotations, dataClass: tool.dataClass, quarantined: tool.quarantined };
-      }
-      // The declaration already carries the input and output schemas as types and JSDoc; the raw
-      // JSON Schemas would double what an agent reads.
-      const { server, name, description, annotations, dataClass, quarantined } = tool;
-      return { server, name, description, annotations, dataClass, quarantined, declaration: generateDeclarations([tool]) };
-    });
+      .slice(0, options.limit ?? 20)
+      .map(({ tool }) => tool);
+    const tools = found.map((tool) =>
+      detail === "summary" ? { server: tool.server, name: tool.name, summary: summaryLine(tool) } : { server: tool.server, name: tool.name },
+    );
+    // One declaration for every tool found: the raw JSON Schemas would double what an agent reads.
+    return detail === "full" ? { tools, declaration: generateDeclarations(found) } : { tools };
   }
 
   private validatorFor(cache: Map<string, SchemaCheck | Error>, key: string, schema: Record<string, unknown>): SchemaCheck | Error {

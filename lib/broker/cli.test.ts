@@ -126,7 +126,7 @@ describe("airlock tools", () => {
     expect(dts.out.stdout).toContain("declare const tools: {");
     const search = capture();
     expect(await toolsCommand(["--search", "refund", "--detail", "name", "--config", config], search.io)).toBe(0);
-    expect(JSON.parse(search.out.stdout)).toEqual(expect.arrayContaining([{ server: "ledger", name: "issueRefund" }]));
+    expect(JSON.parse(search.out.stdout).tools).toEqual(expect.arrayContaining([{ server: "ledger", name: "issueRefund" }]));
     const bad = capture();
     expect(await toolsCommand(["--detail", "everything"], bad.io)).toBe(2);
     expect(bad.out.stderr).toMatch(/^airlock tools: --detail must be one of name, summary, full\n\nUsage: airlock tools /);

@@ -45,7 +45,10 @@ const CONSTRAINTS = [
 function constraintTags(schema: unknown): string[] {
   if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return [];
   const s = schema as Schema;
-  return CONSTRAINTS.filter((name) => ["string", "number", "boolean"].includes(typeof s[name])).map(
+  // zod's int() bounds every integer by ±MAX_SAFE_INTEGER: true of every JSON number a script sends, and noise to read.
+  const safeBound = (name: string) =>
+    (name === "minimum" && s[name] === Number.MIN_SAFE_INTEGER) || (name === "maximum" && s[name] === Number.MAX_SAFE_INTEGER);
+  return CONSTRAINTS.filter((name) => ["string", "number", "boolean"].includes(typeof s[name]) && !safeBound(name)).map(
     (name) => `@${name} ${typeof s[name] === "string" ? sanitizeText(String(s[name]), 200) : String(s[name])}`,
   );
 }
@@ -110,10 +113,9 @@ export function schemaToType(schema: unknown, root: unknown = schema, depth = 0,
 }
 
 function annotationTags(tool: ToolInfo): string[] {
-  const tags: string[] = [`@dataClass ${tool.dataClass}`];
-  for (const [name, value] of Object.entries(tool.annotations ?? {})) {
-    if (typeof value === "boolean") tags.push(`@${name} ${value}`);
-  }
+  // The MCP hints on the data class's line: `@dataClass internal @readOnlyHint true @openWorldHint false`.
+  const hints = Object.entries(tool.annotations ?? {}).flatMap(([name, value]) => (typeof value === "boolean" ? [`@${name} ${value}`] : []));
+  const tags: string[] = [[`@dataClass ${tool.dataClass}`, ...hints].join(" ")];
   if (tool.quarantined) tags.push("@quarantined calls are refused until an admin accepts the changed tool");
   return tags;
 }

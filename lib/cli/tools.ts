@@ -82,8 +82,8 @@ export async function toolsCommand(argv: string[], io: CliIo): Promise<number> {
       if (values.dts) {
         io.stdout(broker.declarations(values.server));
       } else if (values.search !== undefined) {
-        const hits = broker.search(values.search, values.detail as SearchDetail).filter((h) => !values.server || h.server === values.server);
-        io.stdout(`${JSON.stringify(hits, null, 2)}\n`);
+        const answer = broker.search(values.search, values.detail as SearchDetail, { server: values.server });
+        io.stdout(`${JSON.stringify(answer, null, 2)}\n`);
       } else {
         const tools = broker.tools(values.server);
         if (values.json) io.stdout(`${JSON.stringify(tools, null, 2)}\n`);

@@ -5,7 +5,8 @@
  *
  * Generated schemas are kept compact, because tools/list sits in every agent's context
  * (bench/mcp.ts measures it): no `$schema`, no regex `pattern` next to a `format` that says the
- * same, no `additionalProperties: false` on outputs (an agent never sends them), and argument
+ * same, no `additionalProperties: false` or `required` on outputs (an agent never sends them; a
+ * client validating a result against a looser schema still accepts every result), and argument
  * descriptions only where the name does not say it.
  *
  * Results carry `structuredContent` (which conforms to the output schema) and the same value as
@@ -68,6 +69,7 @@ function compact(node: unknown, io: "input" | "output"): unknown {
     if (key === "pattern" && "format" in node) continue;
     if (key === "propertyNames" && JSON.stringify(value) === '{"type":"string"}') continue;
     if (key === "additionalProperties" && value === false && io === "output") continue;
+    if (key === "required" && io === "output") continue;
     if (key === "items" && JSON.stringify(value) === "{}") continue;
     out[key] = compact(value, io);
   }

@@ -51,49 +51,43 @@ async function runAnswer(call: ToolCall, view: RunView, via: ResultDoor): Promis
 
 export const searchTools = defineTool({
   name: "search_tools",
-  description:
-    "Find the tools a script can call as `await tools.<server>.<tool>(args)`. detail: name | summary (default) | full (TypeScript declarations to write the script against).",
+  description: "Find tools a script calls as `await tools.<server>.<tool>(args)`. detail full: one TypeScript declaration to write the script against.",
   scope: "tools:read",
   input: z.strictObject({
-    query: z.string().max(200).optional().describe("Words to match in tool names and descriptions; omit to list all"),
+    query: z.string().max(200).optional().describe("Words in tool names or descriptions; none lists all"),
     server: z.string().max(64).optional().describe("Only this upstream server"),
     detail: z.enum(["name", "summary", "full"]).default("summary"),
   }),
   output: z.object({
-    tools: z.array(
-      z.object({
-        server: z.string(),
-        name: z.string(),
-      }),
-    ),
-    /** With detail "full": what a script sees besides `tools` (`inputs`, `checks`), once per answer. */
-    script: z.string().optional(),
+    tools: z.array(z.object({ server: z.string(), name: z.string(), summary: z.string().optional() })),
+    /** With detail "full": one TypeScript declaration of the tools found and of what else a script sees (`inputs`, `checks`). */
+    declaration: z.string().optional(),
   }),
   annotations: { readOnlyHint: true },
   async handler(input, { ctx, db }) {
     const { broker } = await appRuntime(db);
-    const hits = broker.search(input.query ?? "", input.detail, 50).filter((hit) => !input.server || hit.server === input.server);
+    const found = broker.search(input.query ?? "", input.detail, { limit: 50, server: input.server });
     await recordAgentRead(db, ctx.agent, {
       action: "tools.searched",
       subject: { type: "tool_registry" },
-      data: { query: input.query ?? null, server: input.server ?? null, detail: input.detail, results: hits.length },
+      data: { query: input.query ?? null, server: input.server ?? null, detail: input.detail, results: found.tools.length },
     });
-    return { value: input.detail === "full" ? { tools: hits, script: SCRIPT_GLOBALS_DECLARATION } : { tools: hits } };
+    return { value: found.declaration === undefined ? found : { tools: found.tools, declaration: `${found.declaration}\n${SCRIPT_GLOBALS_DECLARATION}` } };
   },
 });
 
 export const submitRunTool = defineTool({
   name: "submit_run",
   description:
-    "Submit a script (the body of an async function; may `await tools.<server>.<tool>(args)`, read `inputs`, and `return` JSON). Policy allows, escalates to human review, or denies it with reasons. Returns the run, and its result when it finished quickly; otherwise poll get_run.",
+    "Submit a script: an async function body that may `await tools.<server>.<tool>(args)`, read `inputs` and `return` JSON. Policy allows, escalates to human review or denies it, with reasons. Answers with the result when it is quick; else call get_run.",
   scope: "runs:submit",
   input: submitRunSchema,
   output: runViewSchema,
   argDescriptions: {
     code: "The script",
-    purpose: "What the script is for, for reviewers and the audit log",
+    purpose: "What it is for, for reviewers",
     inputs: "Dataset names from list_inputs",
-    idempotencyKey: "Resubmitting the same body with the same key returns the same run",
+    idempotencyKey: "Same key and body: the same run",
   },
   execution: { taskSupport: "optional" },
   // submitRun validates with submitRunSchema itself: it checks the code size first and audits refusals.
@@ -108,7 +102,7 @@ export const submitRunTool = defineTool({
 
 export const getRunTool = defineTool({
   name: "get_run",
-  description: "Status, decision, reviewer comments and, when finished, the result of a run. waitSeconds (max 60) waits for a change.",
+  description: "A run's status, decision, reviewer comments and, once finished, result. waitSeconds waits for a change.",
   scope: "runs:read",
   input: getRunSchema,
   output: runViewSchema,
