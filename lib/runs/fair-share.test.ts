@@ -160,3 +160,52 @@ describe("the decision is made in PostgreSQL, once for the cluster", () => {
     expect(await db.prisma.auditEvent.count({ where: { action: "run.deferred" } })).toBe(2);
   });
 });
+
+describe("one executor, one slot: a run started at once", () => {
+  let db: TestDatabase;
+  let runtime: Runtime;
+
+  beforeAll(async () => {
+    db = await setUp();
+    runtime = await startRuntime(db, true);
+  }, 120_000);
+
+  afterAll(async () => {
+    await runtime?.close();
+    await db?.drop();
+  });
+
+  const jobsFor = async (runId: string) =>
+    Number((await db.prisma.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM graphile_worker._private_jobs WHERE key = ${`run:${runId}`}`)[0]!.n);
+
+  it("takes the idle slot without a job; runs approved while it is busy wait as jobs, one at a time, each executed once", async () => {
+    const agent = await makeAgent(db, "fast");
+    const busy = (n: number) => ({
+      code: `const end = Date.now() + 1200; while (Date.now() < end) {} return ${n};`,
+      purpose: `busy ${n}`,
+      language: "javascript" as const,
+    });
+    const first = await submitRun(runtime, agent, busy(1));
+    await expect
+      .poll(async () => (await db.prisma.run.findUniqueOrThrow({ where: { id: first.runId } })).status, { timeout: 10_000, interval: 20 })
+      .toBe("running");
+    // Started at once: no job was ever added for it.
+    expect(await jobsFor(first.runId)).toBe(0);
+    const later = [await submitRun(runtime, agent, busy(2)), await submitRun(runtime, agent, busy(3))];
+    // The slot is taken, so these went through the queue.
+    for (const view of later) expect(await jobsFor(view.runId)).toBe(1);
+    const ids = [first.runId, ...later.map((v) => v.runId)];
+    let most = 0;
+    for (;;) {
+      const runs = await db.prisma.run.findMany({ where: { id: { in: ids } }, select: { status: true } });
+      most = Math.max(most, runs.filter((r) => r.status === "running").length);
+      if (runs.every((r) => r.status === "succeeded")) break;
+      if (runs.some((r) => !["queued", "running", "succeeded"].includes(r.status))) throw new Error(`a run ended ${JSON.stringify(runs)}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(most).toBe(1);
+    const events = await db.prisma.auditEvent.findMany({ where: { subjectId: { in: ids }, action: "run.running" } });
+    expect(events).toHaveLength(3);
+    expect((await db.prisma.run.findMany({ where: { id: { in: ids } } })).map((r) => r.attempt)).toEqual([1, 1, 1]);
+  }, 60_000);
+});

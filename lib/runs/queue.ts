@@ -11,6 +11,11 @@
  * the run with a conditional update (queued → running). A duplicate or retried job finds nothing
  * to claim. Job keys (= run id) keep the queue itself from filling with duplicates.
  *
+ * A run this process approves is started at once when it has an idle slot (`start`: fewer runs
+ * executing here than its concurrency), without the round trip through the job table; it takes its
+ * slot and is claimed exactly as a job would be, and drains with the jobs on stop. Jobs and runs
+ * started at once share the process's `concurrency` slots: a job that finds them taken waits for one.
+ *
  * Before the claim, a job takes one of the cluster's executor slots for its run, or defers the run
  * while its agent has its fair share and another agent's run waits (./fair-share.ts): the job then
  * completes without claiming, and the run is enqueued again when a slot is taken or given back.
@@ -53,6 +58,11 @@ const payloadSchema = z.object({ runId: z.uuid() }).strict();
 
 export type RunQueue = {
   enqueue(runId: string): Promise<void>;
+  /**
+   * Starts a queued run at once when this process has an idle executor slot, through the same
+   * slot (fair share) and conditional claim as a job; otherwise enqueues it. Never throws.
+   */
+  start(runId: string): void;
   enqueuePreview(runId: string): Promise<void>;
   /** Stops taking jobs and waits for the runs in flight to reach a terminal state. */
   stop(): Promise<void>;
@@ -142,6 +152,43 @@ export async function startRunQueue(options: {
     clearInterval(heartbeat);
     await unregisterExecutor(options.db, executor.id);
   };
+  // This process's executor slots, shared by jobs and runs started at once: a job that finds them
+  // taken waits here for one, so the process never executes more than `concurrency` runs.
+  let free = options.concurrency;
+  const slotWaiters: (() => void)[] = [];
+  const startedAtOnce = new Set<Promise<void>>();
+  const draining = new AbortController();
+  const freeSlot = () => {
+    const next = slotWaiters.shift();
+    if (next) next();
+    else free++;
+  };
+  /** Executes a queued run in a local slot it already holds (`free` was taken for it). */
+  const execute = async (runId: string, abort: AbortSignal) => {
+    try {
+      const slot = await takeSlot(options.db, executor.id, runId);
+      if (slot.outcome !== "held") return;
+      wake(slot.wake);
+      try {
+        await executeRun({ db: options.db, ...options.executor }, runId, abort);
+      } finally {
+        await releaseSlot(options.db, executor.id, runId).then(wake, (error: unknown) => console.error(`run ${runId}: giving its slot back failed`, error));
+      }
+    } finally {
+      freeSlot();
+    }
+  };
+  const start = (runId: string) => {
+    if (!runner || draining.signal.aborted || free === 0) {
+      enqueue(runId).catch((error: unknown) => console.error(`run ${runId}: enqueue failed`, error));
+      return;
+    }
+    free--;
+    // A run whose start is lost here (the process dies) is queued still: the maintenance sweep enqueues it.
+    const started = execute(runId, draining.signal).catch((error: unknown) => console.error(`run ${runId}: starting it failed`, error));
+    startedAtOnce.add(started);
+    void started.finally(() => startedAtOnce.delete(started));
+  };
   runner = await runWorker({
     connectionString: options.databaseUrl,
     concurrency: options.concurrency,
@@ -152,14 +199,9 @@ export async function startRunQueue(options: {
     taskList: {
       [EXECUTE_RUN]: async (payload, helpers) => {
         const { runId } = payloadSchema.parse(payload);
-        const slot = await takeSlot(options.db, executor.id, runId);
-        if (slot.outcome !== "held") return;
-        wake(slot.wake);
-        try {
-          await executeRun({ db: options.db, ...options.executor }, runId, helpers.abortSignal);
-        } finally {
-          await releaseSlot(options.db, executor.id, runId).then(wake, (error: unknown) => console.error(`run ${runId}: giving its slot back failed`, error));
-        }
+        if (free > 0) free--;
+        else await new Promise<void>((resolve) => slotWaiters.push(resolve));
+        await execute(runId, helpers.abortSignal);
       },
       [PREVIEW_RUN]: async (payload, helpers) => {
         const { runId } = payloadSchema.parse(payload);
@@ -184,10 +226,15 @@ export async function startRunQueue(options: {
   wake(waiting);
   return {
     enqueue,
+    start,
     enqueuePreview,
     async stop() {
-      await runner?.stop();
+      const runs = runner;
       runner = null;
+      // Runs started at once drain as jobs do: past the grace period they are aborted (EXECUTOR_LOST).
+      const grace = setTimeout(() => draining.abort(), options.drainMs ?? 60_000);
+      await Promise.all([runs?.stop(), Promise.all([...startedAtOnce])]);
+      clearTimeout(grace);
       await unregister();
     },
   };

@@ -139,10 +139,10 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       refresh: () => applyOverrides(db, broker.tools()),
     },
     startExecution(runId) {
-      // A lost enqueue is recovered by the maintenance sweep, which re-enqueues stale queued runs.
-      (queue ? queue.enqueue(runId) : addJob(EXECUTE_RUN, `run:${runId}`, runId)).catch((error: unknown) =>
-        console.error(`run ${runId}: enqueue failed`, error),
-      );
+      // At once in an idle slot of this process, else a job. A lost enqueue is recovered by the
+      // maintenance sweep, which re-enqueues stale queued runs.
+      if (queue) queue.start(runId);
+      else addJob(EXECUTE_RUN, `run:${runId}`, runId).catch((error: unknown) => console.error(`run ${runId}: enqueue failed`, error));
     },
     startPreview(runId) {
       // A lost enqueue is recovered by the maintenance sweep, which re-enqueues lost previews.
