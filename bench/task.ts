@@ -13,28 +13,17 @@
  * - direct: the upstream's `tools/list` JSON, every call's arguments and every result's text;
  * - airlock: Airlock's `tools/list` JSON, the `search_tools` text (detail full, the two tools), the
  *   `submit_run` arguments and the answer's text.
- * `structuredContent` is not counted when the text repeats it. Model turns are counted too (a turn
- * per round trip the agent must decide on). Both answers are compared, so a wrong Airlock result
+ * `structuredContent` is not counted when the text repeats it. Model turns are counted too: one per
+ * tool call the model makes, plus its answer. Both answers are compared, so a wrong Airlock result
  * fails the benchmark instead of looking fast.
  *
- * The endpoint runs in this process behind a plain node:http server (the handler Next calls) on a
- * throwaway PostgreSQL; Next's own routing is not included.
+ * The endpoint runs in this process (./endpoint.ts); Next's own routing is not included.
  */
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Readable } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { encode } from "gpt-tokenizer";
-import { applyMigrations } from "@/lib/db/migrate";
-import { startPostgres } from "@/lib/db/postgres-server";
-import { createPrismaClient } from "@/lib/db";
-import { seedDemo } from "@/lib/demo/seed";
-import { setEnvForChildren } from "@/lib/env";
+import { startBenchEndpoint } from "./endpoint";
 
 const REPETITIONS = 7;
 const WARMUP = 2;
@@ -77,7 +66,7 @@ const tokens = (value: string) => encode(value).length;
 /** Direct calling: the agent pages through the ledger itself. */
 async function direct(client: Client): Promise<{ net: Money; tokens: number; turns: number }> {
   let context = tokens(JSON.stringify(await client.listTools()));
-  let turns = 1;
+  let turns = 1; // the answer
   const net: Money = {};
   for (const [tool, key, sign, status] of [
     ["listInvoices", "invoices", 1, "paid"],
@@ -101,12 +90,12 @@ async function direct(client: Client): Promise<{ net: Money; tokens: number; tur
 /** One Airlock run: discovery, one submit, and get_run only when the submit's short wait ended first. */
 async function airlock(client: Client, discover: boolean): Promise<{ net: Money; tokens: number; turns: number }> {
   let context = 0;
-  let turns = 0;
+  let turns = 1; // the answer
   if (discover) {
     context += tokens(JSON.stringify(await client.listTools()));
     const found = (await client.callTool({ name: "search_tools", arguments: { query: "listInvoices listRefunds", detail: "full" } })) as CallAnswer;
     context += tokens(textOf(found));
-    turns += 2;
+    turns++;
   }
   // The same script each time, as an agent asked the same question again: each is a new run, executed
   // in full; its analysis comes from intake's cache after the first (lib/intake/analyze.ts).
@@ -134,44 +123,11 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }>
 }
 
 async function main() {
-  const postgres = await startPostgres({ persistent: false });
-  await applyMigrations(postgres.url);
-  const db = createPrismaClient(postgres.url);
-  const credentials = await seedDemo(db, { password: "bench-password-123" });
-  const dataDir = await mkdtemp(join(tmpdir(), "airlock-bench-task-"));
-  setEnvForChildren({
-    DATABASE_URL: postgres.url,
-    AIRLOCK_DATA_DIR: dataDir,
-    AIRLOCK_BUDGET_RUNS_PER_HOUR: "1000000",
-    AIRLOCK_IN_PROCESS_WORKER: "true",
-  });
-  const { handleMcpRequest } = await import("@/lib/mcp/http");
-  const { appRuntime, demoConfig } = await import("@/lib/runs/runtime");
-  const { prisma } = await import("@/lib/db");
-
-  const server = createServer(async (req, res) => {
-    const body = req.method === "GET" || req.method === "HEAD" ? undefined : (Readable.toWeb(req) as ReadableStream);
-    const request = new Request(`http://${req.headers.host}${req.url}`, {
-      method: req.method,
-      headers: req.headers as Record<string, string>,
-      body,
-      duplex: "half",
-    } as RequestInit);
-    const response = await handleMcpRequest(request);
-    res.writeHead(response.status, Object.fromEntries(response.headers));
-    res.end(Buffer.from(await response.arrayBuffer()));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-
-  const agentClient = new Client({ name: "bench-airlock", version: "1" });
-  await agentClient.connect(
-    new StreamableHTTPClientTransport(new URL(`http://localhost:${port}/api/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${credentials!.agent.token}` } },
-    }),
-  );
+  const endpoint = await startBenchEndpoint();
+  const agentClient = endpoint.client;
+  const { demoConfig } = await import("@/lib/runs/runtime");
   // The ledger as the broker starts it, on its own copy of the demo state.
-  const ledger = demoConfig(join(dataDir, "direct-ledger.json")).servers.ledger!;
+  const ledger = demoConfig(join(endpoint.dataDir, "direct-ledger.json")).servers.ledger!;
   if (ledger.transport !== "stdio") throw new Error("the demo ledger is a stdio server");
   const directClient = new Client({ name: "bench-direct", version: "1" });
   await directClient.connect(new StdioClientTransport({ command: ledger.command, args: ledger.args, stderr: "ignore" }));
@@ -218,13 +174,8 @@ async function main() {
       2,
     ),
   );
-  await agentClient.close();
   await directClient.close();
-  server.close();
-  await (await appRuntime(prisma())).close();
-  await prisma().$disconnect();
-  await db.$disconnect();
-  await postgres.stop();
+  await endpoint.close();
 }
 
 main().catch((error) => {

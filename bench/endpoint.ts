@@ -1,0 +1,73 @@
+/**
+ * Airlock's MCP endpoint for a benchmark, in this process: a throwaway PostgreSQL, migrated and
+ * seeded with the demo (policy, agent, token), the handler Next calls behind a plain node:http
+ * server (Next's own routing is not included), the in-process worker executing runs (strict
+ * isolation, warm pool), and an SDK client connected as the demo agent. `env` is set before
+ * anything reads it, e.g. AIRLOCK_CONFIG for other upstreams than the demo ledger.
+ */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { applyMigrations } from "@/lib/db/migrate";
+import { startPostgres } from "@/lib/db/postgres-server";
+import { createPrismaClient } from "@/lib/db";
+import { seedDemo } from "@/lib/demo/seed";
+import { setEnvForChildren } from "@/lib/env";
+
+export type BenchEndpoint = { client: Client; dataDir: string; close(): Promise<void> };
+
+export async function startBenchEndpoint(env: Record<string, string> = {}): Promise<BenchEndpoint> {
+  const postgres = await startPostgres({ persistent: false });
+  await applyMigrations(postgres.url);
+  const db = createPrismaClient(postgres.url);
+  const credentials = await seedDemo(db, { password: "bench-password-123" });
+  const dataDir = await mkdtemp(join(tmpdir(), "airlock-bench-"));
+  setEnvForChildren({
+    DATABASE_URL: postgres.url,
+    AIRLOCK_DATA_DIR: dataDir,
+    AIRLOCK_BUDGET_RUNS_PER_HOUR: "1000000",
+    AIRLOCK_IN_PROCESS_WORKER: "true",
+    ...env,
+  });
+  const { handleMcpRequest } = await import("@/lib/mcp/http");
+  const { appRuntime } = await import("@/lib/runs/runtime");
+  const { prisma } = await import("@/lib/db");
+
+  const server = createServer(async (req, res) => {
+    const body = req.method === "GET" || req.method === "HEAD" ? undefined : (Readable.toWeb(req) as ReadableStream);
+    const request = new Request(`http://${req.headers.host}${req.url}`, {
+      method: req.method,
+      headers: req.headers as Record<string, string>,
+      body,
+      duplex: "half",
+    } as RequestInit);
+    const response = await handleMcpRequest(request);
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    res.end(Buffer.from(await response.arrayBuffer()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const client = new Client({ name: "bench-airlock", version: "1" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`http://localhost:${port}/api/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${credentials!.agent.token}` } },
+    }),
+  );
+  return {
+    client,
+    dataDir,
+    async close() {
+      await client.close();
+      server.close();
+      await (await appRuntime(prisma())).close();
+      await prisma().$disconnect();
+      await db.$disconnect();
+      await postgres.stop();
+    },
+  };
+}
