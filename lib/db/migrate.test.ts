@@ -176,6 +176,36 @@ describe("a failing migration", () => {
   });
 });
 
+describe("a database that has every migration already", () => {
+  let db: TestDatabase;
+  let migrationsDir: string;
+  const write = async (name: string, sql: string) => {
+    await mkdir(join(migrationsDir, name), { recursive: true });
+    await writeFile(join(migrationsDir, name, "migration.sql"), sql);
+  };
+  beforeAll(async () => {
+    db = await createTestDatabase({ empty: true });
+    migrationsDir = await mkdtemp(join(tmpdir(), "airlock-migrations-"));
+    await writeFile(join(migrationsDir, "migration_lock.toml"), 'provider = "postgresql"\n');
+    await write("20260101000000_first", "CREATE TABLE first_table (id int);");
+    expect(await applyMigrations(db.url, { migrationsDir })).toEqual({ applied: ["20260101000000_first"] });
+  });
+  afterAll(async () => {
+    await db?.drop();
+    if (migrationsDir) await rm(migrationsDir, { recursive: true, force: true });
+  });
+
+  it("applies nothing, and still applies a migration added since", async () => {
+    expect(await applyMigrations(db.url, { migrationsDir })).toEqual({ applied: [] });
+    await write("20260102000000_second", "CREATE TABLE second_table (id int);");
+    expect(await applyMigrations(db.url, { migrationsDir })).toEqual({ applied: ["20260102000000_second"] });
+    const tables = await db.prisma.$queryRawUnsafe<{ table_name: string }[]>(
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name LIKE '%_table' ORDER BY table_name",
+    );
+    expect(tables.map((t) => t.table_name)).toEqual(["first_table", "second_table"]);
+  });
+});
+
 describe("a deploy role that may create tables but not schemas", () => {
   it("can apply the migrations", async () => {
     const db = await createTestDatabase({ empty: true });

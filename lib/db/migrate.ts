@@ -7,7 +7,8 @@
  * `_prisma_migrations` (checksum = sha256 of migration.sql), exactly as the native CLI does, so
  * `prisma migrate deploy` / `migrate status` elsewhere accept the result.
  *
- * Guarantees: idempotent (a second call applies nothing); refuses edited or failed migrations
+ * Guarantees: idempotent (a second call applies nothing, and does not load the engine when the
+ * database has recorded every migration with its checksum); refuses edited or failed migrations
  * the way Prisma does (its error is passed on as the cause); an unreachable database is reported
  * as such, naming DATABASE_URL, without the password.
  *
@@ -19,6 +20,7 @@
  * Only `migration.sql` is read from each folder; the `schema.prisma` copy kept beside it is for
  * `scripts/migration-new.ts`.
  */
+import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -74,6 +76,32 @@ export function describeDatabaseUrl(databaseUrl: string): string {
   }
 }
 
+/**
+ * Whether the database has recorded exactly these migrations, each finished, not rolled back and
+ * with the checksum of its file: then the engine would apply nothing. Anything else (a pending,
+ * failed, edited or unknown migration, no table yet, a file that cannot be read) is the engine's
+ * to apply or to refuse.
+ */
+async function allApplied(databaseUrl: string, list: MigrationList): Promise<boolean> {
+  const local = new Map<string, string>();
+  for (const dir of list.migrationDirectories) {
+    if (dir.migrationFile.content.tag !== "ok") return false;
+    local.set(dir.path, createHash("sha256").update(dir.migrationFile.content.value).digest("hex"));
+  }
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
+  try {
+    await client.connect();
+    const { rows: table } = await client.query<{ name: string | null }>(`SELECT to_regclass('"_prisma_migrations"')::text AS name`);
+    if (!table[0]?.name) return false;
+    const { rows } = await client.query<{ migration_name: string; checksum: string; finished: boolean; rolled_back: boolean }>(
+      `SELECT migration_name, checksum, finished_at IS NOT NULL AS finished, rolled_back_at IS NOT NULL AS rolled_back FROM "_prisma_migrations"`,
+    );
+    return rows.length === local.size && rows.every((row) => row.finished && !row.rolled_back && local.get(row.migration_name) === row.checksum);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 /** Fails with a message naming DATABASE_URL when the server cannot be reached or logged into. */
 export async function assertDatabaseReachable(databaseUrl: string): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
@@ -96,6 +124,8 @@ export async function assertDatabaseReachable(databaseUrl: string): Promise<void
 export async function applyMigrations(databaseUrl: string, options: ApplyMigrationsOptions = {}): Promise<{ applied: string[] }> {
   const migrationsList = await readMigrationsList(options.migrationsDir);
   await assertDatabaseReachable(databaseUrl);
+  // Loading the engine costs more than a CLI command's own work: skipped when it has nothing to do.
+  if (await allApplied(databaseUrl, migrationsList)) return { applied: [] };
   try {
     const output = await withSchemaEngine(databaseUrl, (engine) => engine.applyMigrations({ migrationsList, filters: NO_FILTERS }));
     return { applied: output.appliedMigrationNames };
