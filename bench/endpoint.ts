@@ -19,7 +19,7 @@ import { createPrismaClient } from "@/lib/db";
 import { seedDemo } from "@/lib/demo/seed";
 import { setEnvForChildren } from "@/lib/env";
 
-export type BenchEndpoint = { client: Client; dataDir: string; close(): Promise<void> };
+export type BenchEndpoint = { client: Client; db: ReturnType<typeof createPrismaClient>; dataDir: string; close(): Promise<void> };
 
 export async function startBenchEndpoint(env: Record<string, string> = {}): Promise<BenchEndpoint> {
   const postgres = await startPostgres({ persistent: false });
@@ -60,6 +60,7 @@ export async function startBenchEndpoint(env: Record<string, string> = {}): Prom
   );
   return {
     client,
+    db,
     dataDir,
     async close() {
       await client.close();

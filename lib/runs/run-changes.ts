@@ -43,6 +43,7 @@ export function listenRunChanges(connectionString: string): RunChanges {
   const waiters = new Map<string, Set<() => void>>();
   let client: pg.Client | null = null;
   let listening = false;
+  let failing = false;
   let closed = false;
   let backoff = 100;
   let retry: NodeJS.Timeout | null = null;
@@ -75,11 +76,14 @@ export function listenRunChanges(connectionString: string): RunChanges {
       await next.query(`LISTEN ${CHANNEL}`);
       if (client !== next || closed) return void next.end().catch(() => undefined);
       listening = true;
+      failing = false;
       backoff = 100;
       wakeAll();
     } catch (error) {
       if (client !== next) return;
-      console.error(`run changes: listening failed (${error instanceof Error ? error.message : String(error)}); waits poll until it is back`);
+      // Once an outage, not at every retry.
+      if (!failing) console.error(`run changes: listening failed (${error instanceof Error ? error.message : String(error)}); waits poll until it is back`);
+      failing = true;
       lost();
     }
   };

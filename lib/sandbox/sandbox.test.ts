@@ -19,6 +19,30 @@ writeFileSync(join(dir, "cfg.json"), JSON.stringify({ rate: 2 }));
 writeFileSync(join(dir, "notes.txt"), "hello");
 
 describe("script contract (strict)", () => {
+  it("reads 200,000-row CSV inputs in full, with quoted fields or without (a byte-order mark, CRLF or LF lines, an empty line)", async () => {
+    const quoted = Array.from({ length: 200_000 }, (_, i) => `${i},"x, ""${i}""",${i % 7}`);
+    const plain = Array.from({ length: 200_000 }, (_, i) => `${i},x${i},${i % 7}`);
+    writeFileSync(join(dir, "quoted.csv"), `\ufeffid,label,n\r\n${quoted.join("\r\n")}\r\n`);
+    writeFileSync(join(dir, "plain.csv"), `\ufeffid,label,n\n${plain.slice(0, 1000).join("\n")}\n\n${plain.slice(1000).join("\n")}\n`);
+    const env = await runInSandbox({
+      code: `const read = (name) => { const rows = inputs.csv(name); return { count: rows.length, first: rows[0], last: rows[rows.length - 1], sum: rows.reduce((s, r) => s + Number(r.n), 0) }; };
+return { quoted: read("quoted.csv"), plain: read("plain.csv") };`,
+      inputs: [
+        { name: "quoted.csv", path: join(dir, "quoted.csv") },
+        { name: "plain.csv", path: join(dir, "plain.csv") },
+      ],
+      allowedTools: [],
+      callTool: echo,
+    });
+    expect(env.error).toBeNull();
+    const sum = quoted.reduce((s, _, i) => s + (i % 7), 0);
+    const last = String(199_999 % 7);
+    expect(env.result).toEqual({
+      quoted: { count: 200_000, first: { id: "0", label: 'x, "0"', n: "0" }, last: { id: "199999", label: 'x, "199999"', n: last }, sum },
+      plain: { count: 200_000, first: { id: "0", label: "x0", n: "0" }, last: { id: "199999", label: "x199999", n: last }, sum },
+    });
+  });
+
   it("runs tools, inputs, allowlisted imports, artifacts, logs and returns the result", async () => {
     const calls: ToolCallRecord[] = [];
     const env = await runInSandbox({
