@@ -3,7 +3,8 @@
  * seeded with the demo (policy, agent, token), the handler Next calls behind a plain node:http
  * server (Next's own routing is not included), the in-process worker executing runs (strict
  * isolation, warm pool), and an SDK client connected as the demo agent. `env` is set before
- * anything reads it, e.g. AIRLOCK_CONFIG for other upstreams than the demo ledger.
+ * anything reads it and overrides these defaults: AIRLOCK_CONFIG for other upstreams than the
+ * demo ledger, AIRLOCK_IN_PROCESS_WORKER=false for an endpoint that only decides.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -19,7 +20,7 @@ import { createPrismaClient } from "@/lib/db";
 import { seedDemo } from "@/lib/demo/seed";
 import { setEnvForChildren } from "@/lib/env";
 
-export type BenchEndpoint = { client: Client; db: ReturnType<typeof createPrismaClient>; dataDir: string; close(): Promise<void> };
+export type BenchEndpoint = { client: Client; db: ReturnType<typeof createPrismaClient>; agentName: string; dataDir: string; close(): Promise<void> };
 
 export async function startBenchEndpoint(env: Record<string, string> = {}): Promise<BenchEndpoint> {
   const postgres = await startPostgres({ persistent: false });
@@ -61,6 +62,7 @@ export async function startBenchEndpoint(env: Record<string, string> = {}): Prom
   return {
     client,
     db,
+    agentName: credentials!.agent.name,
     dataDir,
     async close() {
       await client.close();

@@ -21,24 +21,16 @@
  *   p50/p95 of each and of their sum, against a JSON round trip of the same envelope (which the
  *   result path pays anyway). Target: the gate's sum ≤ 10 ms p50.
  *
- * The endpoint runs in this process behind a plain node:http server (the same handler Next calls)
- * on a throwaway PostgreSQL; Next's own routing overhead is not included.
+ * The endpoint runs in this process (./endpoint.ts), here without executing runs; Next's own
+ * routing overhead is not included.
  */
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Readable } from "node:stream";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { encode } from "gpt-tokenizer";
 import { DEFAULT_AGENT_SCOPES } from "@/lib/contracts/scopes";
-import { applyMigrations } from "@/lib/db/migrate";
-import { startPostgres } from "@/lib/db/postgres-server";
-import { createPrismaClient } from "@/lib/db";
-import { seedDemo } from "@/lib/demo/seed";
-import { setEnvForChildren } from "@/lib/env";
+import type { createPrismaClient } from "@/lib/db";
+import { startBenchEndpoint } from "./endpoint";
 
 const SUBMITS = 200;
 const TOOLS_LIST_BUDGET = 1100;
@@ -195,42 +187,9 @@ async function measurePreview(db: ReturnType<typeof createPrismaClient>, agentNa
 }
 
 async function main() {
-  const postgres = await startPostgres({ persistent: false });
-  await applyMigrations(postgres.url);
-  const db = createPrismaClient(postgres.url);
-  const credentials = await seedDemo(db, { password: "bench-password-123" });
-  setEnvForChildren({
-    DATABASE_URL: postgres.url,
-    AIRLOCK_DATA_DIR: await mkdtemp(join(tmpdir(), "airlock-bench-")),
-    AIRLOCK_BUDGET_RUNS_PER_HOUR: "1000000",
-    AIRLOCK_BUDGET_PENDING_REVIEWS: "10000",
-    AIRLOCK_IN_PROCESS_WORKER: "false",
-  });
-  const { handleMcpRequest } = await import("@/lib/mcp/http");
-  const { appRuntime } = await import("@/lib/runs/runtime");
-  const { prisma } = await import("@/lib/db");
-
-  const server = createServer(async (req, res) => {
-    const body = req.method === "GET" || req.method === "HEAD" ? undefined : (Readable.toWeb(req) as ReadableStream);
-    const request = new Request(`http://${req.headers.host}${req.url}`, {
-      method: req.method,
-      headers: req.headers as Record<string, string>,
-      body,
-      duplex: "half",
-    } as RequestInit);
-    const response = await handleMcpRequest(request);
-    res.writeHead(response.status, Object.fromEntries(response.headers));
-    res.end(Buffer.from(await response.arrayBuffer()));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-
-  const client = new Client({ name: "bench", version: "1" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`http://localhost:${port}/api/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${credentials!.agent.token}` } },
-    }),
-  );
+  // Intake alone: the endpoint's process does not execute; measurePreview starts a runtime that does.
+  const endpoint = await startBenchEndpoint({ AIRLOCK_BUDGET_PENDING_REVIEWS: "10000", AIRLOCK_IN_PROCESS_WORKER: "false" });
+  const { client, db, agentName } = endpoint;
   const list = await client.listTools();
   const toolsListTokens = encode(JSON.stringify(list)).length;
   const full = await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } });
@@ -252,8 +211,8 @@ async function main() {
     submits.push(performance.now() - t);
     if (i === 0 && !JSON.stringify(result).includes("previewing")) throw new Error(`unexpected submit result: ${JSON.stringify(result)}`);
   }
-  const preview = await measurePreview(db, credentials!.agent.name);
-  const gate = await measureGate(db, credentials!.agent.name);
+  const preview = await measurePreview(db, agentName);
+  const gate = await measureGate(db, agentName);
 
   console.log(
     JSON.stringify(
@@ -278,12 +237,7 @@ async function main() {
       2,
     ),
   );
-  await client.close();
-  server.close();
-  await (await appRuntime(prisma())).close();
-  await prisma().$disconnect();
-  await db.$disconnect();
-  await postgres.stop();
+  await endpoint.close();
 }
 
 main().catch((error) => {

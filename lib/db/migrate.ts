@@ -96,7 +96,12 @@ async function allApplied(databaseUrl: string, list: MigrationList): Promise<boo
     const { rows } = await client.query<{ migration_name: string; checksum: string; finished: boolean; rolled_back: boolean }>(
       `SELECT migration_name, checksum, finished_at IS NOT NULL AS finished, rolled_back_at IS NOT NULL AS rolled_back FROM "_prisma_migrations"`,
     );
-    return rows.length === local.size && rows.every((row) => row.finished && !row.rolled_back && local.get(row.migration_name) === row.checksum);
+    const recorded = new Set(rows.map((row) => row.migration_name));
+    return (
+      rows.length === local.size &&
+      recorded.size === local.size &&
+      rows.every((row) => row.finished && !row.rolled_back && local.get(row.migration_name) === row.checksum)
+    );
   } finally {
     await client.end().catch(() => {});
   }

@@ -413,6 +413,11 @@ describe("output and facts", () => {
     ["a line comment", "const n: number = 1;\nreturn n;\n// repetition 3", "const n = 1;\nreturn n;\n// repetition 3\n"],
     ["a block comment and blank lines", "return 1;\n/* done */\n\n", "return 1;\n/* done */\n"],
     ["a string holding the appended export", "const s = `\nexport {};\n`;\nreturn s;", "const s = `\nexport {};\n`;\nreturn s;\n"],
+    [
+      "a string of comment-like text after an export line (no exponential backtracking)",
+      "const s = `\nexport {};\n" + "// ".repeat(40) + "\nx`;\nreturn s;",
+      "const s = `\nexport {};\n" + "// ".repeat(40) + "\nx`;\nreturn s;\n",
+    ],
   ])("keeps a script that ends in %s a plain function body (the transpiler's export goes)", (_, code, javascript) => {
     expect(analyze(code).javascript).toBe(javascript);
   });

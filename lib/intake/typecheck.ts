@@ -204,8 +204,20 @@ function shortened(message: string): string {
 
 export type TranspileOutput = { javascript: string; syntaxErrors: ScriptDiagnostic[] };
 
-/** `export {};` on a line of its own, followed by nothing but comments and whitespace. */
-const APPENDED_EXPORT = /(^|\n)export \{\};\n((?:\s|\/\/[^\n]*|\/\*[\s\S]*?\*\/)*)$/;
+const APPENDED_EXPORT = "export {};\n";
+
+/**
+ * The output without the `export {};` the transpiler appends to a module without imports: the
+ * last such line, when only comments and whitespace follow it (found by TypeScript's own scanner,
+ * in linear time; a pattern over the comments could backtrack exponentially).
+ */
+function withoutAppendedExport(output: string): string {
+  const at = output.lastIndexOf(APPENDED_EXPORT);
+  if (at === -1 || (at > 0 && output[at - 1] !== "\n")) return output;
+  const rest = output.slice(at + APPENDED_EXPORT.length);
+  const scanner = ts.createScanner(ts.ScriptTarget.Latest, true, ts.LanguageVariant.Standard, rest);
+  return scanner.scan() === ts.SyntaxKind.EndOfFileToken ? output.slice(0, at) + rest : output;
+}
 
 /** Strips types (TypeScript) or only parses (JavaScript, returned unchanged). */
 
@@ -228,6 +240,6 @@ export function transpileScript(submitted: ts.SourceFile, language: "typescript"
   // A module without imports gets `export {};` appended to stay one, before the script's trailing
   // comments; a script body must not end in an export (and one written by the agent is a
   // module_syntax finding anyway).
-  const javascript = language === "typescript" ? out.outputText.replace(APPENDED_EXPORT, "$1$2") : code;
+  const javascript = language === "typescript" ? withoutAppendedExport(out.outputText) : code;
   return { javascript, syntaxErrors };
 }

@@ -69,7 +69,7 @@ function compact(node: unknown, io: "input" | "output"): unknown {
     if (key === "pattern" && "format" in node) continue;
     if (key === "propertyNames" && JSON.stringify(value) === '{"type":"string"}') continue;
     if (key === "additionalProperties" && value === false && io === "output") continue;
-    if (key === "required" && io === "output") continue;
+    if (key === "required" && Array.isArray(value) && io === "output") continue;
     if (key === "items" && JSON.stringify(value) === "{}") continue;
     out[key] = compact(value, io);
   }

@@ -3,7 +3,7 @@
  * descriptions are a public contract: agents, e2e/mcp.spec.ts and the conformance suite use them.
  */
 import { z } from "zod";
-import { appRuntime } from "@/lib/runs/runtime";
+import { appRuntime, startedAppRuntime } from "@/lib/runs/runtime";
 import { listDatasets } from "@/lib/runs/datasets";
 import { cancelRun } from "@/lib/runs/cancel";
 import { recordOutcome, recordOutcomeSchema } from "@/lib/runs/outcome";
@@ -108,10 +108,13 @@ export const getRunTool = defineTool({
   output: runViewSchema,
   annotations: { readOnlyHint: true },
   async handler(input, call) {
-    // The runtime's pushed run changes end a wait at once; a runtime that cannot start (an upstream
-    // down) does not keep an agent from reading its runs, whose waits then poll.
-    const deps = await appRuntime(call.db).catch(() => ({ db: call.db }));
-    return runAnswer(call, await getRun(deps, call.ctx.agent, input, call.signal), "get_run");
+    // The started runtime's pushed run changes end a wait at once. Reading a run never starts one
+    // (an upstream down would hold every read); without it, waits poll.
+    const changes = await startedAppRuntime()?.then(
+      (runtime) => runtime.changes,
+      () => undefined,
+    );
+    return runAnswer(call, await getRun({ db: call.db, changes }, call.ctx.agent, input, call.signal), "get_run");
   },
 });
 

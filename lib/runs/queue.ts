@@ -14,7 +14,8 @@
  * A run this process approves is started at once when it has an idle slot (`start`: fewer runs
  * executing here than its concurrency), without the round trip through the job table; it takes its
  * slot and is claimed exactly as a job would be, and drains with the jobs on stop. Jobs and runs
- * started at once share the process's `concurrency` slots: a job that finds them taken waits for one.
+ * started at once share the process's `concurrency` slots: a job that finds them taken is put back
+ * to run 200 ms later, here or on another executor.
  *
  * Before the claim, a job takes one of the cluster's executor slots for its run, or defers the run
  * while its agent has its fair share and another agent's run waits (./fair-share.ts): the job then
@@ -55,6 +56,9 @@ export const AUDIT_CHECKPOINT = "audit_checkpoint";
 export const RETENTION_PURGE = "retention_purge";
 
 const payloadSchema = z.object({ runId: z.uuid() }).strict();
+
+/** How soon a job that found this process's slots taken (by runs started at once) is tried again. */
+const SLOTS_TAKEN_RETRY_MS = 200;
 
 export type RunQueue = {
   enqueue(runId: string): Promise<void>;
@@ -152,17 +156,12 @@ export async function startRunQueue(options: {
     clearInterval(heartbeat);
     await unregisterExecutor(options.db, executor.id);
   };
-  // This process's executor slots, shared by jobs and runs started at once: a job that finds them
-  // taken waits here for one, so the process never executes more than `concurrency` runs.
+  // This process's executor slots, shared by jobs and runs started at once, so it never executes
+  // more than `concurrency` runs. A job that finds them taken is put back for a moment, not held:
+  // another executor may take it, and previews and maintenance keep the job slots they need.
   let free = options.concurrency;
-  const slotWaiters: (() => void)[] = [];
   const startedAtOnce = new Set<Promise<void>>();
   const draining = new AbortController();
-  const freeSlot = () => {
-    const next = slotWaiters.shift();
-    if (next) next();
-    else free++;
-  };
   /** Executes a queued run in a local slot it already holds (`free` was taken for it). */
   const execute = async (runId: string, abort: AbortSignal) => {
     try {
@@ -175,7 +174,7 @@ export async function startRunQueue(options: {
         await releaseSlot(options.db, executor.id, runId).then(wake, (error: unknown) => console.error(`run ${runId}: giving its slot back failed`, error));
       }
     } finally {
-      freeSlot();
+      free++;
     }
   };
   const start = (runId: string) => {
@@ -184,8 +183,12 @@ export async function startRunQueue(options: {
       return;
     }
     free--;
-    // A run whose start is lost here (the process dies) is queued still: the maintenance sweep enqueues it.
-    const started = execute(runId, draining.signal).catch((error: unknown) => console.error(`run ${runId}: starting it failed`, error));
+    // A start that fails (the database, say) is retried as a job; one lost with the process is
+    // queued still, and the maintenance sweep enqueues it.
+    const started = execute(runId, draining.signal).catch((error: unknown) => {
+      console.error(`run ${runId}: starting it failed; it is enqueued`, error);
+      return enqueue(runId).catch((again: unknown) => console.error(`run ${runId}: enqueue failed`, again));
+    });
     startedAtOnce.add(started);
     void started.finally(() => startedAtOnce.delete(started));
   };
@@ -199,8 +202,11 @@ export async function startRunQueue(options: {
     taskList: {
       [EXECUTE_RUN]: async (payload, helpers) => {
         const { runId } = payloadSchema.parse(payload);
-        if (free > 0) free--;
-        else await new Promise<void>((resolve) => slotWaiters.push(resolve));
+        if (free === 0) {
+          await helpers.addJob(EXECUTE_RUN, { runId }, { jobKey: `run:${runId}`, maxAttempts: 3, runAt: new Date(Date.now() + SLOTS_TAKEN_RETRY_MS) });
+          return;
+        }
+        free--;
         await execute(runId, helpers.abortSignal);
       },
       [PREVIEW_RUN]: async (payload, helpers) => {

@@ -54,7 +54,8 @@ export function listenRunChanges(connectionString: string): RunChanges {
 
   const connect = async () => {
     if (closed) return;
-    const next = new pg.Client({ connectionString, application_name: "airlock-run-changes" });
+    // keepAlive: a connection that died silently is found by the OS, not left "listening".
+    const next = new pg.Client({ connectionString, application_name: "airlock-run-changes", keepAlive: true });
     const lost = () => {
       if (client !== next) return;
       client = null;
@@ -100,7 +101,9 @@ export function listenRunChanges(connectionString: string): RunChanges {
 
   void connect();
   return {
-    arm(runId) {
+    arm(id) {
+      // Notifications carry the id as PostgreSQL prints a uuid: lower case.
+      const runId = id.toLowerCase();
       let wake!: () => void;
       const changed = new Promise<void>((resolve) => (wake = resolve));
       const set = waiters.get(runId) ?? new Set();

@@ -298,7 +298,10 @@ export async function getRun(deps: Pick<RunDeps, "db" | "changes">, actor: Agent
   let previewing = false;
   for (;;) {
     const armed = waitSeconds > 0 ? deps.changes?.arm(runId) : undefined;
-    const run = await deps.db.run.findFirst({ where: { id: runId, agentId: actor.id } });
+    const run = await deps.db.run.findFirst({ where: { id: runId, agentId: actor.id } }).catch((error: unknown) => {
+      armed?.cancel();
+      throw error;
+    });
     // A wait that began during the plan preview ends when the plan is ready, so the agent sees it.
     const planReady = previewing && run?.status !== "previewing";
     previewing ||= run?.status === "previewing";

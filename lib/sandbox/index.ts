@@ -49,6 +49,8 @@ function failure(level: IsolationLevel, code: "SANDBOX_UNAVAILABLE" | "CAPABILIT
 
 /** How long the pool waits after a run starts or ends before it spawns replacements. */
 export const REFILL_QUIET_MS = 100;
+/** The longest it waits for such a pause. */
+export const REFILL_MAX_WAIT_MS = 1_000;
 
 type Prepared = { job: MemberJob } | { envelope: Envelope };
 
@@ -138,15 +140,18 @@ export function createSandboxPool(config: SandboxConfig & { size?: number } = {}
 
   // Replacements are spawned once no run has started or ended for REFILL_QUIET_MS, not while one
   // starts or is being recorded and answered: spawning forks this process and competes for the CPU
-  // that work needs. A run that finds no warm member spawns one itself (take).
+  // that work needs. Runs that never pause get them REFILL_MAX_WAIT_MS after the first was due. A
+  // run that finds no warm member spawns one itself (take).
   let lastActivity = 0;
   let refillTimer: NodeJS.Timeout | null = null;
   const refillWhenQuiet = () => {
     lastActivity = performance.now();
     if (refillTimer || closed) return;
+    const due = lastActivity;
     const check = () => {
-      const quietFor = performance.now() - lastActivity;
-      if (quietFor < REFILL_QUIET_MS) {
+      const now = performance.now();
+      const quietFor = now - lastActivity;
+      if (quietFor < REFILL_QUIET_MS && now - due < REFILL_MAX_WAIT_MS) {
         refillTimer = setTimeout(check, REFILL_QUIET_MS - quietFor);
         return;
       }

@@ -192,7 +192,10 @@ function csvRows(source) {
   if (!/"|\r(?!\n)/.test(source)) {
     const lines = source.split(/\r?\n/);
     if (lines.at(-1) === "") lines.pop();
-    return lines.map((line) => line.split(","));
+    const rows = lines.map((line) => line.split(","));
+    // As field by field: a comma that ends the text ends the last row, with no empty field after it.
+    if (source.endsWith(",")) rows.at(-1).pop();
+    return rows;
   }
   const rows = [];
   let row = [];
