@@ -37,7 +37,7 @@ import { AppError } from "@/lib/errors";
 import { analyzeScript } from "@/lib/intake/analyze";
 import { submitRun } from "@/lib/intake/submit";
 import { recordResultRead } from "@/lib/mcp/audit";
-import { createRuntime, demoConfig, resolveConfig, serverConfigPath } from "@/lib/runs/runtime";
+import { createRuntime, demoConfig, resolveConfig, serverConfigPath, type Runtime } from "@/lib/runs/runtime";
 import { getRun, type AgentActor, type RunView } from "@/lib/runs/service";
 import { ALLOWED_BUILTINS, ISOLATION_LEVELS, membersTornDown, runInSandbox, type Envelope, type IsolationLevel, type StagedInput } from "@/lib/sandbox";
 import { withCliDatabase } from "./database";
@@ -211,7 +211,7 @@ async function execAsAgent(args: AgentArgs, code: string, io: CliIo): Promise<nu
             { code, language: args.language, purpose: args.purpose ?? `airlock exec ${basename(args.file)}`, inputs: args.datasets },
             { via: { door: "cli:exec", by } },
           );
-          return await follow(db, agent, submitted, args, io);
+          return await follow(runtime, agent, submitted, args, io);
         } finally {
           await runtime.close();
         }
@@ -223,7 +223,8 @@ async function execAsAgent(args: AgentArgs, code: string, io: CliIo): Promise<nu
 }
 
 /** Prints the decision, then waits as the flags say; the exit code. */
-async function follow(db: Db, agent: AgentActor, submitted: RunView, args: AgentArgs, io: CliIo): Promise<number> {
+async function follow(runtime: Runtime, agent: AgentActor, submitted: RunView, args: AgentArgs, io: CliIo): Promise<number> {
+  const { db } = runtime;
   let view = submitted;
   if (!args.json) io.stdout(formatDecision(view));
   let toldQueued = false;
@@ -239,7 +240,8 @@ async function follow(db: Db, agent: AgentActor, submitted: RunView, args: Agent
       if (!args.json) io.stderr("airlock exec: the run is queued; it runs when a worker takes it (npm start or npm run worker).\n");
     }
     const previous = view.status;
-    view = await getRun({ db }, agent, { runId: view.runId, waitSeconds: 5 });
+    // Ends as soon as the run changes (the runtime's pushed run changes).
+    view = await getRun(runtime, agent, { runId: view.runId, waitSeconds: 5 });
     if (!args.json && view.status !== previous) io.stdout(`run ${view.runId}: ${view.status}\n`);
   }
   await recordResultRead(db, agent, view.runId, { via: "cli:exec", hasResult: view.result !== undefined || view.logs !== undefined });
