@@ -73,6 +73,15 @@ describe("pushed run changes", () => {
     expect((await db.prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("running");
   });
 
+  it("a run id written in upper case is woken too (PostgreSQL announces it in lower case)", async () => {
+    const runId = await queuedRun();
+    const armed = changes.arm(runId.toUpperCase());
+    const started = performance.now();
+    setTimeout(() => void move(runId, "queued", "running"), 50);
+    await armed.wait(5_000);
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
   it("get_run's wait answers with the run's end as soon as it commits", async () => {
     const runId = await queuedRun();
     await move(runId, "queued", "running");
