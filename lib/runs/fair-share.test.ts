@@ -193,7 +193,7 @@ describe("one executor, one slot: a run started at once", () => {
     expect(await jobsFor(first.runId)).toBe(0);
     const later = [await submitRun(runtime, agent, busy(2)), await submitRun(runtime, agent, busy(3))];
     // The slot is taken, so these went through the queue.
-    for (const view of later) expect(await jobsFor(view.runId)).toBe(1);
+    for (const view of later) await expect.poll(() => jobsFor(view.runId), { timeout: 1_000, interval: 10 }).toBe(1);
     const ids = [first.runId, ...later.map((v) => v.runId)];
     let most = 0;
     for (;;) {

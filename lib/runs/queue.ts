@@ -14,8 +14,8 @@
  * A run this process approves is started at once when it has an idle slot (`start`: fewer runs
  * executing here than its concurrency), without the round trip through the job table; it takes its
  * slot and is claimed exactly as a job would be, and drains with the jobs on stop. Jobs and runs
- * started at once share the process's `concurrency` slots: a job that finds them taken is put back
- * to run 200 ms later, here or on another executor.
+ * started at once share the process's `concurrency` slots: a job that finds them taken waits for
+ * one, and one still waiting when the executor stops is handed back to the queue.
  *
  * Before the claim, a job takes one of the cluster's executor slots for its run, or defers the run
  * while its agent has its fair share and another agent's run waits (./fair-share.ts): the job then
@@ -56,9 +56,6 @@ export const AUDIT_CHECKPOINT = "audit_checkpoint";
 export const RETENTION_PURGE = "retention_purge";
 
 const payloadSchema = z.object({ runId: z.uuid() }).strict();
-
-/** How soon a job that found this process's slots taken (by runs started at once) is tried again. */
-const SLOTS_TAKEN_RETRY_MS = 200;
 
 export type RunQueue = {
   enqueue(runId: string): Promise<void>;
@@ -157,11 +154,17 @@ export async function startRunQueue(options: {
     await unregisterExecutor(options.db, executor.id);
   };
   // This process's executor slots, shared by jobs and runs started at once, so it never executes
-  // more than `concurrency` runs. A job that finds them taken is put back for a moment, not held:
-  // another executor may take it, and previews and maintenance keep the job slots they need.
+  // more than `concurrency` runs: a job that finds them taken waits for one (first come, first
+  // served), as it would for a graphile slot.
   let free = options.concurrency;
+  const slotWaiters: (() => void)[] = [];
   const startedAtOnce = new Set<Promise<void>>();
   const draining = new AbortController();
+  const freeSlot = () => {
+    const next = slotWaiters.shift();
+    if (next) next();
+    else free++;
+  };
   /** Executes a queued run in a local slot it already holds (`free` was taken for it). */
   const execute = async (runId: string, abort: AbortSignal) => {
     try {
@@ -174,7 +177,7 @@ export async function startRunQueue(options: {
         await releaseSlot(options.db, executor.id, runId).then(wake, (error: unknown) => console.error(`run ${runId}: giving its slot back failed`, error));
       }
     } finally {
-      free++;
+      freeSlot();
     }
   };
   const start = (runId: string) => {
@@ -202,11 +205,14 @@ export async function startRunQueue(options: {
     taskList: {
       [EXECUTE_RUN]: async (payload, helpers) => {
         const { runId } = payloadSchema.parse(payload);
-        if (free === 0) {
-          await helpers.addJob(EXECUTE_RUN, { runId }, { jobKey: `run:${runId}`, maxAttempts: 3, runAt: new Date(Date.now() + SLOTS_TAKEN_RETRY_MS) });
+        if (free > 0) free--;
+        else await new Promise<void>((resolve) => slotWaiters.push(resolve));
+        if (runner === null || helpers.abortSignal.aborted) {
+          // The executor began stopping while this job waited: another executor takes the run.
+          freeSlot();
+          await helpers.addJob(EXECUTE_RUN, { runId }, { jobKey: `run:${runId}`, maxAttempts: 3 });
           return;
         }
-        free--;
         await execute(runId, helpers.abortSignal);
       },
       [PREVIEW_RUN]: async (payload, helpers) => {
