@@ -30,6 +30,7 @@ import { join } from "node:path";
 import { encode } from "gpt-tokenizer";
 import { DEFAULT_AGENT_SCOPES } from "@/lib/contracts/scopes";
 import type { createPrismaClient } from "@/lib/db";
+import { env } from "@/lib/env";
 import { startBenchEndpoint } from "./endpoint";
 
 const SUBMITS = 200;
@@ -149,7 +150,7 @@ async function measurePreview(db: ReturnType<typeof createPrismaClient>, agentNa
     db,
     { ...demoConfig(join(await mkdtemp(join(tmpdir(), "airlock-bench-ledger-")), "state.json")), sandbox: { isolation: "strict", poolSize: 2 } },
     {
-      databaseUrl: process.env.DATABASE_URL!,
+      databaseUrl: env().DATABASE_URL!,
       execute: true,
     },
   );
