@@ -79,6 +79,7 @@ test("a new upstream tool stays quarantined until accepted", async ({ page, logi
 
   const audit = new pg.Client({ connectionString: state.databaseUrl });
   await audit.connect();
+  await audit.query(`SELECT "airlock_audit_sequence"(1000)`); // chain what is staged first, as every reader of the log does
   const { rows } = await audit.query(
     `SELECT e.action, u.email FROM "AuditEvent" e JOIN "User" u ON u.id::text = e."actorId"
      WHERE e.action IN ('tool.acceptance_requested', 'tool.accepted') AND e.data->>'tool' = 'listCustomers' ORDER BY e.id`,

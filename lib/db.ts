@@ -9,6 +9,10 @@
  *   lib/testing/db.ts) and the CLI. The caller disconnects it.
  * - `Tx`: the client handed to `$transaction(async (tx) => …)`. Mutating services take a `tx`
  *   so that their audit event commits or rolls back with the change itself.
+ * - Every read of "AuditEvent" through a client made here (its transactions included) first
+ *   chains the audit events already committed (lib/db/audit-sequence.ts, on the client itself,
+ *   outside the caller's transaction), so it sees every event recorded before it, whichever
+ *   process recorded it.
  *
  * No `import "server-only"` here: that package throws outside the react-server condition, i.e.
  * in vitest and the tsx CLI, which both use this module. Client code is kept away from lib/**
@@ -17,12 +21,25 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient, type Prisma } from "@/lib/generated/prisma/client";
 import { env } from "@/lib/env";
+import { sequenceAudit } from "@/lib/db/audit-sequence";
 
 export type { PrismaClient };
 export type Tx = Prisma.TransactionClient;
 
 export function createPrismaClient(databaseUrl: string): PrismaClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl }) });
+  const base = new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl }) });
+  const chained = base.$extends({
+    query: {
+      auditEvent: {
+        async $allOperations({ args, query }) {
+          await sequenceAudit(base);
+          return query(args);
+        },
+      },
+    },
+  });
+  // The extension changes no type: the client is still a PrismaClient to its callers.
+  return chained as unknown as PrismaClient;
 }
 
 const cache = globalThis as typeof globalThis & { __airlockPrisma?: PrismaClient };

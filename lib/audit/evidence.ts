@@ -23,6 +23,7 @@
  * Refuses: a run that does not exist (not_found); no version 2 checkpoint to prove against, or a
  * log that no longer matches its signed heads (conflict).
  */
+import { sequenceAudit } from "@/lib/db/audit-sequence";
 import { statusOfAction } from "@/lib/contracts/run-states";
 import type { Db } from "@/lib/db";
 import { AppError } from "@/lib/errors";
@@ -90,6 +91,7 @@ function sameRoot(tree: MerkleLevels, head: TreeHead): boolean {
 const hex = (hashes: Buffer[]) => hashes.map((h) => h.toString("hex"));
 
 export async function buildRunEvidence(db: Db, config: CheckpointConfig, runId: string, exportedBy: string): Promise<UnsignedRunEvidence> {
+  await sequenceAudit(db);
   const run = await db.run.findUnique({
     where: { id: runId },
     include: {

@@ -31,6 +31,7 @@
  * = + - @ tab or CR are prefixed with ' so a spreadsheet does not evaluate them (the JSONL keeps
  * values untouched). Does not audit: service.ts does.
  */
+import { sequenceAudit } from "@/lib/db/audit-sequence";
 import { Prisma } from "@/lib/generated/prisma/client";
 import type { Db } from "@/lib/db";
 import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
@@ -223,6 +224,7 @@ export async function prepareExport(
   const batchBytes = options.batchBytes ?? MAX_BATCH_BYTES;
   const kind = options.rows ?? "events";
   const excludeAuditReads = kind === "events" && options.excludeAuditReads === true;
+  await sequenceAudit(db);
   const [head] = await db.$queryRaw<{ id: bigint; hash: string; at: Date }[]>`
     SELECT id, hash, at FROM "AuditEvent" ORDER BY id DESC LIMIT 1`;
   const headId = head?.id ?? 0n;

@@ -59,9 +59,13 @@ export type LastVerification = {
   broken: { eventId: string | null; reason: string; detail: string } | null;
 };
 
-/** The most recent verification, from its own audit event ("audit.verified"). */
+/**
+ * The most recent verification, from its own audit event ("audit.verified"). Ordered by time on
+ * the (action, at) index: ordered by id, PostgreSQL walks the whole log backwards to find a rare
+ * action.
+ */
 export async function lastVerification(db: Db): Promise<LastVerification | null> {
-  const row = await db.auditEvent.findFirst({ where: { action: "audit.verified" }, orderBy: { id: "desc" } });
+  const row = await db.auditEvent.findFirst({ where: { action: "audit.verified" }, orderBy: [{ at: "desc" }, { id: "desc" }] });
   if (!row) return null;
   const data = row.data as {
     ok?: boolean;

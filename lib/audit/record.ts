@@ -1,22 +1,27 @@
 /**
  * recordAudit(tx, event): the one way anything is written to the audit log.
  *
- * Guarantees: the event is appended in the caller's transaction (if the transaction rolls back,
- * so does the event; if the append fails, the caller's change fails); appends are serialized by a
- * transaction-scoped advisory lock so the log is one hash chain:
- *   hash = sha256(prevHash || canonicalJson({at, actorType, actorId, action, subjectType, subjectId, data}))
- * The first event's prevHash is 64 zeros. The table itself refuses UPDATE/DELETE/TRUNCATE
- * (trigger in the init migration). Verification is lib/audit/verify.ts.
+ * Guarantees:
+ * - the event is staged in the caller's transaction ("AuditPending"): if the transaction rolls
+ *   back, so does the event; if staging fails, the caller's change fails. Staging takes no lock,
+ *   so transactions that record events no longer wait for each other;
+ * - the log is one hash chain,
+ *     hash = sha256(prevHash || canonicalJson({at, actorType, actorId, action, subjectType, subjectId, data}))
+ *   with 64 zeros before the first event. The chain is extended by airlock_audit_sequence(), in
+ *   batches under the chain's advisory lock, in the database (lib/db/audit-sequence.ts): a
+ *   committed event is chained within a moment by a running web or worker process, and before
+ *   any read of the log (every read through the Prisma client chains what is staged first; the
+ *   raw-SQL readers call sequenceAudit themselves);
+ * - the app role can stage events but cannot change, delete or chain them itself, and cannot
+ *   write "AuditEvent" (grants in lib/db/roles.ts; triggers in the migrations). Verification is
+ *   lib/audit/verify.ts.
  */
 import { createHash } from "node:crypto";
 import type { Actor } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { Tx } from "@/lib/db";
-import type { Prisma } from "@/lib/generated/prisma/client";
 
 export const GENESIS_HASH = "0".repeat(64);
-/** Arbitrary constant naming the audit chain's advisory lock. */
-const AUDIT_CHAIN_LOCK = 7_231_004_417;
 
 export type AuditEventInput = {
   actor: Actor;
@@ -25,53 +30,54 @@ export type AuditEventInput = {
   data?: Record<string, unknown>;
 };
 
-export function chainHash(
-  prevHash: string,
-  event: {
-    at: Date;
-    actorType: string;
-    actorId: string | null;
-    action: string;
-    subjectType: string;
-    subjectId: string | null;
-    data: unknown;
-  },
-): string {
-  return createHash("sha256")
-    .update(prevHash)
-    .update(
-      canonicalJson({
-        at: event.at.toISOString(),
-        actorType: event.actorType,
-        actorId: event.actorId,
-        action: event.action,
-        subjectType: event.subjectType,
-        subjectId: event.subjectId,
-        data: event.data,
-      }),
-    )
-    .digest("hex");
+type ChainedFields = {
+  at: Date;
+  actorType: string;
+  actorId: string | null;
+  action: string;
+  subjectType: string;
+  subjectId: string | null;
+  data: unknown;
+};
+
+/** The text an event's chain hash covers after its predecessor's hash. */
+export function canonicalEvent(event: ChainedFields): string {
+  return canonicalJson({
+    at: event.at.toISOString(),
+    actorType: event.actorType,
+    actorId: event.actorId,
+    action: event.action,
+    subjectType: event.subjectType,
+    subjectId: event.subjectId,
+    data: event.data,
+  });
+}
+
+export function chainHash(prevHash: string, event: ChainedFields): string {
+  return createHash("sha256").update(prevHash).update(canonicalEvent(event)).digest("hex");
 }
 
 function actorId(actor: Actor): string | null {
   return actor.type === "system" ? actor.name : actor.id;
 }
 
-export async function recordAudit(tx: Tx, input: AuditEventInput): Promise<{ id: bigint; hash: string }> {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${AUDIT_CHAIN_LOCK})`;
-  const last = await tx.auditEvent.findFirst({ orderBy: { id: "desc" }, select: { hash: true } });
-  const prevHash = last?.hash ?? GENESIS_HASH;
-  const data = JSON.parse(canonicalJson(input.data ?? {})) as Prisma.InputJsonObject;
+/** Stages an event with the given time (recordAudit stamps now; tests backdate). */
+export async function stageAuditEvent(tx: Pick<Tx, "$executeRaw">, input: AuditEventInput, at: Date): Promise<void> {
+  const data = canonicalJson(input.data ?? {});
   const event = {
-    at: new Date(),
+    at,
     actorType: input.actor.type,
     actorId: actorId(input.actor),
     action: input.action,
     subjectType: input.subject.type,
     subjectId: input.subject.id ?? null,
-    data,
+    data: JSON.parse(data) as unknown,
   };
-  const hash = chainHash(prevHash, event);
-  const row = await tx.auditEvent.create({ data: { ...event, prevHash, hash }, select: { id: true } });
-  return { id: row.id, hash };
+  await tx.$executeRaw`
+    INSERT INTO "AuditPending" ("at", "actorType", "actorId", "action", "subjectType", "subjectId", "data", "canonical")
+    VALUES (${event.at.toISOString()}::timestamptz, ${event.actorType}, ${event.actorId}, ${event.action}, ${event.subjectType}, ${event.subjectId}, ${data}::jsonb, ${canonicalEvent(event)})`;
+}
+
+export async function recordAudit(tx: Tx, input: AuditEventInput): Promise<void> {
+  await stageAuditEvent(tx, input, new Date());
 }

@@ -19,6 +19,7 @@
  *
  * Refuses nothing itself: it computes; the trigger refuses changes and verification reports them.
  */
+import { sequenceAudit } from "@/lib/db/audit-sequence";
 import type { Db, Tx } from "@/lib/db";
 import { jsonDigest } from "@/lib/digest";
 
@@ -55,6 +56,7 @@ export type PurgeRecord = { eventId: bigint; fields: string[]; toolCalls: number
 
 /** The `run.purged` events of a run, in chain order (their hashes are checked by the walk itself). */
 export async function purgeRecords(db: Db, runId: string): Promise<PurgeRecord[]> {
+  await sequenceAudit(db);
   const rows = await db.$queryRaw<{ id: bigint; data: { fields?: unknown; purgedToolCalls?: unknown } }[]>`
     SELECT id, data FROM "AuditEvent" WHERE "subjectType" = 'run' AND "subjectId" = ${runId} AND action = ${RUN_PURGED} ORDER BY id`;
   const list = (value: unknown) => (Array.isArray(value) ? value : []);

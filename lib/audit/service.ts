@@ -10,8 +10,8 @@
  *   "audit.checkpointed") naming who looked at
  *   what; the event is written *before* results are handed back, and if it cannot be written the
  *   caller gets an error instead of the data (reading unaudited is not possible);
- * - the audit event is appended after the read, in its own short transaction, so a slow search
- *   never holds the chain's advisory lock.
+ * - the audit event is recorded after the read, in its own short transaction, so a slow search
+ *   holds no transaction open.
  * - a checkpoint is signed only for a head that was just verified (whole chain, or everything
  *   after the last valid checkpoint) and only when the verification reported no problem at all —
  *   missing checkpoints included, so emptying the checkpoint directory is not healed by the next

@@ -42,6 +42,7 @@
  *
  * Read-only: it writes nothing; service.ts records the verification and writes checkpoints.
  */
+import { sequenceAudit } from "@/lib/db/audit-sequence";
 import type { Db } from "@/lib/db";
 import { toolCallsDigest } from "@/lib/audit/seal";
 import { NEXT_STATES, isTerminal } from "@/lib/contracts/run-states";
@@ -309,6 +310,7 @@ function earlier(a: ChainBreak | null, b: ChainBreak | null): ChainBreak | null 
 }
 
 export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<VerifyReport> {
+  await sequenceAudit(db);
   const startedAt = new Date();
   const t0 = performance.now();
   const batchSize = options.batchSize ?? 10_000;

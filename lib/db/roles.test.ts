@@ -43,7 +43,8 @@ beforeAll(async () => {
   server = await startPostgres({ persistent: true, dataDir });
   await applyMigrations(server.url);
   const old = createPrismaClient(server.url);
-  oldEventId = (await old.$transaction((tx) => recordAudit(tx, { actor: SYSTEM, action: "test.before_upgrade", subject: { type: "thing" } }))).id;
+  await old.$transaction((tx) => recordAudit(tx, { actor: SYSTEM, action: "test.before_upgrade", subject: { type: "thing" } }));
+  oldEventId = (await old.auditEvent.findFirstOrThrow({ where: { action: "test.before_upgrade" } })).id;
   await old.$disconnect();
   expect(await query(server.url, "SELECT 1 FROM pg_roles WHERE rolname = $1", [APP_ROLE])).toEqual([]);
   await server.stop();
@@ -109,9 +110,13 @@ describe("connected as the app role", () => {
     ).rejects.toMatchObject({ code: "42501" });
   });
 
-  it("cannot UPDATE, DELETE or TRUNCATE audit events (refused by the grants, before any trigger)", async () => {
+  it("cannot write, UPDATE, DELETE or TRUNCATE audit events, chained or staged (refused by the grants, before any trigger)", async () => {
     for (const sql of [
+      `INSERT INTO "AuditEvent" ("actorType", action, "subjectType", "prevHash", hash) VALUES ('system', 'forged', 'thing', '0', 'forged')`,
       `UPDATE "AuditEvent" SET action = 'x'`,
+      `UPDATE "AuditPending" SET action = 'x'`,
+      `DELETE FROM "AuditPending"`,
+      `TRUNCATE "AuditPending"`,
       `DELETE FROM "AuditEvent"`,
       `TRUNCATE "AuditEvent"`,
       `DELETE FROM "RunToolCall"`,
@@ -142,7 +147,8 @@ describe("connected as the app role", () => {
   it("does the app's work: appends to the audit chain and runs queue jobs", async () => {
     const app = createPrismaClient(urls.appUrl);
     try {
-      const appended = await app.$transaction((tx) => recordAudit(tx, { actor: SYSTEM, action: "test.as_app", subject: { type: "thing" } }));
+      await app.$transaction((tx) => recordAudit(tx, { actor: SYSTEM, action: "test.as_app", subject: { type: "thing" } }));
+      const appended = await app.auditEvent.findFirstOrThrow({ where: { action: "test.as_app" } });
       expect(appended.id).toBeGreaterThan(oldEventId);
       const user = await app.user.create({ data: { email: "role-test@example.com", name: "R", role: "admin" } });
       await app.user.update({ where: { id: user.id }, data: { name: "Renamed" } });

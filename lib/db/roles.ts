@@ -121,7 +121,9 @@ export function appPrivilegesSql(role: string, owner: string, database: string, 
     `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${app}`,
     // Read-only: lets a command running as the app see that the schema is current; never change it.
     `REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${app}`,
-    `REVOKE UPDATE, DELETE ON "AuditEvent" FROM ${app}`,
+    // Events are staged in "AuditPending" and chained by airlock_audit_sequence() alone, as the owner.
+    `REVOKE INSERT, UPDATE, DELETE ON "AuditEvent" FROM ${app}`,
+    `REVOKE UPDATE, DELETE ON "AuditPending" FROM ${app}`,
     `REVOKE DELETE ON "RunToolCall" FROM ${app}`,
     // Holds are released, never deleted (its trigger allows only the release); retention purges
     // through airlock_purge() alone, which EXECUTE on the schema's functions covers.

@@ -189,12 +189,12 @@ describe("reading an artifact", () => {
     await db.prisma.$executeRawUnsafe(`CREATE FUNCTION refuse_download_event() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.action = 'run.artifact_downloaded' THEN RAISE EXCEPTION 'audit refused'; END IF; RETURN NEW; END $$`);
     await db.prisma.$executeRawUnsafe(
-      `CREATE TRIGGER refuse_download_event BEFORE INSERT ON "AuditEvent" FOR EACH ROW EXECUTE FUNCTION refuse_download_event()`,
+      `CREATE TRIGGER refuse_download_event BEFORE INSERT ON "AuditPending" FOR EACH ROW EXECUTE FUNCTION refuse_download_event()`,
     );
     try {
       await expect(readArtifact(db.prisma, person, { runId, name: "report.csv", via: "download" })).rejects.toThrow(/audit refused/);
     } finally {
-      await db.prisma.$executeRawUnsafe(`DROP TRIGGER refuse_download_event ON "AuditEvent"`);
+      await db.prisma.$executeRawUnsafe(`DROP TRIGGER refuse_download_event ON "AuditPending"`);
       await db.prisma.$executeRawUnsafe(`DROP FUNCTION refuse_download_event()`);
     }
   });

@@ -51,9 +51,8 @@ export async function cancelRun(deps: { db: Db }, actor: Actor, runId: string): 
 
 /**
  * Revokes an agent and its tokens, cancels its runs that have not started and asks its running ones
- * to stop. The runs' rows are locked first, before anything is appended to the audit chain: every
- * transaction that changes a run takes its row, then the chain's lock (executor, preview, review),
- * and taking them the other way round here deadlocked with a preview finishing at the same time.
+ * to stop. The runs' rows are locked first, in id order, before anything else is written, so two
+ * transactions that change the same runs take their rows in one order and cannot deadlock.
  */
 export async function revokeAgentAndStopRuns(tx: Tx, actor: Actor, name: string): Promise<{ revokedTokens: number; cancelledRuns: number }> {
   requireScope(actor, "agents:manage");

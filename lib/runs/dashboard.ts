@@ -3,6 +3,7 @@
  * oldest wait, runs by outcome per day, approval latency, the busiest agents and tools. Plain
  * DTOs from a handful of aggregate queries (no per-row work in the app).
  */
+import { sequenceAudit } from "@/lib/db/audit-sequence";
 import "server-only";
 import type { Db } from "@/lib/db";
 
@@ -20,6 +21,7 @@ export type Dashboard = {
 const DAYS = 14;
 
 export async function loadDashboard(db: Db): Promise<Dashboard> {
+  await sequenceAudit(db);
   const [pending, oldest, running, activeAgents, perDay, latency, topAgents, topTools] = await Promise.all([
     db.run.count({ where: { status: "pending_review" } }),
     db.run.findFirst({ where: { status: "pending_review" }, orderBy: { createdAt: "asc" }, select: { createdAt: true } }),

@@ -24,6 +24,7 @@ import { quickAddJob, runMigrations as migrateQueue } from "graphile-worker";
 import { notifyEscalation } from "./notify";
 import { checkIsolation, type IsolationCheck } from "./isolation";
 import { listenRunChanges } from "./run-changes";
+import { startAuditSequencer } from "@/lib/audit/sequencer";
 import { EXECUTE_RUN, PREVIEW_RUN, startRunQueue, type MaintenanceOptions, type RunQueue } from "./queue";
 import { quietQueueLogger } from "@/lib/db/queue-logger";
 import type { RunDeps } from "./service";
@@ -122,6 +123,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
   const addJob = (task: string, jobKey: string, runId: string) =>
     quickAddJob({ connectionString: options.databaseUrl, logger: quietQueueLogger }, task, { runId }, { jobKey, maxAttempts: 3 }).then(() => undefined);
   const changes = listenRunChanges(options.databaseUrl);
+  const auditSequencer = startAuditSequencer(db);
   const runtime: Runtime = {
     db,
     changes,
@@ -155,6 +157,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       await pool?.close();
       await broker.close();
       await changes.close();
+      await auditSequencer.close();
     },
   };
   return runtime;
