@@ -1,7 +1,7 @@
 /**
  * `npm run bench:mcp` — the agent door's costs, printed as one JSON object:
  *
- * - tokens of the whole `tools/list` answer (six tools, input and output schemas generated from
+ * - tokens of the whole `tools/list` answer (seven tools, input and output schemas generated from
  *   zod) and of a `search_tools` detail=full answer for one tool, counted with a real tokenizer
  *   (gpt-tokenizer, o200k_base), with the 1,100-token budget for tools/list (`withinBudget`); the
  *   search answer whole (text and structuredContent) and its text alone;
@@ -13,7 +13,10 @@
  *   the moment reviewers are notified) for a script that reads and then writes, through a runtime
  *   that executes (in-process queue, warm sandbox pool); against the same script's own run time,
  *   measured as submit → succeeded for its read-only half, which policy runs at once. Target:
- *   preview ≤ 1.5 × that run time + 50 ms.
+ *   preview ≤ 1.5 × that run time + 50 ms;
+ * - the direct lane: a read-only call_tool, submit → succeeded (a sealed run of kind direct, no
+ *   sandbox), through the same runtime, against the same call made to the upstream directly over
+ *   the broker's connection, in the same run.
  *
  * - the result gate on a 1,000-row result (lib/runs/gate.ts, lib/runs/pii-tokens.ts): screening
  *   (normalization and secret redaction), finding personal data (marked fields and detection),
@@ -137,9 +140,14 @@ async function measureGate(db: ReturnType<typeof createPrismaClient>, agentName:
 }
 
 const PREVIEW_SAMPLES = 30;
+const DIRECT_SAMPLES = 30;
 const READ = `const page = await tools.ledger.listInvoices({ status: "open", limit: 5 });`;
 
-/** Submit → plan ready (reviewers notified) for a read-then-write script, against its read-only half's submit → succeeded. */
+/**
+ * Through a runtime that executes: submit → plan ready (reviewers notified) for a read-then-write
+ * script, against its read-only half's submit → succeeded; and a read-only call_tool, submit →
+ * succeeded, against the same call made to the upstream directly.
+ */
 async function measurePreview(db: ReturnType<typeof createPrismaClient>, agentName: string) {
   const { createRuntime, demoConfig } = await import("@/lib/runs/runtime");
   const { submitRun } = await import("@/lib/intake/submit");
@@ -164,7 +172,21 @@ async function measurePreview(db: ReturnType<typeof createPrismaClient>, agentNa
   };
   const runs: number[] = [];
   const previews: number[] = [];
+  const directLane: number[] = [];
+  const upstream: number[] = [];
   try {
+    // call_tool against the same call made to the upstream directly, over the broker's own connection.
+    const { submitDirectCall } = await import("@/lib/intake/direct");
+    const args = { status: "open", limit: 5 };
+    for (let i = 0; i < DIRECT_SAMPLES; i++) {
+      let t = performance.now();
+      await runtime.broker.callTool("ledger", "listInvoices", args, AbortSignal.timeout(10_000));
+      upstream.push(performance.now() - t);
+      t = performance.now();
+      const view = await submitDirectCall(runtime, agent, { server: "ledger", tool: "listInvoices", arguments: args });
+      await until(view.runId, "succeeded");
+      directLane.push(performance.now() - t);
+    }
     for (let i = 0; i < PREVIEW_SAMPLES; i++) {
       let t = performance.now();
       const read = await submitRun(runtime, agent, { code: `// ${i}\n${READ}\nreturn page.invoices.length;`, purpose: "bench run" });
@@ -184,7 +206,10 @@ async function measurePreview(db: ReturnType<typeof createPrismaClient>, agentNa
   const run = summarize(runs);
   const toReviewers = summarize(previews);
   const target = Number((1.5 * run.p50 + 50).toFixed(2));
-  return { scriptRunMs: run, submitToReviewersMs: toReviewers, targetP50Ms: target, withinTarget: toReviewers.p50 <= target };
+  return {
+    preview: { scriptRunMs: run, submitToReviewersMs: toReviewers, targetP50Ms: target, withinTarget: toReviewers.p50 <= target },
+    directLane: { callToolMs: summarize(directLane), baselineUpstreamCallMs: summarize(upstream) },
+  };
 }
 
 async function main() {
@@ -212,7 +237,7 @@ async function main() {
     submits.push(performance.now() - t);
     if (i === 0 && !JSON.stringify(result).includes("previewing")) throw new Error(`unexpected submit result: ${JSON.stringify(result)}`);
   }
-  const preview = await measurePreview(db, agentName);
+  const { preview, directLane } = await measurePreview(db, agentName);
   const gate = await measureGate(db, agentName);
 
   console.log(
@@ -232,6 +257,7 @@ async function main() {
         submitToDecisionMs: summarize(submits),
         baselineToolsListRoundTripMs: summarize(baseline),
         preview,
+        directLane,
         gate,
       },
       null,

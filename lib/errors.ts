@@ -136,6 +136,11 @@ export const RUN_ERROR_RULES = {
       "A budget or limit was reached: runs per hour, concurrent runs, runs waiting for review, CPU-seconds per day, total tool calls, or the approved calls of one tool.",
     next: "Wait for running or pending runs to finish, or do the work in fewer runs and calls.",
   },
+  USE_SUBMIT_RUN: {
+    meaning:
+      "call_tool makes one call of a tool accepted as read-only that policy allows without review; this call is not one (a tool that may change data, a quarantined tool, or a call policy would send to reviewers). Nothing was called.",
+    next: "Write a script that makes the call and submit it with submit_run, where policy and reviewers decide.",
+  },
   CANCELLED: {
     meaning: "The run was cancelled by the agent, a reviewer, or the agent's revocation.",
     next: "Do not resubmit unless the user asks for it again.",

@@ -86,7 +86,19 @@ export class BudgetExceeded extends AppError {
   }
 }
 
-function parseSubmit(raw: unknown) {
+/** A direct call (call_tool) that the direct lane does not make: it belongs in a script (lib/intake/direct.ts). */
+export class DirectCallRefused extends AppError {
+  readonly runCode = "USE_SUBMIT_RUN" as const;
+  constructor(message: string, details?: Record<string, unknown>) {
+    super("conflict", `${message} Nothing was called. Write a script that makes the call and submit it with submit_run.`, { details });
+  }
+}
+
+/** How a proposal is decided and executed: a script (submit_run), or one direct call (call_tool, ./direct.ts). */
+export type Lane = { kind: "script" | "direct"; action: "run" | "call" };
+const SCRIPT_LANE: Lane = { kind: "script", action: "run" };
+
+export function parseSubmit(raw: unknown) {
   const maxBytes = env().AIRLOCK_MAX_CODE_BYTES;
   if (raw && typeof raw === "object" && typeof (raw as { code?: unknown }).code === "string") {
     const size = Buffer.byteLength((raw as { code: string }).code, "utf8");
@@ -205,10 +217,18 @@ function provenanceSeal(provenance: { model?: string; conversationId?: string; p
  * conflict) leaves a `run.refused` event naming the agent and the reason, then the error is thrown.
  */
 export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown, options: SubmitOptions = {}): Promise<RunView> {
+  return recordingRefusals(deps.db, actor, raw, () => {
+    requireScope(actor, "runs:submit");
+    return submitProposal(deps, actor, parseSubmit(raw), options, SCRIPT_LANE);
+  });
+}
+
+/** Runs `submit`; a refusal it throws is recorded as `run.refused` (naming `raw`'s code, if any) and thrown again. */
+export async function recordingRefusals(db: Db, actor: AgentActor, raw: unknown, submit: () => Promise<RunView>): Promise<RunView> {
   try {
-    return await submitProposal(deps, actor, raw, options);
+    return await submit();
   } catch (error) {
-    if (isAppError(error) && REFUSALS_RECORDED.has(error.code)) await recordRefusal(deps.db, actor, raw, error);
+    if (isAppError(error) && REFUSALS_RECORDED.has(error.code)) await recordRefusal(db, actor, raw, error);
     throw error;
   }
 }
@@ -224,7 +244,7 @@ async function recordRefusal(db: Db, actor: AgentActor, raw: unknown, error: App
         action: "run.refused",
         subject: { type: "agent", id: actor.id },
         data: {
-          reason: error instanceof BudgetExceeded ? error.runCode : error.code,
+          reason: error instanceof BudgetExceeded || error instanceof DirectCallRefused ? error.runCode : error.code,
           message: normalizeText(error.message).value.slice(0, 500),
           codeSha256: code === null ? null : sha256Hex(code),
           codeBytes: code === null ? null : Buffer.byteLength(code, "utf8"),
@@ -234,9 +254,14 @@ async function recordRefusal(db: Db, actor: AgentActor, raw: unknown, error: App
     .catch((auditError: unknown) => console.error("recording a refused submission failed", auditError));
 }
 
-async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown, options: SubmitOptions): Promise<RunView> {
-  requireScope(actor, "runs:submit");
-  const input = parseSubmit(raw);
+/** Parsed, by the caller's door (submitRun, or submitDirectCall in ./direct.ts), whose scope was checked. */
+export async function submitProposal(
+  deps: RunDeps,
+  actor: AgentActor,
+  input: ReturnType<typeof parseSubmit>,
+  options: SubmitOptions,
+  lane: Lane,
+): Promise<RunView> {
   const { db } = deps;
   const requestDigest = sha256Hex(canonicalJson(input));
   const codeSha256 = sha256Hex(input.code);
@@ -278,6 +303,7 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown, op
     limits: RUN_LIMIT_DEFAULTS,
     isolation: deps.isolation,
     provenance: provenancePresence(input.provenance),
+    action: lane.action,
   });
   const decision: PolicyDecision = policy
     ? decide(policyRequest, policy.prepared)
@@ -286,6 +312,11 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown, op
         approvalsRequired: 0,
         reasons: [{ policyId: BUILTIN_REASONS.defaultDeny, text: "No policy version is published, so nothing may run.", source: "" }],
       };
+  if (lane.kind === "direct" && decision.decision === "escalate") {
+    throw new DirectCallRefused(`Policy would send this call to reviewers: ${decision.reasons.map((r) => r.text).join(" ")}`, {
+      reasons: decision.reasons.map((r) => r.policyId),
+    });
+  }
   // An escalated run that calls tools that are not read-only is previewed first (lib/runs/preview.ts).
   const status = decision.decision === "escalate" && analysis.facts.effect !== "read_only" ? "previewing" : STATUS_BY_DECISION[decision.decision];
   const limits = decideRunLimits(analysis.callSites, decision.maxWritesPerTool);
@@ -303,6 +334,7 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown, op
       data: {
         agentId: actor.id,
         status: "submitted",
+        kind: lane.kind,
         language: input.language,
         code: input.code,
         codeSha256,
@@ -326,6 +358,7 @@ async function submitProposal(deps: RunDeps, actor: AgentActor, raw: unknown, op
         language: input.language,
         provenance: provenanceSeal(input.provenance),
         contentDigests: contentDigests(created, SUBMITTED_CONTENT),
+        ...(lane.kind === "direct" ? { kind: lane.kind } : {}),
         ...(options.via ? { via: { door: options.via.door, ...actorRef(options.via.by) } } : {}),
       },
     });

@@ -7,7 +7,7 @@
  * | McpError already (unknown tool, task not supported) | protocol     | rethrown                     | rethrown                |
  * | AppError bad_request / payload_too_large            | malformed    | InvalidParams                | InvalidParams           |
  * | any other AppError (forbidden, not_found, conflict, | outcome      | isError result               | InvalidRequest          |
- * | BUDGET_EXCEEDED, …)                                 |              | `{error: {code, message}}`   | `CODE: message`         |
+ * | BUDGET_EXCEEDED, USE_SUBMIT_RUN, …)                 |              | `{error: {code, message}}`   | `CODE: message`         |
  * | anything else                                       | unexpected   | logged, InternalError        | logged, InternalError   |
  *
  * On the task path a task is created or refused, so an outcome is a protocol error there.
@@ -19,7 +19,7 @@
  */
 import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { isAppError } from "@/lib/errors";
-import { BudgetExceeded } from "@/lib/intake/submit";
+import { BudgetExceeded, DirectCallRefused } from "@/lib/intake/submit";
 
 /** A JSON-RPC error as the SDK sends it: its code, and its message as is. */
 export class ProtocolError extends Error {
@@ -42,7 +42,7 @@ export function classifyMcpError(error: unknown): McpFailure {
   if (error instanceof ProtocolError) return { kind: "protocol", error };
   // The SDK's own (unknown task, a closed connection): sent with its message, without the prefix it carries.
   if (error instanceof McpError) return { kind: "protocol", error: new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, "")) };
-  if (error instanceof BudgetExceeded) return { kind: "outcome", code: error.runCode, message: error.message };
+  if (error instanceof BudgetExceeded || error instanceof DirectCallRefused) return { kind: "outcome", code: error.runCode, message: error.message };
   if (isAppError(error)) {
     if (error.code === "bad_request" || error.code === "payload_too_large") return { kind: "malformed", message: error.message };
     return { kind: "outcome", code: error.code.toUpperCase(), message: error.message };

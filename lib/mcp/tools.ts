@@ -1,5 +1,5 @@
 /**
- * The six agent tools (lib/mcp/define.ts for what a definition is). Names, argument names and
+ * The seven agent tools (lib/mcp/define.ts for what a definition is). Names, argument names and
  * descriptions are a public contract: agents, e2e/mcp.spec.ts and the conformance suite use them.
  */
 import { z } from "zod";
@@ -8,6 +8,7 @@ import { listDatasets } from "@/lib/runs/datasets";
 import { cancelRun } from "@/lib/runs/cancel";
 import { recordOutcome, recordOutcomeSchema } from "@/lib/runs/outcome";
 import { submitRun, submitRunSchema } from "@/lib/intake/submit";
+import { callToolSchema, submitDirectCall } from "@/lib/intake/direct";
 import { getRun, getRunSchema, type RunView } from "@/lib/runs/service";
 import { recordAgentRead, recordResultRead, type ResultDoor } from "./audit";
 import { SCRIPT_GLOBALS_DECLARATION } from "@/lib/contracts/script-contract";
@@ -20,21 +21,21 @@ const runId = z.uuid("runId must be a run id from submit_run").describe("From su
 
 /**
  * The agent's view of a run (RunView in lib/runs/service.ts) as its output schema: the fields an
- * agent branches on; the rest of RunView (approvals, capabilitySet, stats, flags, …) is there
- * too but left out of the schema, which is open. Vocabularies (status, error codes) are plain
- * strings here — docs/codes.md lists them — to keep tools/list small.
+ * agent branches on; the rest of RunView (findings, comments, logs, approvals, capabilitySet,
+ * stats, flags, …) is there too but left out of the schema, which is open. Vocabularies (status,
+ * error codes) are plain strings here — docs/codes.md lists them — to keep tools/list small.
  */
 export const runViewSchema = z.object({
   runId: z.string(),
   status: z.string(),
   decision: z.string().nullable(),
   reasons: z.array(z.unknown()),
-  findings: z.array(z.unknown()),
-  comments: z.array(z.unknown()),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   result: z.unknown().optional(),
-  logs: z.array(z.unknown()).optional(),
 });
+
+/** call_tool's answer: the same view (open), named by what a caller of one read-only tool reads. */
+const directViewSchema = runViewSchema.pick({ runId: true, status: true, result: true });
 
 // Compile-time: every RunView is a value of runViewSchema, and the schema names only RunView's fields.
 type SchemaView = z.output<typeof runViewSchema>;
@@ -51,11 +52,11 @@ async function runAnswer(call: ToolCall, view: RunView, via: ResultDoor): Promis
 
 export const searchTools = defineTool({
   name: "search_tools",
-  description: "Find tools a script calls as `await tools.<server>.<tool>(args)`. detail full: one TypeScript declaration to write the script against.",
+  description: "Find tools scripts call as `await tools.<server>.<tool>(args)`. detail full: their TypeScript declaration.",
   scope: "tools:read",
   input: z.strictObject({
-    query: z.string().max(200).optional().describe("Words in tool names or descriptions; none lists all"),
-    server: z.string().max(64).optional().describe("Only this upstream server"),
+    query: z.string().max(200).optional().describe("Words to match in names and descriptions; none lists all"),
+    server: z.string().max(64).optional().describe("Only this server"),
     detail: z.enum(["name", "summary", "full"]).default("summary"),
   }),
   output: z.object({
@@ -79,7 +80,7 @@ export const searchTools = defineTool({
 export const submitRunTool = defineTool({
   name: "submit_run",
   description:
-    "Submit a script: an async function body that may `await tools.<server>.<tool>(args)`, read `inputs` and `return` JSON. Policy allows, escalates to human review or denies it, with reasons. Answers with the result when it is quick; else call get_run.",
+    "Submit a script: an async function body that may `await tools.<server>.<tool>(args)`, read `inputs` and `return` JSON. Policy allows it, escalates it to reviewers or denies it. Answers when quick; else get_run.",
   scope: "runs:submit",
   input: submitRunSchema,
   output: runViewSchema,
@@ -100,9 +101,25 @@ export const submitRunTool = defineTool({
   },
 });
 
+export const callToolTool = defineTool({
+  name: "call_tool",
+  description: "Call one read-only tool directly, no script. Anything else: submit_run.",
+  scope: "runs:submit",
+  input: callToolSchema,
+  output: directViewSchema,
+  // submitDirectCall validates with callToolSchema itself and audits refusals.
+  async rawHandler(args, call) {
+    const runtime = await appRuntime(call.db);
+    const view = await submitDirectCall(runtime, call.ctx.agent, args);
+    if (view.status !== "queued") return runAnswer(call, view, "call_tool");
+    const settled = await getRun(runtime, call.ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, call.signal);
+    return runAnswer(call, settled, "call_tool");
+  },
+});
+
 export const getRunTool = defineTool({
   name: "get_run",
-  description: "A run's status, decision, reviewer comments and, once finished, result. waitSeconds waits for a change.",
+  description: "A run's status, decision, comments and, once finished, result. waitSeconds: wait for a change.",
   scope: "runs:read",
   input: getRunSchema,
   output: runViewSchema,
@@ -132,11 +149,12 @@ export const cancelRunTool = defineTool({
 
 export const listInputs = defineTool({
   name: "list_inputs",
-  description: "Datasets you may pass to submit_run as inputs, with their data classes and sizes.",
+  description: "Datasets submit_run may take as inputs, with data classes and sizes.",
   scope: "inputs:read",
   input: z.strictObject({}),
   output: z.object({
-    inputs: z.array(z.object({ name: z.string(), dataClass: z.string(), sizeBytes: z.number(), sha256: z.string(), mediaType: z.string() })),
+    // Open: each also carries its sha256 and mediaType.
+    inputs: z.array(z.object({ name: z.string(), dataClass: z.string(), sizeBytes: z.number() })),
   }),
   annotations: { readOnlyHint: true },
   async handler(_input, { ctx, db }) {
@@ -148,7 +166,7 @@ export const listInputs = defineTool({
 
 export const recordOutcomeTool = defineTool({
   name: "record_outcome",
-  description: "After a run ended, record what you did with its result.",
+  description: "Record what you did with a finished run's result.",
   scope: "runs:submit",
   input: recordOutcomeSchema,
   // Open, like runViewSchema: the answer also carries runId, action and at.
@@ -159,4 +177,4 @@ export const recordOutcomeTool = defineTool({
   },
 });
 
-export const MCP_TOOLS: readonly McpTool[] = [searchTools, submitRunTool, getRunTool, cancelRunTool, listInputs, recordOutcomeTool];
+export const MCP_TOOLS: readonly McpTool[] = [searchTools, submitRunTool, callToolTool, getRunTool, cancelRunTool, listInputs, recordOutcomeTool];

@@ -2,7 +2,8 @@
  * The Cedar schema Airlock's policies are written against, and the builder of the one request
  * shape they are evaluated on.
  *
- * principal `Agent::"<id>"` (with its owning `User`), action `Action::"run"`, resource
+ * principal `Agent::"<id>"` (with its owning `User`), action `Action::"run"` (a script) or
+ * `Action::"call"` (one direct call of a read-only tool), resource
  * `Proposal::"submitted"` carrying everything policy may look at: effect class, open world,
  * data classes of tools and inputs (and of the read-only tools), finding codes and counts, the
  * kinds of result checks the script declares, the capability set and the requested limits, and the sandbox isolation level the run is decided on (the level this
@@ -75,7 +76,10 @@ entity Proposal = {
   isolation: String,
 };
 
-action run appliesTo {
+// run: a script (submit_run); call: one direct call of a tool accepted as read-only (call_tool),
+// decided on the Proposal of that one call. Only an allowed call is made; one policy would
+// escalate is refused, pointing the agent to submit_run.
+action run, call appliesTo {
   principal: Agent,
   resource: Proposal,
   context: {
@@ -100,6 +104,8 @@ export type PolicyRequestInput = {
   isolation: IsolationLevel;
   /** Which provenance the agent declared; absent means none (every flag false). */
   provenance?: ProvenancePresence;
+  /** `run` (a script, the default) or `call` (one direct call, call_tool). */
+  action?: "run" | "call";
 };
 
 export type ProvenancePresence = { hasModel: boolean; hasPrompt: boolean; hasConversation: boolean; hasContext: boolean };
@@ -139,7 +145,7 @@ export function buildPolicyRequest(input: PolicyRequestInput): PolicyRequest {
   return {
     schemaVersion: POLICY_REQUEST_VERSION,
     principal,
-    action: { type: "Action", id: "run" },
+    action: { type: "Action", id: input.action ?? "run" },
     resource,
     context: { provenance: { ...(input.provenance ?? NO_PROVENANCE) } },
     entities: [

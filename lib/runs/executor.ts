@@ -1,5 +1,5 @@
 /**
- * Executes one queued run in the sandbox.
+ * Executes one queued run: a script in the sandbox, or a direct call (call_tool) without one.
  *
  * Guarantees:
  * - a run is claimed once: `queued → running` is a conditional transition; a second executor gets
@@ -49,7 +49,8 @@ import { jsonDigest, sha256Hex } from "@/lib/digest";
 import type { Prisma, Run } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import type { ToolInfo } from "@/lib/broker/types";
-import { emptyGate, type IsolationLevel } from "@/lib/sandbox/types";
+import { RUN_LIMIT_DEFAULTS, emptyGate, type IsolationLevel } from "@/lib/sandbox/types";
+import { parseDirectCall } from "@/lib/contracts/direct-call";
 import { jsonLooksLikeInstructions, looksLikeInstructions } from "@/lib/untrusted/sanitize";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
 import { artifactRecords, storeArtifacts } from "./artifacts";
@@ -313,12 +314,16 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   let stagingDir: string | null = null;
   const decidedAt = decidedIsolation(run);
   try {
-    if (decidedAt === "strict" && deps.isolation !== "strict") {
-      throw new Error(`the run was decided for strict isolation, and this executor runs at ${deps.isolation}; it was not run`);
+    if (run.kind === "direct") {
+      envelope = await callDirectly(run, callTool, controller.signal, deps.isolation);
+    } else {
+      if (decidedAt === "strict" && deps.isolation !== "strict") {
+        throw new Error(`the run was decided for strict isolation, and this executor runs at ${deps.isolation}; it was not run`);
+      }
+      const { dir, staged } = await stageInputs(db, runColumn(run, "inputs") ?? []);
+      stagingDir = dir;
+      envelope = await deps.runScript(approvedRequest(run, staged, callTool, controller.signal));
     }
-    const { dir, staged } = await stageInputs(db, runColumn(run, "inputs") ?? []);
-    stagingDir = dir;
-    envelope = await deps.runScript(approvedRequest(run, staged, callTool, controller.signal));
   } catch (error) {
     envelope = failedEnvelope("SANDBOX_UNAVAILABLE", error instanceof Error ? error.message : String(error), calls);
   } finally {
@@ -373,6 +378,40 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   const release = await decideResultRelease(db, run, screened);
   await finish(db, fence, screened, { scope, personal }, release);
   return true;
+}
+
+/**
+ * A direct run (call_tool): the one call its code names (lib/contracts/direct-call.ts), through
+ * the same recorded, screened callTool a script's calls take, within the run's wall-clock limit;
+ * no sandbox starts, so the envelope reports no isolation layer. Its result is the tool's answer.
+ */
+async function callDirectly(run: Run, callTool: CallTool, signal: AbortSignal, level: IsolationLevel): Promise<Envelope> {
+  const call = parseDirectCall(run.code);
+  if (!call) throw new Error("the run's code is not a direct call; it was not run");
+  const timeoutMs = parseRunLimits(run)?.timeoutMs ?? RUN_LIMIT_DEFAULTS.timeoutMs;
+  const started = performance.now();
+  const envelope = (status: Envelope["status"], result: JsonValue, error: Envelope["error"]): Envelope => ({
+    status,
+    result,
+    logs: [],
+    error,
+    stats: { wallMs: Math.round(performance.now() - started), cpuMs: 0, peakRssMb: 0, toolCalls: 1 },
+    flags: [],
+    truncated: false,
+    isolation: { level, node: process.version, layers: { permissionModel: false, bubblewrap: false, prlimit: false, uid: null, cgroup: "none" } },
+    artifacts: [],
+    gate: emptyGate(),
+  });
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    const result = await callTool(call.server, call.tool, call.arguments as JsonValue, AbortSignal.any([signal, timeout]));
+    return envelope("succeeded", result as JsonValue, null);
+  } catch (error) {
+    // A cancel or a shutdown (`signal`) is told by executeRun, as for a script.
+    if (timeout.aborted)
+      return envelope("timed_out", null, { code: "TIMEOUT", message: `The call took longer than the run's ${timeoutMs} ms.`, untrusted: false });
+    return envelope("failed", null, { code: "TOOL_ERROR", message: error instanceof Error ? error.message : String(error), untrusted: true });
+  }
 }
 
 /** Kinds of check the analysis found the script declaring (facts.checks) that it never ran. */

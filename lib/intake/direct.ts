@@ -1,0 +1,65 @@
+/**
+ * call_tool, the direct lane: one call of one upstream tool accepted as read-only, with no script
+ * to write and no sandbox to start. The one service function behind the MCP tool.
+ *
+ * Guarantees:
+ * - only a registered tool that is not quarantined and whose accepted facts say it only reads
+ *   (its pinned readOnlyHint, or an override two admins confirmed) is called; any other is refused
+ *   with USE_SUBMIT_RUN saying why, before anything is stored. An unknown tool is a bad request
+ *   naming search_tools;
+ * - the call is a Run of kind `direct` whose code is the call written as a script
+ *   (lib/contracts/direct-call.ts), so analysis, the Cedar request, the audit log, the console and
+ *   evidence see it as they see any script, and the executor makes exactly that call;
+ * - policy decides on Action::"call" with the run policies. Allowed: executed at once. Denied:
+ *   stored denied with its reasons, like a script. One that policy would send to reviewers is
+ *   refused with USE_SUBMIT_RUN and the reasons: nothing waits for review in this lane;
+ * - validation, budgets, idempotency, refusals (`run.refused`), the tool-call seal and the result
+ *   gate are submit_run's own (./submit.ts, lib/runs/executor.ts);
+ * - arguments holding a `__proto__` key are refused (a script's object literal reads it as the
+ *   prototype, so the script would not say what the call sends).
+ */
+import { z } from "zod";
+import { requireScope } from "@/lib/contracts/scopes";
+import { directCallScript, protoKeyPath } from "@/lib/contracts/direct-call";
+import { isReadOnly } from "@/lib/contracts/tools";
+import { AppError, invalidArguments } from "@/lib/errors";
+import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
+import { DirectCallRefused, parseSubmit, recordingRefusals, submitProposal, type Lane } from "./submit";
+
+const DIRECT_LANE: Lane = { kind: "direct", action: "call" };
+
+/** One read-only call needs no purpose, key or provenance of its own: its run says "Direct call of server.tool". */
+export const callToolSchema = z.strictObject({
+  server: z.string().max(64),
+  tool: z.string().max(128),
+  arguments: z.record(z.string(), z.unknown()).default({}),
+});
+
+export type CallToolInput = z.input<typeof callToolSchema>;
+
+export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
+  return recordingRefusals(deps.db, actor, raw, async () => {
+    requireScope(actor, "runs:submit");
+    const parsed = callToolSchema.safeParse(raw);
+    if (!parsed.success) throw invalidArguments(parsed.error);
+    const { server, tool, arguments: args } = parsed.data;
+    const proto = protoKeyPath(args);
+    if (proto) throw new AppError("bad_request", `${proto}: a __proto__ key cannot be sent in a direct call.`, { details: { field: proto } });
+
+    // An override two admins confirmed in another process counts here too.
+    await deps.registry.refresh();
+    const name = `${server}.${tool}`;
+    const facts = deps.registry.toolFacts().find((t) => t.server === server && t.name === tool);
+    if (!facts) throw new AppError("bad_request", `${name} is not a tool; search_tools lists the tools that exist.`, { details: { field: "tool" } });
+    if (facts.quarantined) throw new DirectCallRefused(`${name} is quarantined until an admin accepts its changed definition.`);
+    if (!isReadOnly(facts.annotations)) throw new DirectCallRefused(`${name} is not accepted as read-only: it may change data.`);
+
+    const input = parseSubmit({
+      code: directCallScript(server, tool, args),
+      purpose: `Direct call of ${name}`,
+      language: "javascript",
+      inputs: [],
+    });
+    return submitProposal(deps, actor, input, {}, DIRECT_LANE);
+  });
+}
