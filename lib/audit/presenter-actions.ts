@@ -73,6 +73,7 @@ const ACTIONS: Record<string, string | ((data: Data) => string)> = {
   "tool.override_proposed": "an override of a tool's classification was proposed",
   "tool.override_confirmed": "a second admin confirmed a tool override",
   "tools.searched": "the agent searched the tool registry",
+  "patterns.listed": "listed the patterns of runs (scripts run again with other values)",
   "inputs.listed": "the agent listed the data sets it may use",
   "dataset.created": "a data set was added",
   "hold.placed": "a legal hold was placed: retention deletes nothing under it",

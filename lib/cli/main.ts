@@ -34,6 +34,7 @@ Commands:
   audit verify [--from ID] [--json] | audit checkpoint | audit export --format jsonl|csv [filters]
   audit purge [--as-of TIME] | audit hold --run ID|--agent NAME --reason TEXT | audit release --hold ID --reason TEXT
   audit evidence RUN_ID > run.evidence.json | audit verify-evidence FILE [--public-key PEM]   (offline)
+  skills patterns [--min N] [--json]                                          (runs grouped by script structure)
 
 Without DATABASE_URL the commands use the embedded database under AIRLOCK_DATA_DIR (default ./.airlock).
 `;
@@ -151,6 +152,7 @@ const COMMANDS: Record<string, Command> = {
   tools: async (args, io) => (await import("./tools")).toolsCommand(args, io),
   policy: async (args, io) => (await import("./policy")).policyCommand(args, io),
   audit: async (args, io) => (await import("./audit")).auditCommand(args, io),
+  "skills patterns": async (args, io) => (await import("./skills")).skillsPatternsCommand(args, io),
 };
 
 export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {

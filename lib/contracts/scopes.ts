@@ -19,6 +19,7 @@ export const SCOPES = [
   "inputs:read",
   "policies:read",
   "policies:manage",
+  "patterns:read",
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -27,8 +28,8 @@ export const ROLES = ["admin", "reviewer", "compliance"] as const;
 export type Role = (typeof ROLES)[number];
 
 export const ROLE_SCOPES = {
-  admin: ["dashboard:read", "runs:read", "agents:manage", "tools:read", "tools:manage", "policies:read", "policies:manage"],
-  reviewer: ["dashboard:read", "runs:read", "runs:review", "tools:read", "policies:read"],
+  admin: ["dashboard:read", "runs:read", "agents:manage", "tools:read", "tools:manage", "policies:read", "policies:manage", "patterns:read"],
+  reviewer: ["dashboard:read", "runs:read", "runs:review", "tools:read", "policies:read", "patterns:read"],
   compliance: ["dashboard:read", "runs:read", "audit:read", "audit:export", "policies:read"],
 } as const satisfies Record<Role, readonly Scope[]>;
 

@@ -29,7 +29,12 @@
  *   with the run, with the limits it is decided on (lib/runs/limits.ts), and every state
  *   transition goes through transitionRun (lib/runs/states.ts);
  * - an allowed run is queued in that transaction and handed to the executor afterwards; an
- *   escalated one is announced to the review webhook, if configured (never with code or data).
+ *   escalated one is announced to the review webhook, if configured (never with code or data);
+ * - every stored run carries its structural fingerprint (lib/script-fingerprint.ts), which
+ *   patterns group runs by;
+ * - the same pipeline serves the direct lane (./direct.ts, `Lane`): a direct call is decided on
+ *   Action::"call", stored with kind `direct`, and refused (USE_SUBMIT_RUN) where a script would
+ *   wait for reviewers.
  */
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
@@ -44,6 +49,7 @@ import { env } from "@/lib/env";
 import { AppError, invalidArguments, isAppError, type AppErrorCode } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import { analyzeScript } from "@/lib/intake/analyze";
+import { fingerprintScript } from "@/lib/script-fingerprint";
 import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
 import { buildPolicyRequest, provenancePresence } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
@@ -320,6 +326,7 @@ export async function submitProposal(
   // An escalated run that calls tools that are not read-only is previewed first (lib/runs/preview.ts).
   const status = decision.decision === "escalate" && analysis.facts.effect !== "read_only" ? "previewing" : STATUS_BY_DECISION[decision.decision];
   const limits = decideRunLimits(analysis.callSites, decision.maxWritesPerTool);
+  const shape = fingerprintScript(input.code, input.language, analysis.capabilitySet);
 
   const stored = await db.$transaction(async (tx) => {
     // Checked again under a per-agent lock, so parallel submissions cannot overrun the budgets
@@ -344,6 +351,8 @@ export async function submitProposal(
         inputsDigest,
         idempotencyKey: input.idempotencyKey ?? null,
         requestDigest,
+        fingerprint: shape.fingerprint,
+        fingerprintHoles: shape.holes,
       },
     });
     const runId = created.id;
