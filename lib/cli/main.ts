@@ -34,6 +34,7 @@ Commands:
   audit verify [--from ID] [--json] | audit checkpoint | audit export --format jsonl|csv [filters]
   audit purge [--as-of TIME] | audit hold --run ID|--agent NAME --reason TEXT | audit release --hold ID --reason TEXT
   audit evidence RUN_ID > run.evidence.json | audit verify-evidence FILE [--public-key PEM]   (offline)
+  doctor [--json]                                                             (checks this deployment; exit 1 on a FAIL)
   skills patterns [--min N] [--json]                                          (runs grouped by script structure)
 
 Without DATABASE_URL the commands use the embedded database under AIRLOCK_DATA_DIR (default ./.airlock).
@@ -153,6 +154,7 @@ const COMMANDS: Record<string, Command> = {
   policy: async (args, io) => (await import("./policy")).policyCommand(args, io),
   audit: async (args, io) => (await import("./audit")).auditCommand(args, io),
   "skills patterns": async (args, io) => (await import("./skills")).skillsPatternsCommand(args, io),
+  doctor: async (args, io) => (await import("./doctor")).doctorCommand(args, io),
 };
 
 export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {

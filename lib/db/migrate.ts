@@ -76,6 +76,41 @@ export function describeDatabaseUrl(databaseUrl: string): string {
   }
 }
 
+type Recorded = { migration_name: string; checksum: string; finished: boolean; rolled_back: boolean };
+
+/** The database's migration records, or null when it has no migration table. */
+async function recordedMigrations(databaseUrl: string): Promise<Recorded[] | null> {
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
+  try {
+    await client.connect();
+    const { rows: table } = await client.query<{ name: string | null }>(`SELECT to_regclass('"_prisma_migrations"')::text AS name`);
+    if (!table[0]?.name) return null;
+    const { rows } = await client.query<Recorded>(
+      `SELECT migration_name, checksum, finished_at IS NOT NULL AS finished, rolled_back_at IS NOT NULL AS rolled_back FROM "_prisma_migrations"`,
+    );
+    return rows;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** The list's migrations that `recorded` does not show applied with the same checksum. */
+function notApplied(list: MigrationList, recorded: Recorded[] | null): string[] {
+  const done = new Set((recorded ?? []).filter((row) => row.finished && !row.rolled_back).map((row) => `${row.migration_name}\n${row.checksum}`));
+  return list.migrationDirectories
+    .filter(
+      (dir) =>
+        dir.migrationFile.content.tag !== "ok" || !done.has(`${dir.path}\n${createHash("sha256").update(dir.migrationFile.content.value).digest("hex")}`),
+    )
+    .map((dir) => dir.path);
+}
+
+/** The migrations of this build the database has not applied (all of them without a migration table). Reads only. */
+export async function pendingMigrations(databaseUrl: string): Promise<string[]> {
+  const list = await readMigrationsList();
+  return notApplied(list, await recordedMigrations(databaseUrl));
+}
+
 /**
  * Whether the database has recorded exactly these migrations, each finished, not rolled back and
  * with the checksum of its file: then the engine would apply nothing. Anything else (a pending,
@@ -83,28 +118,8 @@ export function describeDatabaseUrl(databaseUrl: string): string {
  * to apply or to refuse.
  */
 async function allApplied(databaseUrl: string, list: MigrationList): Promise<boolean> {
-  const local = new Map<string, string>();
-  for (const dir of list.migrationDirectories) {
-    if (dir.migrationFile.content.tag !== "ok") return false;
-    local.set(dir.path, createHash("sha256").update(dir.migrationFile.content.value).digest("hex"));
-  }
-  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
-  try {
-    await client.connect();
-    const { rows: table } = await client.query<{ name: string | null }>(`SELECT to_regclass('"_prisma_migrations"')::text AS name`);
-    if (!table[0]?.name) return false;
-    const { rows } = await client.query<{ migration_name: string; checksum: string; finished: boolean; rolled_back: boolean }>(
-      `SELECT migration_name, checksum, finished_at IS NOT NULL AS finished, rolled_back_at IS NOT NULL AS rolled_back FROM "_prisma_migrations"`,
-    );
-    const recorded = new Set(rows.map((row) => row.migration_name));
-    return (
-      rows.length === local.size &&
-      recorded.size === local.size &&
-      rows.every((row) => row.finished && !row.rolled_back && local.get(row.migration_name) === row.checksum)
-    );
-  } finally {
-    await client.end().catch(() => {});
-  }
+  const recorded = await recordedMigrations(databaseUrl);
+  return recorded !== null && recorded.length === list.migrationDirectories.length && notApplied(list, recorded).length === 0;
 }
 
 /** Fails with a message naming DATABASE_URL when the server cannot be reached or logged into. */
