@@ -76,6 +76,8 @@ const schema = z
       .max(24 * 365)
       .default(24),
     AIRLOCK_REVIEW_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+    // When set, /api/metrics answers only `Authorization: Bearer <this>`.
+    AIRLOCK_METRICS_TOKEN: optionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
     // Next's own switch: when "true", Next leaves SIGTERM/SIGINT to us (lib/runs/boot.ts drains).
     NEXT_MANUAL_SIG_HANDLE: z.enum(["true", "false"]).optional(),
     AUTH_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),
