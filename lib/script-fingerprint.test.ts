@@ -58,7 +58,14 @@ return p.invoices.filter((i) => i.amountMinor > 25).length;`;
     ]);
   });
 
-  it("fingerprints code that does not parse, without throwing", () => {
+  it("fingerprints code that does not parse, or nests deeper than the parser's stack, without throwing", () => {
     expect(fp("return (((").fingerprint).toMatch(/^[0-9a-f]{64}$/);
+    const deep = (n: number) => `return ${"[".repeat(n)}1${"]".repeat(n)};`;
+    expect(fp(deep(20_000))).toEqual({ fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/), holes: [] });
+    expect(fp(deep(20_000)).fingerprint).not.toBe(fp(deep(20_001)).fingerprint);
+  });
+
+  it("stores a literal's U+0000 or lone surrogate as U+FFFD, so the holes can be stored", () => {
+    expect(fp('return ["a\\u0000b", "\\ud800"];', []).holes.map((h) => h.value)).toEqual(["a\ufffdb", "\ufffd"]);
   });
 });

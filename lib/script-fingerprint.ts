@@ -8,7 +8,8 @@
  * - a name the script declares (variable, parameter, function, class, catch binding) becomes
  *   v1, v2, … in order of first appearance, so renaming a variable changes nothing;
  * - a literal value becomes a typed hole ($string, $number, $bigint, $boolean, the parts of a
- *   template), recorded in `holes` with its value in order: the parameters that vary;
+ *   template), recorded in `holes` with its value in order: the parameters that vary (a U+0000 or
+ *   lone surrogate a literal spells with an escape is stored as U+FFFD);
  * - what names things outside the script's own choice stays as written: property names
  *   (`x.name`, `{ key: … }`, `x["key"]`), globals (`tools`, `inputs`, `Math`), keywords,
  *   operators, import specifiers, regular expressions.
@@ -16,11 +17,13 @@
  * capability set, so two scripts calling different tools never share one.
  *
  * Pure and total: a script that does not parse still gets a fingerprint (of the tokens the parser
- * recovered); the cost is linear in the script's size.
+ * recovered), and one nested deeper than the parser's stack gets the fingerprint of its whole
+ * text, with no holes; the cost is linear in the script's size.
  */
 import ts from "typescript";
 import { canonicalJson } from "@/lib/canonical-json";
 import { sha256Hex } from "@/lib/digest";
+import { normalizeText } from "@/lib/untrusted/storable-text";
 
 /** Bumped when normalization changes, so fingerprints of different versions never match. */
 export const FINGERPRINT_VERSION = 1;
@@ -67,6 +70,16 @@ function isPropertyName(node: ts.Identifier | ts.StringLiteral | ts.NoSubstituti
 }
 
 export function fingerprintScript(code: string, language: string, capabilitySet: readonly string[]): ScriptFingerprint {
+  const capabilities = [...new Set(capabilitySet)].sort();
+  try {
+    return normalized(code, language, capabilities);
+  } catch {
+    // Nesting deeper than the parser's stack (analysis denies such a script): the whole text is its shape.
+    return { fingerprint: sha256Hex(canonicalJson({ v: FINGERPRINT_VERSION, language, code, capabilities })), holes: [] };
+  }
+}
+
+function normalized(code: string, language: string, capabilities: string[]): ScriptFingerprint {
   const kind = language === "typescript" ? ts.ScriptKind.TS : ts.ScriptKind.JS;
   const source = ts.createSourceFile("script.ts", code, ts.ScriptTarget.ES2022, true, kind);
   const declared = declaredNames(source);
@@ -74,7 +87,8 @@ export function fingerprintScript(code: string, language: string, capabilitySet:
   const holes: Hole[] = [];
   const out: string[] = [];
   const hole = (type: HoleType, value: string) => {
-    holes.push({ type, value });
+    // A literal can spell U+0000 or a lone surrogate with an escape; stored, they become U+FFFD.
+    holes.push({ type, value: normalizeText(value).value });
     out.push(`$${type}`);
   };
   const visit = (node: ts.Node) => {
@@ -106,6 +120,6 @@ export function fingerprintScript(code: string, language: string, capabilitySet:
     }
   };
   visit(source);
-  const fingerprint = sha256Hex(canonicalJson({ v: FINGERPRINT_VERSION, language, tokens: out.join(" "), capabilities: [...new Set(capabilitySet)].sort() }));
+  const fingerprint = sha256Hex(canonicalJson({ v: FINGERPRINT_VERSION, language, tokens: out.join(" "), capabilities }));
   return { fingerprint, holes };
 }

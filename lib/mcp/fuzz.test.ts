@@ -1,0 +1,173 @@
+/**
+ * Property-based fuzzing of the MCP door (fast-check, fixed seed, bounded runs): every agent tool
+ * is called through the real server factory and the SDK's Client with hostile arguments — NUL,
+ * lone surrogates, bidi and zero-width characters, 70 KB strings, huge and fractional numbers,
+ * nesting 1,000 deep, prototype keys, wrong types, unknown fields — as JSON, as they arrive over
+ * HTTP. Every answer must be typed: a tool result whose text is JSON (an outcome, isError or not)
+ * or a protocol error that is not InternalError. Never a crash, never an untyped failure.
+ * Runs execute (the in-process worker, a strict sandbox), so a script the fuzzer writes that
+ * policy allows really runs.
+ */
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAgent } from "@/lib/auth/agents";
+import { createUser } from "@/lib/auth/users";
+import { isScope, type Actor } from "@/lib/contracts/scopes";
+import { prisma } from "@/lib/db";
+import { setEnvForChildren } from "@/lib/env";
+import { defaultPolicyText } from "@/lib/policy/policy-set";
+import { publishPolicyText } from "@/lib/policy/store";
+import { appRuntime } from "@/lib/runs/runtime";
+import type { AgentActor } from "@/lib/runs/service";
+import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { createMcpServer } from "./server";
+
+const SEED = 20261202;
+const RUNS_PER_TOOL = 40;
+const system: Actor = { type: "system", name: "test" };
+let db: TestDatabase;
+let client: Client;
+
+const hostileString = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: "binary", maxLength: 20 }),
+  fc.constantFrom(
+    "",
+    "\u0000",
+    "a\u0000b",
+    "\ud800",
+    "x\udfffy",
+    "\u202eevil\u202c",
+    "\u200b\u200c\u200d\ufeff",
+    "a\u2028b\u2029c",
+    "𝕏💥👩🏽‍💻",
+    "__proto__",
+    "constructor",
+    "' OR 1=1 --",
+    "<script>alert(1)</script>",
+    "../../../../etc/passwd",
+    "00000000-0000-4000-8000-000000000000",
+    "A".repeat(70_000),
+  ),
+);
+const hostileNumber = fc.oneof(
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.constantFrom(1e308, -1e308, 2 ** 53 + 1, -0, 0.5, 1e-320, 61, -1),
+);
+const deep = fc.integer({ min: 1, max: 1000 }).map((depth) => {
+  let value: unknown = "bottom";
+  for (let i = 0; i < depth; i++) value = i % 2 ? [value] : { x: value };
+  return value;
+});
+const { value: hostileValue } = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small" },
+    hostileString,
+    hostileNumber,
+    fc.boolean(),
+    fc.constant(null),
+    deep,
+    fc.array(tie("value"), { maxLength: 4 }),
+    fc.dictionary(hostileString, tie("value"), { maxKeys: 4 }),
+  ),
+}));
+
+/** Arguments shaped like the tool's (its own keys, hostile values), or anything at all. */
+function argumentsFor(keys: readonly string[]) {
+  const key = fc.oneof(fc.constantFrom(...keys), hostileString);
+  return fc.oneof(
+    fc.dictionary(key, hostileValue, { maxKeys: 6 }),
+    hostileValue.map((value) => ({ [keys[0] ?? "x"]: value })),
+  );
+}
+
+const TOOLS: Record<string, readonly string[]> = {
+  search_tools: ["query", "server", "detail"],
+  submit_run: ["code", "purpose", "language", "inputs", "idempotencyKey", "provenance"],
+  call_tool: ["server", "tool", "arguments"],
+  get_run: ["runId", "waitSeconds"],
+  cancel_run: ["runId"],
+  list_inputs: ["unexpected"],
+  record_outcome: ["runId", "action", "detail"],
+};
+
+/** What an agent may get back: a typed result, or a protocol error other than an internal one. */
+async function typedAnswer(name: string, args: unknown): Promise<void> {
+  // As it arrives over HTTP: JSON.
+  const sent = JSON.parse(JSON.stringify({ args }) ?? "{}") as { args?: unknown };
+  try {
+    const result = (await client.callTool({ name, arguments: sent.args as Record<string, unknown> })) as CallToolResult;
+    const first = result.content[0];
+    expect(first?.type, `${name}: a text result`).toBe("text");
+    expect(() => JSON.parse((first as { text: string }).text), `${name}: its text is JSON`).not.toThrow();
+  } catch (error) {
+    expect(error, `${name}: a protocol error, not ${String(error)}`).toBeInstanceOf(McpError);
+    expect((error as McpError).code, `${name}: ${(error as McpError).message}`).not.toBe(ErrorCode.InternalError);
+  }
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  setEnvForChildren({ DATABASE_URL: db.url, AIRLOCK_IN_PROCESS_WORKER: "true", AIRLOCK_DATA_DIR: await mkdtemp(join(tmpdir(), "airlock-mcp-fuzz-")) });
+  await db.prisma.$transaction(async (tx) => {
+    await createUser(tx, system, { email: "owner@example.com", role: "admin" });
+    await publishPolicyText(tx, system, defaultPolicyText());
+  });
+  const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "fuzzer", ownerEmail: "owner@example.com" }));
+  const row = await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } });
+  const agent: AgentActor = { type: "agent", id: row.id, name: row.name, ownerId: row.ownerId, scopes: created.scopes.filter(isScope) };
+  const server = createMcpServer({ agent, baseUrl: "http://localhost:3000" });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  client = new Client({ name: "fuzzer", version: "1" });
+  await client.connect(clientSide);
+}, 120_000);
+
+afterAll(async () => {
+  await client?.close();
+  await (await appRuntime(prisma())).close();
+  await prisma().$disconnect();
+  await db?.drop();
+});
+
+describe("the MCP tools under hostile arguments", () => {
+  for (const [name, keys] of Object.entries(TOOLS)) {
+    it(`${name}: every answer is typed`, { timeout: 240_000 }, async () => {
+      await fc.assert(
+        fc.asyncProperty(argumentsFor(keys), (args) => typedAnswer(name, args)),
+        { seed: SEED, numRuns: RUNS_PER_TOOL, endOnFailure: true },
+      );
+    });
+  }
+
+  it(
+    "submit_run with scripts that parse and carry hostile literals (escaped NUL, lone surrogates, deep nesting): every answer is typed",
+    { timeout: 240_000 },
+    async () => {
+      const script = hostileValue.map((value) => `return ${JSON.stringify(value) ?? "null"};`);
+      await fc.assert(
+        fc.asyncProperty(script, hostileString, fc.constantFrom("typescript", "javascript"), (code, purpose, language) =>
+          typedAnswer("submit_run", { code, purpose: `p ${purpose}`, language }),
+        ),
+        { seed: SEED, numRuns: RUNS_PER_TOOL, endOnFailure: true },
+      );
+    },
+  );
+
+  it("call_tool on a real read-only tool with hostile arguments: every answer is typed", { timeout: 240_000 }, async () => {
+    const limit = fc.oneof(hostileString, fc.constantFrom(1e308, -1, 0.5, 501), deep, fc.dictionary(hostileString, hostileValue, { maxKeys: 3 }));
+    await fc.assert(
+      fc.asyncProperty(limit, hostileValue, (value, extra) =>
+        typedAnswer("call_tool", { server: "ledger", tool: "listInvoices", arguments: { limit: value, status: extra } }),
+      ),
+      { seed: SEED, numRuns: RUNS_PER_TOOL, endOnFailure: true },
+    );
+  });
+});
