@@ -12,6 +12,7 @@ import { callToolSchema, submitDirectCall } from "@/lib/intake/direct";
 import { getRun, getRunSchema, type RunView } from "@/lib/runs/service";
 import { recordAgentRead, recordResultRead, type ResultDoor } from "./audit";
 import { SCRIPT_GLOBALS_DECLARATION } from "@/lib/contracts/script-contract";
+import { hasScope } from "@/lib/contracts/scopes";
 import { defineTool, type McpTool, type ToolAnswer, type ToolCall } from "./define";
 
 /** Waits this long for an auto-approved run to finish before submit_run answers. */
@@ -48,6 +49,15 @@ void schemaNamesViewFields;
 async function runAnswer(call: ToolCall, view: RunView, via: ResultDoor): Promise<ToolAnswer<RunView>> {
   await recordResultRead(call.db, call.ctx.agent, view.runId, { via, hasResult: view.result !== undefined || view.logs !== undefined });
   return { value: view, isError: Boolean(view.error) };
+}
+
+/**
+ * Whether a submission waits for its run to settle before answering: a queued run, for an agent
+ * that may read runs. One whose token holds runs:submit alone gets the run as submitted (its id and
+ * status), never an error after the run was stored.
+ */
+function waitsForResult(call: ToolCall, view: RunView): boolean {
+  return view.status === "queued" && hasScope(call.ctx.agent, "runs:read");
 }
 
 export const searchTools = defineTool({
@@ -95,7 +105,7 @@ export const submitRunTool = defineTool({
   async rawHandler(args, call) {
     const runtime = await appRuntime(call.db);
     const view = await submitRun(runtime, call.ctx.agent, args);
-    if (view.status !== "queued") return runAnswer(call, view, "submit_run");
+    if (!waitsForResult(call, view)) return runAnswer(call, view, "submit_run");
     const settled = await getRun(runtime, call.ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, call.signal);
     return runAnswer(call, settled, "submit_run");
   },
@@ -111,7 +121,7 @@ export const callToolTool = defineTool({
   async rawHandler(args, call) {
     const runtime = await appRuntime(call.db);
     const view = await submitDirectCall(runtime, call.ctx.agent, args);
-    if (view.status !== "queued") return runAnswer(call, view, "call_tool");
+    if (!waitsForResult(call, view)) return runAnswer(call, view, "call_tool");
     const settled = await getRun(runtime, call.ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, call.signal);
     return runAnswer(call, settled, "call_tool");
   },
