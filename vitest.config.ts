@@ -12,6 +12,8 @@ export default defineConfig({
   test: {
     include: ["lib/**/*.test.ts", "scripts/**/*.test.ts"],
     globalSetup: ["lib/testing/global-setup.ts"],
+    // Run-change log lines (lib/log.ts) would drown the report; tests that read them turn them on.
+    env: { AIRLOCK_LOG_LEVEL: "silent" },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",

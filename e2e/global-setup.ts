@@ -62,6 +62,8 @@ export default async function globalSetup(config: FullConfig) {
       // The whole suite submits as the one demo agent and leaves many runs waiting for review.
       AIRLOCK_BUDGET_PENDING_REVIEWS: "200",
       AIRLOCK_DATA_DIR: dataDir,
+      // One line per run change (lib/log.ts) would drown the report; e2e/start.spec.ts reads them from `npm start`.
+      AIRLOCK_LOG_LEVEL: "warn",
     },
     stdio: ["ignore", "inherit", "inherit"],
     detached: true,

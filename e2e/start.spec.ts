@@ -1,7 +1,7 @@
 /**
  * The README's quick start, for real: `npm start` (scripts/start.ts) with its own embedded
  * database in a fresh data directory prints working credentials, serves the console and the MCP
- * endpoint, stops cleanly on SIGTERM (no PostgreSQL left behind), and a second start reuses the data.
+ * endpoint, logs each run's changes as JSON lines (its output is not a terminal), stops cleanly on SIGTERM (no PostgreSQL left behind), and a second start reuses the data.
  * Runs after the build, so start.ts finds it current and does not rebuild.
  */
 import { spawn } from "node:child_process";
@@ -86,6 +86,32 @@ test("npm start: first start prints working credentials; SIGTERM stops everythin
   expect((await request.get(`http://127.0.0.1:${port}/login`)).status()).toBe(200);
   const client = await connectMcp(token!, `http://127.0.0.1:${port}`);
   expect((await client.listTools()).tools.map((t) => t.name)).toContain("submit_run");
+  // The terminal shows every change of a run as it commits, and an escalation with its review link (lib/log.ts).
+  const submitted = async (code: string) => {
+    const result = await client.callTool({ name: "submit_run", arguments: { code, purpose: "start.spec" } });
+    return (JSON.parse((result.content as { text: string }[])[0]!.text) as { runId: string }).runId;
+  };
+  const readId = await submitted("const page = await tools.ledger.listInvoices({ limit: 1 });\nreturn page.invoices.length;");
+  const refund = { invoiceId: "inv_0001", amountMinor: 100, reason: "goodwill", idempotencyKey: "start-spec-refund" };
+  const writeId = await submitted(`await tools.ledger.issueRefund(${JSON.stringify(refund)});`);
+  const logged = () =>
+    first
+      .output()
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((entry) => entry.runId === readId || entry.runId === writeId)
+      .map(({ event, runId, to, decision, reviewUrl }) => ({ event, run: runId === readId ? "read" : "write", to, decision, reviewUrl }));
+  await expect.poll(logged, { timeout: 30_000 }).toEqual(
+    expect.arrayContaining([
+      { event: "run.status", run: "read", to: "auto_approved", decision: "allow", reviewUrl: undefined },
+      { event: "run.status", run: "read", to: "succeeded", decision: undefined, reviewUrl: undefined },
+      { event: "run.status", run: "write", to: "previewing", decision: "escalate", reviewUrl: undefined },
+      { event: "run.escalated", run: "write", to: "pending_review", decision: undefined, reviewUrl: `http://127.0.0.1:${port}/runs/${writeId}` },
+    ]),
+  );
+  // Once each: the process that made a change logs it, after its commit.
+  expect(logged().filter((entry) => entry.run === "read" && entry.to === "succeeded")).toHaveLength(1);
   await client.close();
 
   expect(await postgresProcessesFor(clusterDir)).not.toBe(""); // the check below can see a leftover

@@ -9,6 +9,9 @@
  *   lib/testing/db.ts) and the CLI. The caller disconnects it.
  * - `Tx`: the client handed to `$transaction(async (tx) => …)`. Mutating services take a `tx`
  *   so that their audit event commits or rolls back with the change itself.
+ * - `afterCommit(hook)`: work that must follow a commit and never a rollback (log lines): a hook
+ *   registered inside `$transaction(async (tx) => …)` runs once that transaction has committed, is
+ *   dropped if it rolls back, and runs at once outside a transaction.
  * - Every read of "AuditEvent" through a client made here (its transactions included) first
  *   chains the audit events already committed (lib/db/audit-sequence.ts, on the client itself,
  *   outside the caller's transaction), so it sees every event recorded before it, whichever
@@ -18,6 +21,7 @@
  * in vitest and the tsx CLI, which both use this module. Client code is kept away from lib/**
  * by the ESLint import rule instead.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient, type Prisma } from "@/lib/generated/prisma/client";
 import { env } from "@/lib/env";
@@ -38,8 +42,47 @@ export function createPrismaClient(databaseUrl: string): PrismaClient {
       },
     },
   });
-  // The extension changes no type: the client is still a PrismaClient to its callers.
-  return chained as unknown as PrismaClient;
+  // Interactive transactions collect their commit hooks; the batch form runs no callback of ours.
+  const client = new Proxy(chained, {
+    get(target, prop) {
+      if (prop !== "$transaction") return Reflect.get(target, prop);
+      return (first: unknown, options?: unknown) =>
+        typeof first === "function"
+          ? withCommitHooks(() => (target.$transaction as (fn: unknown, options?: unknown) => Promise<unknown>)(first, options))
+          : (target.$transaction as (batch: unknown, options?: unknown) => Promise<unknown>)(first, options);
+    },
+  });
+  // Neither changes a type: the client is still a PrismaClient to its callers.
+  return client as unknown as PrismaClient;
+}
+
+type CommitHooks = { open: boolean; hooks: (() => void)[] };
+const commitHooks = new AsyncLocalStorage<CommitHooks>();
+
+async function withCommitHooks<T>(transaction: () => Promise<T>): Promise<T> {
+  const scope: CommitHooks = { open: true, hooks: [] };
+  try {
+    const result = await commitHooks.run(scope, transaction);
+    for (const hook of scope.hooks) runHook(hook);
+    return result;
+  } finally {
+    scope.open = false;
+  }
+}
+
+function runHook(hook: () => void): void {
+  try {
+    hook();
+  } catch (error) {
+    console.error("a commit hook failed", error);
+  }
+}
+
+/** Runs `hook` after the caller's transaction commits (never if it rolls back); outside a transaction, at once. */
+export function afterCommit(hook: () => void): void {
+  const scope = commitHooks.getStore();
+  if (scope?.open) scope.hooks.push(hook);
+  else runHook(hook);
 }
 
 const cache = globalThis as typeof globalThis & { __airlockPrisma?: PrismaClient };

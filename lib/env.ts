@@ -78,6 +78,16 @@ const schema = z
     AIRLOCK_REVIEW_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
     // When set, /api/metrics answers only `Authorization: Bearer <this>`.
     AIRLOCK_METRICS_TOKEN: optionalString.pipe(z.string().min(16, "must be at least 16 characters").optional()),
+    // Logs (lib/log.ts): "pretty" for people, "json" for collectors; unset, pretty on a terminal and JSON otherwise.
+    AIRLOCK_LOG_FORMAT: optionalString.pipe(z.enum(["pretty", "json"], { message: "must be pretty or json" }).optional()),
+    AIRLOCK_LOG_LEVEL: optionalString.pipe(
+      z.enum(["debug", "info", "warn", "error", "silent"], { message: "must be debug, info, warn, error or silent" }).optional(),
+    ),
+    // Traces (lib/tracing-sdk.ts) are off unless an OTLP endpoint is set; the SDK reads the other OTEL_* variables itself.
+    OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString.pipe(z.url().optional()),
+    OTEL_SDK_DISABLED: optionalString.pipe(z.enum(["true", "false"], { message: "must be true or false" }).optional()),
+    OTEL_SERVICE_NAME: optionalString,
     // Next's own switch: when "true", Next leaves SIGTERM/SIGINT to us (lib/runs/boot.ts drains).
     NEXT_MANUAL_SIG_HANDLE: z.enum(["true", "false"]).optional(),
     AUTH_SECRET: optionalString.pipe(z.string().min(32, "must be at least 32 characters").optional()),

@@ -227,6 +227,8 @@ async function main() {
     // The web process drains its in-process executor on SIGTERM itself (lib/runs/boot.ts).
     NEXT_MANUAL_SIG_HANDLE: "true",
     NEXT_TELEMETRY_DISABLED: "1",
+    // The server's output comes through a pipe: it logs for the terminal this command runs in (lib/log.ts).
+    AIRLOCK_LOG_FORMAT: config.AIRLOCK_LOG_FORMAT ?? (process.stdout.isTTY ? "pretty" : "json"),
   });
   if (!dev) await buildIfNeeded();
 

@@ -13,6 +13,7 @@ import { createPrismaClient } from "@/lib/db";
 import { env, EnvError } from "@/lib/env";
 import { describeIsolation } from "@/lib/runs/isolation";
 import { createRuntime, resolveConfig } from "@/lib/runs/runtime";
+import { startTracing, stopTracing } from "@/lib/tracing-sdk";
 
 async function main() {
   let config;
@@ -30,6 +31,7 @@ async function main() {
     console.error("airlock worker: set DATABASE_URL to the database the web app uses (or run `npm start` here first).");
     process.exit(1);
   }
+  startTracing("airlock-worker");
   const db = createPrismaClient(databaseUrl);
   const executorId = `worker-${hostname()}-${process.pid}`;
   const runtime = await createRuntime(db, resolveConfig(), { databaseUrl, execute: true, executorId });
@@ -43,6 +45,7 @@ async function main() {
     console.log("airlock worker: draining…");
     await runtime.close();
     await db.$disconnect();
+    await stopTracing().catch((error: unknown) => console.error("airlock worker: exporting the last spans failed:", error));
     console.log("airlock worker: stopped");
     process.exit(0);
   };

@@ -12,6 +12,7 @@ import { generatePassword } from "@/lib/auth/passwords";
 import { ROLES, type Role } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
 import { isAppError } from "@/lib/errors";
+import { logOnlyWhenAsked } from "@/lib/log";
 import { withCliDatabase } from "./database";
 import { CLI_ACTOR, exitOnUsageError, parseCliArgs, processIo, requiredFlag, UsageError, type CliIo } from "./io";
 
@@ -183,5 +184,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  // A command's stdout is its answer: the run-change log (lib/log.ts) stays out of it.
+  logOnlyWhenAsked();
   void runCli(process.argv.slice(2)).then((code) => process.exit(code));
 }

@@ -36,6 +36,8 @@
  *   Action::"call", stored with kind `direct`, and refused (USE_SUBMIT_RUN) where a script would
  *   wait for reviewers.
  */
+import { randomUUID } from "node:crypto";
+import type { Span } from "@opentelemetry/api";
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
 import { SUBMITTED_CONTENT, contentDigests } from "@/lib/audit/run-content";
@@ -50,6 +52,7 @@ import { AppError, invalidArguments, isAppError, type AppErrorCode } from "@/lib
 import type { Run } from "@/lib/generated/prisma/client";
 import { analyzeScript } from "@/lib/intake/analyze";
 import { fingerprintScript } from "@/lib/script-fingerprint";
+import { RUN_ID, activeContext, contextWith, inSpan, inSpanSync, traceparentOf } from "@/lib/tracing";
 import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
 import { buildPolicyRequest, provenancePresence } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
@@ -268,6 +271,22 @@ export async function submitProposal(
   options: SubmitOptions,
   lane: Lane,
 ): Promise<RunView> {
+  // The run's id is chosen here, so that every span of its trace names it from the first (lib/tracing.ts).
+  const runId = randomUUID();
+  return inSpan("airlock.submit", activeContext(), { [RUN_ID]: runId, "airlock.agent_id": actor.id, "airlock.kind": lane.kind }, (span) =>
+    storeProposal(deps, actor, input, options, lane, runId, span),
+  );
+}
+
+async function storeProposal(
+  deps: RunDeps,
+  actor: AgentActor,
+  input: ReturnType<typeof parseSubmit>,
+  options: SubmitOptions,
+  lane: Lane,
+  runId: string,
+  span: Span,
+): Promise<RunView> {
   const { db } = deps;
   const requestDigest = sha256Hex(canonicalJson(input));
   const codeSha256 = sha256Hex(input.code);
@@ -292,13 +311,15 @@ export async function submitProposal(
 
   // An override two admins confirmed in another process decides here too.
   await deps.registry.refresh();
-  const analysis = analyzeScript({
-    code: input.code,
-    language: input.language,
-    tools: deps.registry.toolFacts(),
-    declarations: deps.registry.declarations(),
-    allowedPackages: deps.registry.allowedImports(),
-  });
+  const analysis = inSpanSync("airlock.analysis", contextWith(span), { [RUN_ID]: runId }, () =>
+    analyzeScript({
+      code: input.code,
+      language: input.language,
+      tools: deps.registry.toolFacts(),
+      declarations: deps.registry.declarations(),
+      allowedPackages: deps.registry.allowedImports(),
+    }),
+  );
   const policy = await publishedPolicy(db);
   const policyRequest = buildPolicyRequest({
     agent: { id: actor.id, ownerId: actor.ownerId },
@@ -312,7 +333,11 @@ export async function submitProposal(
     action: lane.action,
   });
   const decision: PolicyDecision = policy
-    ? decide(policyRequest, policy.prepared)
+    ? inSpanSync("airlock.decision", contextWith(span), { [RUN_ID]: runId }, (decisionSpan) => {
+        const decided = decide(policyRequest, policy.prepared);
+        decisionSpan.setAttribute("airlock.decision", decided.decision);
+        return decided;
+      })
     : {
         decision: "deny",
         approvalsRequired: 0,
@@ -339,6 +364,8 @@ export async function submitProposal(
     await enforceBudgets(tx, actor.id, codeSha256, { cpuSeconds: limits.cpuSeconds, escalates: status === "pending_review" || status === "previewing" });
     const created = await tx.run.create({
       data: {
+        id: runId,
+        traceparent: traceparentOf(span),
         agentId: actor.id,
         status: "submitted",
         kind: lane.kind,
@@ -355,7 +382,6 @@ export async function submitProposal(
         fingerprintHoles: shape.holes,
       },
     });
-    const runId = created.id;
     await recordAudit(tx, {
       actor,
       action: "run.submitted",
@@ -420,6 +446,8 @@ export async function submitProposal(
     return { run: await tx.run.findUniqueOrThrow({ where: { id: runId } }), created: true };
   });
   const { run } = stored;
+  span.setAttribute("airlock.status", run.status);
+  if (!stored.created) span.setAttribute(RUN_ID, run.id);
   if (stored.created && run.status === "queued") deps.startExecution(run.id);
   if (stored.created && run.status === "previewing") deps.startPreview(run.id);
   if (stored.created && run.status === "pending_review") void notifyEscalation(run.id, db);

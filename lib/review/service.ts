@@ -30,11 +30,13 @@ import { runColumn } from "@/lib/contracts/run-columns";
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
 import { requireScope, type Actor } from "@/lib/contracts/scopes";
-import type { Db, Tx } from "@/lib/db";
+import { afterCommit, type Db, type Tx } from "@/lib/db";
 import { AppError } from "@/lib/errors";
+import { logReviewVote } from "@/lib/log";
 import type { Run } from "@/lib/generated/prisma/client";
 import type { RunDeps } from "@/lib/runs/service";
 import { transitionRun } from "@/lib/runs/states";
+import { RUN_ID, contextOf, inSpan } from "@/lib/tracing";
 import { storableString } from "@/lib/untrusted/storable-schema";
 import { decisionBlocker, decisionRefusal } from "./decision-rules";
 import { notifyDecision } from "@/lib/runs/notify";
@@ -153,8 +155,21 @@ export async function decideRun({ db, startExecution }: ReviewDeps, actor: Actor
   requireScope(actor, "runs:review");
   if (actor.type !== "user") throw new AppError("forbidden", "Only a person can review a run.");
   const input = parseDecision(raw);
-  const { runId, verdict, comment, seen } = input;
+  const { runId, verdict } = input;
+  // A review joins the trace its run was submitted in, however long ago (lib/tracing.ts).
+  const traced = await db.run.findUnique({ where: { id: runId }, select: { traceparent: true } });
+  return inSpan("airlock.review", contextOf(traced?.traceparent), { [RUN_ID]: runId, "airlock.verdict": verdict }, async (span) => {
+    const result = await recordDecision({ db, startExecution }, actor, input);
+    span.setAttribute("airlock.status", result.status);
+    return result;
+  });
+}
 
+async function recordDecision(
+  { db, startExecution }: ReviewDeps,
+  actor: Actor & { type: "user" },
+  { runId, verdict, comment, seen }: ReturnType<typeof parseDecision>,
+): Promise<DecisionResult> {
   const result = await db.$transaction(
     async (tx) => {
       const run = await lockRun(tx, runId, actor.id);
@@ -183,6 +198,7 @@ export async function decideRun({ db, startExecution }: ReviewDeps, actor: Actor
         subject,
         data: { verdict, comment: comment ?? null, reviewer, approvals: approvals.received, approvalsRequired: approvals.required, seen },
       });
+      afterCommit(() => logReviewVote({ runId, reviewerId: actor.id, verdict, received: approvals.received, required: approvals.required }));
 
       if (verdict !== "approve") {
         await transition(tx, actor, runId, "pending_review", STATUS_BY_VERDICT[verdict], { verdict, comment }, { finishedAt: new Date() });

@@ -7,6 +7,7 @@
  */
 import { prisma } from "@/lib/db";
 import { env } from "@/lib/env";
+import { stopTracing } from "@/lib/tracing-sdk";
 import { appRuntime } from "./runtime";
 
 export async function startAppRuntimeAtBoot(): Promise<void> {
@@ -22,6 +23,8 @@ export async function startAppRuntimeAtBoot(): Promise<void> {
         void runtime
           .close()
           .catch((error: unknown) => console.error("airlock: draining the executor failed:", error))
+          .then(() => stopTracing())
+          .catch((error: unknown) => console.error("airlock: exporting the last spans failed:", error))
           .finally(() => process.exit(code));
       };
       process.once("SIGTERM", () => drain(0));

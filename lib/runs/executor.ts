@@ -39,6 +39,7 @@
  *   a cancel arrives from any process.
  */
 import { randomUUID } from "node:crypto";
+import type { Span } from "@opentelemetry/api";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -53,6 +54,7 @@ import { RUN_LIMIT_DEFAULTS, emptyGate, type IsolationLevel } from "@/lib/sandbo
 import { parseDirectCall } from "@/lib/contracts/direct-call";
 import { jsonLooksLikeInstructions, looksLikeInstructions } from "@/lib/untrusted/sanitize";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
+import { RUN_ID, contextOf, contextWith, inSpan } from "@/lib/tracing";
 import { artifactRecords, storeArtifacts } from "./artifacts";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
 import { parseRunLimits } from "./limits";
@@ -180,6 +182,15 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   const { db } = deps;
   const run = await claim(db, runId, deps.executorId);
   if (!run) return false;
+  // The run's trace started at its submission, in whichever process that was (lib/tracing.ts).
+  const attributes = { [RUN_ID]: runId, "airlock.kind": run.kind, "airlock.attempt": run.attempt, "airlock.executor_id": deps.executorId };
+  await inSpan("airlock.run", contextOf(run.traceparent), attributes, (span) => executeClaimed(deps, run, span, shutdown));
+  return true;
+}
+
+async function executeClaimed(deps: ExecutorDeps, run: Run, span: Span, shutdown?: AbortSignal): Promise<void> {
+  const { db } = deps;
+  const runId = run.id;
   const fence: RunFence = { runId, executorId: deps.executorId, attempt: run.attempt };
   const limits = parseRunLimits(run);
 
@@ -284,8 +295,11 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
       }
     }
     try {
+      const answer = await inSpan("airlock.tool_call", contextWith(span), { [RUN_ID]: runId, "airlock.tool": `${server}.${tool}`, "airlock.seq": seq }, () =>
+        deps.callTool(server, tool, upstreamArgs, signal),
+      );
       // Screened before the script sees it: a secret an upstream returns never enters the sandbox.
-      const result = screenJson(await deps.callTool(server, tool, upstreamArgs, signal), `toolCall[${seq}].result`);
+      const result = screenJson(answer, `toolCall[${seq}].result`);
       normalized ||= result.changed;
       toolRedactions.push(...result.redactions);
       upstreamInstructions ||= jsonLooksLikeInstructions(result.value);
@@ -377,7 +391,7 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   // policies): a result, and as much the logs and errors of a run that failed, which can carry the same data.
   const release = await decideResultRelease(db, run, screened);
   await finish(db, fence, screened, { scope, personal }, release);
-  return true;
+  span.setAttribute("airlock.status", screened.status);
 }
 
 /**

@@ -21,12 +21,15 @@
  *   again by the maintenance sweep (it made no writes).
  */
 import { rm } from "node:fs/promises";
+import type { Span } from "@opentelemetry/api";
 import type { Db } from "@/lib/db";
+import type { Run } from "@/lib/generated/prisma/client";
 import { runColumn, runColumnValue, type PlanWrite } from "@/lib/contracts/run-columns";
 import { jsonDigest } from "@/lib/digest";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import { jsonLooksLikeInstructions, looksLikeInstructions } from "@/lib/untrusted/sanitize";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
+import { RUN_ID, contextOf, contextWith, inSpan } from "@/lib/tracing";
 import { screenJson, screenMessage } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
 import type { ToolInfo } from "@/lib/broker/types";
@@ -78,6 +81,13 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
   const { db } = deps;
   const run = await claim(db, runId, deps.executorId);
   if (!run) return false;
+  const attributes = { [RUN_ID]: runId, "airlock.attempt": run.attempt, "airlock.executor_id": deps.executorId };
+  return inSpan("airlock.preview", contextOf(run.traceparent), attributes, (span) => previewClaimed(deps, run, span, shutdown));
+}
+
+async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?: AbortSignal): Promise<boolean> {
+  const { db } = deps;
+  const runId = run.id;
   const limits = parseRunLimits(run);
   const fence = { runId, executorId: deps.executorId, attempt: run.attempt };
   const controller = new AbortController();
@@ -126,7 +136,10 @@ export async function previewRun(deps: PreviewDeps, runId: string, shutdown?: Ab
     const started = performance.now();
     try {
       // Screened as in the run itself (./gate.ts): no secret an upstream returns reaches the script or the record.
-      const result = screenJson(await deps.callTool(server, tool, tokens.restored ? tokens.args : args, signal), `toolCall[${seq}].result`).value;
+      const answer = await inSpan("airlock.tool_call", contextWith(span), { [RUN_ID]: runId, "airlock.tool": `${server}.${tool}`, "airlock.seq": seq }, () =>
+        deps.callTool(server, tool, tokens.restored ? tokens.args : args, signal),
+      );
+      const result = screenJson(answer, `toolCall[${seq}].result`).value;
       marked.note(info?.piiFields, result);
       upstreamInstructions ||= jsonLooksLikeInstructions(result);
       call.outcome = "ok";

@@ -12,13 +12,15 @@
  * - the event carries, in `contentDigests`, the digests of the run's content columns the
  *   transition writes (javascript, limits, plan, result, error, execution), read back as stored;
  *   a terminal event digests all of them, written or not (lib/audit/run-content.ts).
+ * - once the change commits, it is logged (lib/log.ts): one line, by the process that made it.
  * Nothing else in the codebase writes `Run.status`.
  */
 import { recordAudit } from "@/lib/audit/record";
 import { TRANSITION_CONTENT, storedContentDigests } from "@/lib/audit/run-content";
 import { sealToolCalls } from "@/lib/audit/seal";
 import type { Actor } from "@/lib/contracts/scopes";
-import type { Tx } from "@/lib/db";
+import { afterCommit, type Tx } from "@/lib/db";
+import { logRunChange, type RunChangeLine } from "@/lib/log";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { canTransition, isTerminal, type RunStatus } from "@/lib/contracts/run-states";
 
@@ -60,5 +62,19 @@ export async function transitionRun(tx: Tx, actor: Actor, t: Transition): Promis
     ...(digested.length > 0 ? { contentDigests: await storedContentDigests(tx, t.runId, digested) } : {}),
   };
   await recordAudit(tx, { actor, action: t.action ?? `run.${t.to}`, subject: { type: "run", id: t.runId }, data });
+  afterCommit(() => logRunChange({ runId: t.runId, from, to: t.to, actor, decision: loggedDecision(t), code: loggedCode(t) }));
   return true;
+}
+
+/** The policy's decision, when this transition records it (intake's analyzed → …). */
+function loggedDecision(t: Transition): RunChangeLine["decision"] {
+  const decision = t.audit?.decision;
+  if (typeof decision !== "string") return undefined;
+  const reasons = Array.isArray(t.audit?.reasons) ? t.audit.reasons.filter((r): r is string => typeof r === "string") : [];
+  const approvalsRequired = typeof t.data?.approvalsRequired === "number" ? t.data.approvalsRequired : null;
+  return { decision, reasons, approvalsRequired };
+}
+
+function loggedCode(t: Transition): string | null {
+  return typeof t.audit?.errorCode === "string" ? t.audit.errorCode : null;
 }
