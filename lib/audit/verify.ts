@@ -375,9 +375,14 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
   const contentRuns = new Set<string>();
   const purges = purgeLookup(db);
 
+  let next = fetchBatch(db, cursor, batchSize);
   for (;;) {
-    const rows = await fetchBatch(db, cursor, batchSize);
+    const rows = await next;
     if (rows.length === 0) break;
+    // The next batch is read while this one is checked: it starts after this one's last id. A walk
+    // that stops early never awaits it, so its failure is marked handled here.
+    next = rows.length < batchSize ? Promise.resolve([]) : fetchBatch(db, rows[rows.length - 1]!.id, batchSize);
+    next.catch(() => undefined);
 
     let chainBreak: ChainBreak | null = null;
     const seals: { event: EventRow; data: Record<string, unknown> }[] = [];
@@ -466,7 +471,6 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
     report.runsContentChecked = contentRuns.size;
     const broken = earlier(earlier(chainBreak, sealed.broken), contentBroken);
     if (broken) return done(broken);
-    cursor = rows[rows.length - 1]!.id;
     if (rows.length < batchSize) break;
   }
 
