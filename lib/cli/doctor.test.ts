@@ -107,6 +107,13 @@ describe("airlock doctor", () => {
         ["upstreams", "WARN"],
       ]);
       expect(code).toBe(0);
+      expect(checks[0]?.detail).toMatch(/^Sandbox isolation: strict/);
+    });
+
+    it("does not probe a sandbox for a web process that executes no runs", async () => {
+      const { checks } = await doctor({ DATABASE_URL: appUrl, AIRLOCK_IN_PROCESS_WORKER: "false" });
+      expect(checks[0]).toEqual({ name: "sandbox", status: "OK", detail: expect.stringContaining("executes no runs (AIRLOCK_IN_PROCESS_WORKER=false)") });
+      setEnvForChildren({ AIRLOCK_IN_PROCESS_WORKER: "true" });
     });
   });
 });

@@ -49,6 +49,14 @@ const inside = (dir: string, path: string) => {
 };
 
 async function sandboxCheck(): Promise<Check> {
+  if (!env().AIRLOCK_IN_PROCESS_WORKER) {
+    // A web process that executes nothing needs no sandbox; a worker refuses to start without its own.
+    return {
+      name: "sandbox",
+      status: "OK",
+      detail: "this process executes no runs (AIRLOCK_IN_PROCESS_WORKER=false); each worker probes its sandbox as it starts",
+    };
+  }
   try {
     const check = await checkIsolation(resolveConfig().sandbox, { execute: true });
     if (check.degraded) {
