@@ -18,11 +18,14 @@ import { applyMigrations } from "@/lib/db/migrate";
 import { startPostgres } from "@/lib/db/postgres-server";
 import { createPrismaClient } from "@/lib/db";
 import { seedDemo } from "@/lib/demo/seed";
+import { logOnlyWhenAsked } from "@/lib/log";
 import { setEnvForChildren } from "@/lib/env";
 
 export type BenchEndpoint = { client: Client; db: ReturnType<typeof createPrismaClient>; agentName: string; dataDir: string; close(): Promise<void> };
 
 export async function startBenchEndpoint(env: Record<string, string> = {}): Promise<BenchEndpoint> {
+  // A benchmark's stdout is its JSON: run changes are not logged there (lib/log.ts).
+  logOnlyWhenAsked();
   const postgres = await startPostgres({ persistent: false });
   await applyMigrations(postgres.url);
   const db = createPrismaClient(postgres.url);
