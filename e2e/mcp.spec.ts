@@ -182,6 +182,15 @@ test.describe("MCP endpoint refusals", () => {
     expect(await metadata.json()).toMatchObject({ resource: expect.stringMatching(/\/api\/mcp$/), bearer_methods_supported: ["header"] });
   });
 
+  test("GET, the optional event stream, is 405 for an agent (so SDK clients stop reopening it) and 401 without a token", async ({ request, state }) => {
+    const stream = { accept: "text/event-stream" };
+    const answered = await request.get("/api/mcp", { headers: { ...stream, Authorization: `Bearer ${state.credentials.agent.token}` } });
+    expect(answered.status()).toBe(405);
+    expect(answered.headers()["allow"]).toBe("POST");
+    expect(((await answered.json()) as { error: { message: string } }).error.message).toMatch(/offers no event stream; send requests with POST/);
+    expect((await request.get("/api/mcp", { headers: stream })).status()).toBe(401);
+  });
+
   test("a foreign Host or Origin is refused (DNS rebinding)", async ({ request, state }) => {
     const auth = {
       Authorization: `Bearer ${state.credentials.agent.token}`,

@@ -13,7 +13,8 @@
  *     callers cannot tell which;
  *     every token sent and refused is audited as `auth.token_rejected`, aggregated per token
  *     prefix and minute under a global cap (lib/auth/token-rejections.ts);
- *  3. the MCP exchange itself, where each tool checks its own scope (lib/mcp/server.ts).
+ *  3. GET (the optional server-to-client stream) is 405 with `Allow: POST`: nothing is ever pushed;
+ *  4. the MCP exchange itself, where each tool checks its own scope (lib/mcp/server.ts).
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { authenticateAgentToken } from "@/lib/auth/agents";
@@ -61,6 +62,10 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
       : "Unauthorized: no token; send Authorization: Bearer <agent token>";
     return jsonError(401, message, { "WWW-Authenticate": challenge });
   }
+
+  // No server-initiated stream is offered (every request has its own server): the spec's answer to
+  // GET is 405, and it tells clients to stop opening one, instead of reconnecting every second.
+  if (request.method === "GET") return jsonError(405, "Method Not Allowed: this endpoint offers no event stream; send requests with POST", { Allow: "POST" });
 
   const server = createMcpServer({ agent, baseUrl: publicBaseUrl(request) });
   const transport = new WebStandardStreamableHTTPServerTransport({
