@@ -7,17 +7,29 @@
  * sign-in (pages) or 401 (routes). A page or route with no recognized scope must be listed in
  * SELF_GUARDED with what it answers anyone; a new one that is neither fails this test.
  *
+ * An agent's bearer token opens no console door: with it, every page and route answers as to
+ * anonymous.
+ *
+ * Server actions are found in the build's manifest (.next/server/server-reference-manifest.json,
+ * ids exist only after `next build`), each called as the browser calls it (React's encodeReply,
+ * `Next-Action`) with input its schema accepts but naming nothing that exists, as anonymous, with
+ * an agent's token, and as every role: refused (`unauthorized` / `forbidden`) exactly when the
+ * role lacks the action's scope, which is read from its source. A new action without an entry in
+ * ACTIONS fails the test. The owner-reviewer row: a reviewer deciding a run of an agent they own
+ * is refused, and another reviewer's decision of the same run goes through.
+ *
  * The agent door is crossed the same way: each MCP tool (its declared scope) is called by agent
  * tokens holding one scope each, and answers FORBIDDEN exactly when the token lacks the scope.
- * Server actions are not in this matrix yet (their ids exist only in the build's manifest).
  */
 import { globSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import type { APIRequestContext } from "@playwright/test";
 import { createAgent } from "../lib/auth/agents";
 import { DEFAULT_AGENT_SCOPES, ROLE_SCOPES, type Role, type Scope } from "../lib/contracts/scopes";
 import { createPrismaClient } from "../lib/db";
-import { expect, test } from "./fixtures";
+import { afterPreview, expect, test } from "./fixtures";
 import { LoginPage } from "./pages/login-page";
+import { createReviewers } from "./reviewers";
 
 /** Files that guard themselves (no console session) and what an anonymous GET must get. */
 const SELF_GUARDED: Record<string, { path: string; anonymous: number }> = {
@@ -87,6 +99,21 @@ test("every page and route handler answers exactly the roles its scope allows", 
       if (!sentToSignIn) problems.push(`anonymous ${method} ${entry.url}: ${anonymous.status}`);
     }
   }
+  // An agent's token is no console session: every page and route answers it as anonymous.
+  const bearer = { Authorization: `Bearer ${state.credentials.agent.token}` };
+  for (const entry of entries) {
+    for (const method of entry.methods) {
+      const response = await request.fetch(`${baseURL}${entry.url}`, {
+        method,
+        maxRedirects: 0,
+        headers: { ...bearer, ...(method === "GET" ? {} : { origin: baseURL! }) },
+        ...(method === "GET" ? {} : { data: {} }),
+      });
+      const status = response.status();
+      const sentAway = entry.kind === "page" ? status >= 300 && status < 400 && /\/login/.test(response.headers()["location"] ?? "") : status === 401;
+      if (!sentAway) problems.push(`agent token ${method} ${entry.url}: ${status}`);
+    }
+  }
   for (const [file, expected] of Object.entries(SELF_GUARDED)) {
     const { status } = await statusOf(request, "GET", `${baseURL}${expected.path}`);
     if (status !== expected.anonymous) problems.push(`anonymous GET ${expected.path} (${file}): ${status}, expected ${expected.anonymous}`);
@@ -149,4 +176,168 @@ test("each MCP tool answers exactly the agent tokens holding its scope", async (
     }
   }
   expect(problems).toEqual([]);
+});
+
+type ActionEntry = { scope: Scope; page: string; fields: Record<string, string | string[]>; previousOnly?: boolean };
+
+const NOWHERE = "00000000-0000-4000-8000-0000000000bb";
+/**
+ * Every server action: its scope (checked against its source), the page it is sent from, and form
+ * fields its schema accepts that name nothing existing (so an allowed call changes nothing).
+ */
+const ACTIONS: Record<string, ActionEntry> = {
+  createAgentAction: { scope: "agents:manage", page: "/agents", fields: { name: "matrix-nobody", ownerEmail: "nobody@matrix.invalid", scopes: ["runs:read"] } },
+  revokeAgentAction: { scope: "agents:manage", page: "/agents", fields: { name: "matrix-no-such-agent" } },
+  verifyAuditAction: { scope: "audit:read", page: "/audit", fields: {}, previousOnly: true },
+  placeHoldAction: { scope: "audit:read", page: `/audit/runs/${RUN}`, fields: { runId: RUN, on: "run", reason: "matrix" } },
+  releaseHoldAction: { scope: "audit:read", page: `/audit/runs/${RUN}`, fields: { holdId: NOWHERE, reason: "matrix", runId: RUN } },
+  draftAction: { scope: "policies:manage", page: "/policies", fields: { text: "not cedar", intent: "check" } },
+  approveAction: { scope: "policies:manage", page: "/policies", fields: { version: "2000000000" } },
+  decideAction: {
+    scope: "runs:review",
+    page: `/runs/${RUN}`,
+    fields: { runId: RUN, verdict: "reject", comment: "matrix", codeSha256: "0".repeat(64), capabilitySet: "[]", inputsDigest: "0".repeat(64) },
+  },
+  cancelAction: { scope: "runs:review", page: `/runs/${RUN}`, fields: { runId: RUN } },
+  releaseAction: { scope: "runs:review", page: `/runs/${RUN}`, fields: { runId: RUN, comment: "matrix", resultDigest: "0".repeat(64) } },
+  withholdAction: { scope: "runs:review", page: `/runs/${RUN}`, fields: { runId: RUN, comment: "matrix", resultDigest: "0".repeat(64) } },
+  acceptToolAction: { scope: "tools:manage", page: "/tools", fields: { server: "matrix-nowhere", tool: "none", schemaHash: "0".repeat(64) } },
+  proposeOverrideAction: {
+    scope: "tools:manage",
+    page: "/tools",
+    fields: {
+      server: "matrix-nowhere",
+      tool: "none",
+      readOnlyHint: "claim",
+      destructiveHint: "claim",
+      idempotentHint: "claim",
+      openWorldHint: "claim",
+      dataClass: "config",
+    },
+  },
+  confirmOverrideAction: { scope: "tools:manage", page: "/tools", fields: { server: "matrix-nowhere", tool: "none", overrideId: NOWHERE } },
+};
+/** Actions open to anyone by design: signing in, and signing out (the console layout's inline action). */
+const OPEN_ACTIONS = new Set([
+  "app/(auth)/login/actions.ts#loginAction",
+  "app/(auth)/login/actions.ts#oidcLoginAction",
+  "app/(console)/layout.tsx#$$RSC_SERVER_ACTION_0",
+]);
+
+type ManifestAction = { id: string; file: string; name: string };
+
+function manifestActions(): ManifestAction[] {
+  const manifest = JSON.parse(readFileSync(".next/server/server-reference-manifest.json", "utf8")) as {
+    node: Record<string, { filename: string; exportedName: string }>;
+  };
+  return Object.entries(manifest.node).map(([id, entry]) => ({ id, file: entry.filename, name: entry.exportedName }));
+}
+
+const { encodeReply } = createRequire(import.meta.url)("next/dist/compiled/react-server-dom-turbopack/client.node.js") as {
+  encodeReply: (value: unknown) => Promise<FormData | string>;
+};
+
+/** Calls a server action as the browser does; the answer is the RSC text of its result. */
+async function callAction(baseURL: string, id: string, entry: ActionEntry, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(entry.fields)) for (const item of [value].flat()) form.append(name, item);
+  const body = await encodeReply(entry.previousOnly ? [{ error: null, last: null }] : [null, form]);
+  const response = await fetch(`${baseURL}${entry.page}`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { "Next-Action": id, Accept: "text/x-component", Origin: baseURL, ...headers },
+    body,
+  });
+  return { status: response.status, text: await response.text() };
+}
+
+const REFUSED = /"code":"(unauthorized|forbidden)"|"error":"(Sign in first\.|This needs the [a-z]+:[a-z]+ permission)/;
+
+test("every server action answers exactly the roles its scope allows; an agent's token and no session are refused", async ({ browser, baseURL, state }) => {
+  const actions = manifestActions();
+  const unlisted = actions.filter((a) => !ACTIONS[a.name] && !OPEN_ACTIONS.has(`${a.file}#${a.name}`)).map((a) => `${a.file}#${a.name}`);
+  expect(unlisted, "server actions with no entry in ACTIONS or OPEN_ACTIONS").toEqual([]);
+  const guarded = actions.filter((a) => ACTIONS[a.name]);
+  expect(guarded.map((a) => a.name).sort()).toEqual(Object.keys(ACTIONS).sort());
+  for (const action of guarded)
+    expect(readFileSync(action.file, "utf8"), `${action.name}'s source names its scope`).toContain(`"${ACTIONS[action.name]!.scope}"`);
+
+  const problems: string[] = [];
+  const callers: [string, Record<string, string>, readonly Scope[]][] = [
+    ["anonymous", {}, []],
+    ["agent token", { Authorization: `Bearer ${state.credentials.agent.token}` }, []],
+  ];
+  for (const role of ROLES) {
+    const user = state.credentials.users.find((u) => u.role === role)!;
+    const context = await browser.newContext({ baseURL });
+    const login = new LoginPage(await context.newPage());
+    await login.goto();
+    await login.signIn(user.email, user.password);
+    await login.page.waitForURL((url) => url.pathname === "/");
+    const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+    callers.push([role, { Cookie: cookie }, ROLE_SCOPES[role]]);
+    await context.close();
+  }
+  for (const [caller, headers, scopes] of callers) {
+    for (const action of guarded) {
+      const entry = ACTIONS[action.name]!;
+      const { status, text } = await callAction(baseURL!, action.id, entry, headers);
+      const refused = REFUSED.test(text);
+      const allowed = scopes.includes(entry.scope);
+      if (status >= 500 || /"code":"internal"/.test(text)) problems.push(`${caller} ${action.name}: ${status} ${text.slice(0, 200)}`);
+      else if (refused === allowed)
+        problems.push(
+          `${caller} ${action.name} (${entry.scope}): ${refused ? "refused" : "through"}, expected ${allowed ? "through" : "refused"}: ${text.slice(0, 200)}`,
+        );
+    }
+  }
+  expect(problems).toEqual([]);
+});
+
+test("owner-reviewer: a reviewer cannot decide a run of an agent they own; another reviewer can", async ({ browser, baseURL, state, connectMcp }) => {
+  const reviewers = await createReviewers(state.databaseUrl, "matrix-owner", 2);
+  const [ownerEmail, otherEmail] = reviewers.emails as [string, string];
+  const db = createPrismaClient(state.databaseUrl);
+  let token: string;
+  try {
+    token = (await db.$transaction((tx) => createAgent(tx, { type: "system", name: "e2e" }, { name: `matrix-owned-${Date.now()}`, ownerEmail }))).token;
+  } finally {
+    await db.$disconnect();
+  }
+  const client = await connectMcp(token);
+  const submitted = (await client.callTool({
+    name: "submit_run",
+    arguments: { code: `// matrix ${Date.now()}\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", message: "Hello" });`, purpose: "matrix" },
+  })) as { content: { text: string }[] };
+  const runId = (JSON.parse(submitted.content[0]!.text) as { runId: string }).runId;
+  expect(await afterPreview(client, runId)).toBe("pending_review");
+
+  const check = createPrismaClient(state.databaseUrl);
+  const run = await check.run.findUniqueOrThrow({ where: { id: runId } });
+  const fields = {
+    runId,
+    verdict: "reject",
+    comment: "matrix: owner-reviewer",
+    codeSha256: run.codeSha256,
+    capabilitySet: JSON.stringify(run.capabilitySet),
+    inputsDigest: run.inputsDigest,
+    policyVersionId: run.policyVersionId ?? "",
+    planDigest: (run.plan as { digest: string } | null)?.digest ?? "",
+  };
+  const decide = manifestActions().find((a) => a.name === "decideAction")!;
+  const answers: Record<string, string> = {};
+  for (const email of [ownerEmail, otherEmail]) {
+    const context = await browser.newContext({ baseURL });
+    const login = new LoginPage(await context.newPage());
+    await login.goto();
+    await login.signIn(email, reviewers.password);
+    await login.page.waitForURL((url) => url.pathname === "/");
+    const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+    await context.close();
+    answers[email] = (await callAction(baseURL!, decide.id, { scope: "runs:review", page: `/runs/${runId}`, fields }, { Cookie: cookie })).text;
+  }
+  expect(answers[ownerEmail]).toMatch(/"code":"forbidden"/);
+  expect(answers[otherEmail]).toMatch(/"ok":true/);
+  expect((await check.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("rejected");
+  await check.$disconnect();
 });
