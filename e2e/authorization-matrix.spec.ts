@@ -22,7 +22,6 @@
  * tokens holding one scope each, and answers FORBIDDEN exactly when the token lacks the scope.
  */
 import { globSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import type { APIRequestContext } from "@playwright/test";
 import { createAgent } from "../lib/auth/agents";
 import { DEFAULT_AGENT_SCOPES, ROLE_SCOPES, type Role, type Scope } from "../lib/contracts/scopes";
@@ -30,6 +29,7 @@ import { createPrismaClient } from "../lib/db";
 import { afterPreview, expect, test } from "./fixtures";
 import { LoginPage } from "./pages/login-page";
 import { createReviewers } from "./reviewers";
+import { ACTIONS, OPEN_ACTIONS, callAction, manifestActions, sessionCookie } from "./server-actions";
 
 /** Files that guard themselves (no console session) and what an anonymous GET must get. */
 const SELF_GUARDED: Record<string, { path: string; anonymous: number }> = {
@@ -178,79 +178,6 @@ test("each MCP tool answers exactly the agent tokens holding its scope", async (
   expect(problems).toEqual([]);
 });
 
-type ActionEntry = { scope: Scope; page: string; fields: Record<string, string | string[]>; previousOnly?: boolean };
-
-const NOWHERE = "00000000-0000-4000-8000-0000000000bb";
-/**
- * Every server action: its scope (checked against its source), the page it is sent from, and form
- * fields its schema accepts that name nothing existing (so an allowed call changes nothing).
- */
-const ACTIONS: Record<string, ActionEntry> = {
-  createAgentAction: { scope: "agents:manage", page: "/agents", fields: { name: "matrix-nobody", ownerEmail: "nobody@matrix.invalid", scopes: ["runs:read"] } },
-  revokeAgentAction: { scope: "agents:manage", page: "/agents", fields: { name: "matrix-no-such-agent" } },
-  verifyAuditAction: { scope: "audit:read", page: "/audit", fields: {}, previousOnly: true },
-  placeHoldAction: { scope: "audit:read", page: `/audit/runs/${RUN}`, fields: { runId: RUN, on: "run", reason: "matrix" } },
-  releaseHoldAction: { scope: "audit:read", page: `/audit/runs/${RUN}`, fields: { holdId: NOWHERE, reason: "matrix", runId: RUN } },
-  draftAction: { scope: "policies:manage", page: "/policies", fields: { text: "not cedar", intent: "check" } },
-  approveAction: { scope: "policies:manage", page: "/policies", fields: { version: "2000000000" } },
-  decideAction: {
-    scope: "runs:review",
-    page: `/runs/${RUN}`,
-    fields: { runId: RUN, verdict: "reject", comment: "matrix", codeSha256: "0".repeat(64), capabilitySet: "[]", inputsDigest: "0".repeat(64) },
-  },
-  cancelAction: { scope: "runs:review", page: `/runs/${RUN}`, fields: { runId: RUN } },
-  releaseAction: { scope: "runs:review", page: `/runs/${RUN}`, fields: { runId: RUN, comment: "matrix", resultDigest: "0".repeat(64) } },
-  withholdAction: { scope: "runs:review", page: `/runs/${RUN}`, fields: { runId: RUN, comment: "matrix", resultDigest: "0".repeat(64) } },
-  acceptToolAction: { scope: "tools:manage", page: "/tools", fields: { server: "matrix-nowhere", tool: "none", schemaHash: "0".repeat(64) } },
-  proposeOverrideAction: {
-    scope: "tools:manage",
-    page: "/tools",
-    fields: {
-      server: "matrix-nowhere",
-      tool: "none",
-      readOnlyHint: "claim",
-      destructiveHint: "claim",
-      idempotentHint: "claim",
-      openWorldHint: "claim",
-      dataClass: "config",
-    },
-  },
-  confirmOverrideAction: { scope: "tools:manage", page: "/tools", fields: { server: "matrix-nowhere", tool: "none", overrideId: NOWHERE } },
-};
-/** Actions open to anyone by design: signing in, and signing out (the console layout's inline action). */
-const OPEN_ACTIONS = new Set([
-  "app/(auth)/login/actions.ts#loginAction",
-  "app/(auth)/login/actions.ts#oidcLoginAction",
-  "app/(console)/layout.tsx#$$RSC_SERVER_ACTION_0",
-]);
-
-type ManifestAction = { id: string; file: string; name: string };
-
-function manifestActions(): ManifestAction[] {
-  const manifest = JSON.parse(readFileSync(".next/server/server-reference-manifest.json", "utf8")) as {
-    node: Record<string, { filename: string; exportedName: string }>;
-  };
-  return Object.entries(manifest.node).map(([id, entry]) => ({ id, file: entry.filename, name: entry.exportedName }));
-}
-
-const { encodeReply } = createRequire(import.meta.url)("next/dist/compiled/react-server-dom-turbopack/client.node.js") as {
-  encodeReply: (value: unknown) => Promise<FormData | string>;
-};
-
-/** Calls a server action as the browser does; the answer is the RSC text of its result. */
-async function callAction(baseURL: string, id: string, entry: ActionEntry, headers: Record<string, string>): Promise<{ status: number; text: string }> {
-  const form = new FormData();
-  for (const [name, value] of Object.entries(entry.fields)) for (const item of [value].flat()) form.append(name, item);
-  const body = await encodeReply(entry.previousOnly ? [{ error: null, last: null }] : [null, form]);
-  const response = await fetch(`${baseURL}${entry.page}`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { "Next-Action": id, Accept: "text/x-component", Origin: baseURL, ...headers },
-    body,
-  });
-  return { status: response.status, text: await response.text() };
-}
-
 const REFUSED = /"code":"(unauthorized|forbidden)"|"error":"(Sign in first\.|This needs the [a-z]+:[a-z]+ permission)/;
 
 test("every server action answers exactly the roles its scope allows; an agent's token and no session are refused", async ({ browser, baseURL, state }) => {
@@ -269,14 +196,7 @@ test("every server action answers exactly the roles its scope allows; an agent's
   ];
   for (const role of ROLES) {
     const user = state.credentials.users.find((u) => u.role === role)!;
-    const context = await browser.newContext({ baseURL });
-    const login = new LoginPage(await context.newPage());
-    await login.goto();
-    await login.signIn(user.email, user.password);
-    await login.page.waitForURL((url) => url.pathname === "/");
-    const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
-    callers.push([role, { Cookie: cookie }, ROLE_SCOPES[role]]);
-    await context.close();
+    callers.push([role, { Cookie: await sessionCookie(browser, baseURL!, user.email, user.password) }, ROLE_SCOPES[role]]);
   }
   for (const [caller, headers, scopes] of callers) {
     for (const action of guarded) {
@@ -327,14 +247,8 @@ test("owner-reviewer: a reviewer cannot decide a run of an agent they own; anoth
   const decide = manifestActions().find((a) => a.name === "decideAction")!;
   const answers: Record<string, string> = {};
   for (const email of [ownerEmail, otherEmail]) {
-    const context = await browser.newContext({ baseURL });
-    const login = new LoginPage(await context.newPage());
-    await login.goto();
-    await login.signIn(email, reviewers.password);
-    await login.page.waitForURL((url) => url.pathname === "/");
-    const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
-    await context.close();
-    answers[email] = (await callAction(baseURL!, decide.id, { scope: "runs:review", page: `/runs/${runId}`, fields }, { Cookie: cookie })).text;
+    const cookie = await sessionCookie(browser, baseURL!, email, reviewers.password);
+    answers[email] = (await callAction(baseURL!, decide.id, { page: `/runs/${runId}`, fields }, { Cookie: cookie })).text;
   }
   expect(answers[ownerEmail]).toMatch(/"code":"forbidden"/);
   expect(answers[otherEmail]).toMatch(/"ok":true/);

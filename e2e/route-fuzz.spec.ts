@@ -4,11 +4,17 @@
  * lone surrogates, bidi characters, huge and negative numbers, repeated keys, 10 KB values) and,
  * for POST routes, hostile JSON and non-JSON bodies. No answer may be a 5xx: malformed input is
  * a typed 4xx or a page that says what was wrong.
+ *
+ * Every server action (the console's forms) the same way: each field of a form its schema accepts
+ * replaced by hostile text (NUL, bidi and invisible characters, huge numbers, 100 KB values, deep
+ * JSON), or its arguments replaced by deep nesting and values of the wrong kind. Each answer must
+ * be a typed result (`ok` with data, or an error with its code), never `internal` or a 5xx.
  */
 import { globSync } from "node:fs";
 import fc from "fast-check";
 import { expect, test } from "./fixtures";
 import { LoginPage } from "./pages/login-page";
+import { ACTIONS, callAction, manifestActions, sessionCookie } from "./server-actions";
 
 const SEED = 20261202;
 const RUNS_PER_ROUTE = 12;
@@ -98,6 +104,58 @@ test("no page or route handler answers hostile input with a 5xx, for any role", 
       );
     }
     await context.close();
+  }
+  expect(failures).toEqual([]);
+});
+
+const hostileText = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.constantFrom(
+    "\u0000",
+    "a\u0000b",
+    "\u202e\u2066evil\u2069",
+    "\u200b\u200d\ufeff",
+    "99999999999999999999999999",
+    "-1",
+    "1e309",
+    "NaN",
+    "c".repeat(100_000),
+    "[".repeat(5_000),
+    '{"__proto__":{"admin":true}}',
+    "00000000-0000-4000-8000-0000000000aa\u0000",
+  ),
+);
+const deep = (depth: number): unknown => (depth === 0 ? "x" : { a: deep(depth - 1) });
+const wrongArgs = fc.constantFrom<unknown[]>([], ["x"], [null, "not a form"], [null, deep(200)], [null, [1, 2, 3]], [deep(200), null]);
+
+test("no server action answers hostile form input untyped or with a 5xx, for any role", async ({ browser, baseURL, state }) => {
+  test.setTimeout(300_000);
+  const actions = manifestActions().filter((a) => ACTIONS[a.name]);
+  expect(actions.length).toBe(Object.keys(ACTIONS).length);
+  const failures: string[] = [];
+  for (const role of ROLES) {
+    const user = state.credentials.users.find((u) => u.role === role)!;
+    const cookie = { Cookie: await sessionCookie(browser, baseURL!, user.email, user.password) };
+    for (const action of actions) {
+      const entry = ACTIONS[action.name]!;
+      const names = Object.keys(entry.fields);
+      const input = fc.oneof(
+        fc.record({ field: names.length > 0 ? fc.constantFrom(...names) : fc.constant("extra"), value: hostileText }).map(({ field, value }) => ({
+          fields: { ...entry.fields, [field]: value },
+        })),
+        wrongArgs.map((args) => ({ fields: entry.fields, args })),
+      );
+      await fc.assert(
+        fc.asyncProperty(input, async ({ fields, args }: { fields: Record<string, string | string[]>; args?: unknown[] }) => {
+          const { status, text } = await callAction(baseURL!, action.id, { page: entry.page, fields, previousOnly: entry.previousOnly, args }, cookie);
+          const typed = /"ok":(true|false)/.test(text) || (entry.previousOnly === true && /"error":/.test(text));
+          if (status >= 500 || /"code":"internal"/.test(text) || !typed) {
+            failures.push(`${role} ${action.name} ${JSON.stringify({ fields, args }).slice(0, 160)} → ${status} ${text.slice(0, 160)}`);
+          }
+        }),
+        { seed: SEED, numRuns: 8 },
+      );
+    }
   }
   expect(failures).toEqual([]);
 });

@@ -14,7 +14,9 @@ import { prisma } from "@/lib/db";
 import { toPublicError } from "@/lib/errors";
 
 /** Verifies the whole chain now (audited as "audit.verified"; signs a checkpoint when it holds). */
-export async function verifyAuditAction(previous: VerifyActionState): Promise<VerifyActionState> {
+export async function verifyAuditAction(sent: unknown): Promise<VerifyActionState> {
+  // A public endpoint: the previous state is whatever a client sent, so only its own shape is kept.
+  const previous = sent && typeof sent === "object" && "last" in sent ? (sent as VerifyActionState) : { error: null, last: null };
   try {
     const user = await currentUser();
     requireScope(user, "audit:read");
