@@ -5,6 +5,8 @@
  * flight finish (or, past the drain time, fail explicitly with EXECUTOR_LOST), then it exits.
  * At start it probes the sandbox and prints the isolation level it runs at; when the configured
  * level cannot be met (and `sandbox.allowDegraded` is not set) it refuses with one line, exit 1.
+ * A PostgreSQL restart does not end it: the queue reconnects, and a job completion lost with the
+ * connection is logged (lib/runs/queue.ts `surviveConnectionLoss`).
  */
 import { hostname } from "node:os";
 import { resolve } from "node:path";
@@ -13,6 +15,7 @@ import { createPrismaClient } from "@/lib/db";
 import { env, EnvError } from "@/lib/env";
 import { describeIsolation } from "@/lib/runs/isolation";
 import { createRuntime, resolveConfig } from "@/lib/runs/runtime";
+import { surviveConnectionLoss } from "@/lib/runs/queue";
 import { startTracing, stopTracing } from "@/lib/tracing-sdk";
 
 async function main() {
@@ -32,6 +35,7 @@ async function main() {
     process.exit(1);
   }
   startTracing("airlock-worker");
+  surviveConnectionLoss();
   const db = createPrismaClient(databaseUrl);
   const executorId = `worker-${hostname()}-${process.pid}`;
   const runtime = await createRuntime(db, resolveConfig(), { databaseUrl, execute: true, executorId });

@@ -251,3 +251,32 @@ export async function startRunQueue(options: {
     },
   };
 }
+
+/** Codes of a connection to PostgreSQL that was refused or cut (a restart, a network fault), not of a query it ran. */
+const CONNECTION_LOST = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "57P01", "57P02", "57P03", "08000", "08003", "08006"]);
+/** Frames of the job queue's own database calls (graphile-worker over node-postgres). */
+const QUEUE_FRAMES = /node_modules\/(?:graphile-worker|pg-pool|pg)\//;
+
+/** A lost or refused PostgreSQL connection, met by one of the job queue's own calls. */
+export function isQueueConnectionLoss(reason: unknown): boolean {
+  const { code, message, stack } = (reason ?? {}) as { code?: unknown; message?: unknown; stack?: unknown };
+  const lost = (typeof code === "string" && CONNECTION_LOST.has(code)) || (typeof message === "string" && /^Connection terminated/.test(message));
+  return lost && typeof stack === "string" && QUEUE_FRAMES.test(stack);
+}
+
+/**
+ * For a process that executes runs outside Next (`npm run worker`). graphile-worker completes and
+ * fails a job without awaiting the database call (its worker's `completeJob(job)`), and retries it
+ * only on a few codes: with PostgreSQL unreachable (a restart refuses connections) that rejection
+ * is unhandled, and Node would end the process, aborting every run in flight in it. A job is only
+ * a wake-up (exactly-once rests on the executor's claim): one whose completion was lost stays
+ * locked until graphile-worker's lock expires, then finds nothing to claim. So such a rejection is
+ * logged and the process carries on, as Next does in the web process; any other unhandled
+ * rejection still ends it.
+ */
+export function surviveConnectionLoss(log: (line: string) => void = console.error): void {
+  process.on("unhandledRejection", (reason) => {
+    if (!isQueueConnectionLoss(reason)) throw reason;
+    log(`airlock: the job queue lost its database connection (${reason instanceof Error ? reason.message : String(reason)}); carrying on`);
+  });
+}
