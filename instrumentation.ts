@@ -13,7 +13,7 @@ export async function register() {
   // eslint-disable-next-line no-restricted-syntax -- Next's own switch, read by Next on every fetch
   process.env.NEXT_OTEL_FETCH_DISABLED ??= "1";
   const { startTracing } = await import("@/lib/tracing-sdk");
-  startTracing("airlock-web");
+  await startTracing("airlock-web");
   const { installPeerStamp } = await import("@/lib/auth/client-address");
   installPeerStamp();
   const { startAppRuntimeAtBoot } = await import("@/lib/runs/boot");

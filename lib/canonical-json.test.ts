@@ -72,4 +72,19 @@ describe("canonicalJson is the definition, byte for byte", () => {
   it("throws on a bigint, as JSON.stringify does", () => {
     expect(() => canonicalJson({ a: 1n })).toThrow(TypeError);
   });
+
+  it("refuses values whose old form ran their own code: a Proxy, an Array subclass, an own toJSON", () => {
+    class Tagged extends Array<number> {}
+    for (const value of [new Proxy({ b: 1, a: 2 }, {}), { x: Tagged.from([1]) }, { a: 1, toJSON: () => "x" }, [{ y: 2, toJSON: () => 1 }]]) {
+      expect(() => canonicalJson(value)).toThrow(TypeError);
+    }
+    // A class instance's inherited toJSON was never called: it is written by its own keys, as before.
+    class Money {
+      constructor(readonly minor: number) {}
+      toJSON() {
+        return "hidden";
+      }
+    }
+    expect(canonicalJson(new Money(5))).toBe(reference(new Money(5)));
+  });
 });

@@ -13,7 +13,11 @@
  *
  * Every own key is kept, `__proto__` included (JSON.parse makes it an ordinary own property).
  * Only a Date's toJSON is honoured; any other object is written by its own enumerable keys.
+ * Values whose old form depended on running their code are refused with a TypeError (no caller
+ * passes one: every input is JSON-shaped): a Proxy, an array that is not a plain Array, and an
+ * object with a toJSON method of its own.
  */
+import { types } from "node:util";
 export function canonicalJson(value: unknown): string {
   return write(value) ?? "null";
 }
@@ -35,12 +39,17 @@ function write(value: unknown): string | undefined {
       return undefined;
   }
   if (value === null) return "null";
+  if (types.isProxy(value)) throw new TypeError("canonicalJson: a Proxy has no canonical form");
   if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype) throw new TypeError("canonicalJson: only plain arrays have a canonical form");
     let out = "[";
     for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + (write(value[i]) ?? "null");
     return out + "]";
   }
   if (value instanceof Date) return JSON.stringify(value.toISOString());
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function" && Object.hasOwn(value, "toJSON")) {
+    throw new TypeError("canonicalJson: an object with its own toJSON method has no canonical form");
+  }
   let out = "";
   for (const key of sortedKeys(value)) {
     const item = write((value as Record<string, unknown>)[key]);

@@ -67,6 +67,7 @@ async function withCommitHooks<T>(transaction: () => Promise<T>): Promise<T> {
     return result;
   } finally {
     scope.open = false;
+    scope.hooks.length = 0;
   }
 }
 

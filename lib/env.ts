@@ -86,6 +86,12 @@ const schema = z
     // Traces (lib/tracing-sdk.ts) are off unless an OTLP endpoint is set; the SDK reads the other OTEL_* variables itself.
     OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString.pipe(z.url().optional()),
+    OTEL_EXPORTER_OTLP_PROTOCOL: optionalString.pipe(
+      z.enum(["http/protobuf", "http/json"], { message: "must be http/protobuf or http/json (grpc is not supported)" }).optional(),
+    ),
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: optionalString.pipe(
+      z.enum(["http/protobuf", "http/json"], { message: "must be http/protobuf or http/json (grpc is not supported)" }).optional(),
+    ),
     OTEL_SDK_DISABLED: optionalString.pipe(z.enum(["true", "false"], { message: "must be true or false" }).optional()),
     OTEL_SERVICE_NAME: optionalString,
     // Next's own switch: when "true", Next leaves SIGTERM/SIGINT to us (lib/runs/boot.ts drains).

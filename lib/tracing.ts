@@ -11,10 +11,14 @@
  *   recorded: it can carry run content);
  * - spans carry identifiers and names only (run id, agent id, tool name, status), never code,
  *   arguments or results.
+ * - a run's trace starts at its submission (ROOT_CONTEXT): a traceparent an agent sends with its
+ *   request chooses neither the trace id nor the sampling of its run;
  * Refused: a stored traceparent that is not W3C version 00 with valid ids starts a new trace
  * instead of being trusted.
  */
-import { ROOT_CONTEXT, SpanStatusCode, TraceFlags, context, isSpanContextValid, trace, type Attributes, type Context, type Span } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanStatusCode, TraceFlags, isSpanContextValid, trace, type Attributes, type Context, type Span } from "@opentelemetry/api";
+
+export { ROOT_CONTEXT };
 
 /** The attribute naming the run a span belongs to. */
 export const RUN_ID = "airlock.run_id";
@@ -38,11 +42,6 @@ export function contextOf(traceparent: string | null | undefined): Context {
   if (!traceId || !spanId || !flags) return ROOT_CONTEXT;
   const spanContext = { traceId, spanId, traceFlags: parseInt(flags, 16) & TraceFlags.SAMPLED, isRemote: true };
   return isSpanContextValid(spanContext) ? trace.setSpanContext(ROOT_CONTEXT, spanContext) : ROOT_CONTEXT;
-}
-
-/** The caller's context: a span of an enclosing request, if any, else the root. */
-export function activeContext(): Context {
-  return context.active();
 }
 
 /** The context of a live span, for children started later (e.g. tool calls made by a sandbox). */

@@ -34,7 +34,7 @@ async function main() {
     console.error("airlock worker: set DATABASE_URL to the database the web app uses (or run `npm start` here first).");
     process.exit(1);
   }
-  startTracing("airlock-worker");
+  await startTracing("airlock-worker");
   surviveConnectionLoss();
   const db = createPrismaClient(databaseUrl);
   const executorId = `worker-${hostname()}-${process.pid}`;

@@ -52,7 +52,7 @@ import { AppError, invalidArguments, isAppError, type AppErrorCode } from "@/lib
 import type { Run } from "@/lib/generated/prisma/client";
 import { analyzeScript } from "@/lib/intake/analyze";
 import { fingerprintScript } from "@/lib/script-fingerprint";
-import { RUN_ID, activeContext, contextWith, inSpan, inSpanSync, traceparentOf } from "@/lib/tracing";
+import { ROOT_CONTEXT, RUN_ID, contextWith, inSpan, inSpanSync, traceparentOf } from "@/lib/tracing";
 import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
 import { buildPolicyRequest, provenancePresence } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
@@ -273,7 +273,8 @@ export async function submitProposal(
 ): Promise<RunView> {
   // The run's id is chosen here, so that every span of its trace names it from the first (lib/tracing.ts).
   const runId = randomUUID();
-  return inSpan("airlock.submit", activeContext(), { [RUN_ID]: runId, "airlock.agent_id": actor.id, "airlock.kind": lane.kind }, (span) =>
+  // A new trace per run: a traceparent the agent sends chooses neither its trace nor its sampling.
+  return inSpan("airlock.submit", ROOT_CONTEXT, { [RUN_ID]: runId, "airlock.agent_id": actor.id, "airlock.kind": lane.kind }, (span) =>
     storeProposal(deps, actor, input, options, lane, runId, span),
   );
 }
@@ -293,7 +294,10 @@ async function storeProposal(
 
   if (input.idempotencyKey) {
     const existing = await db.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
-    if (existing) return presentRun(db, sameRequest(existing, requestDigest));
+    if (existing) {
+      span.setAttribute(RUN_ID, existing.id);
+      return presentRun(db, sameRequest(existing, requestDigest));
+    }
   }
   await enforceBudgets(db, actor.id, codeSha256, { cpuSeconds: RUN_LIMIT_DEFAULTS.cpuSeconds, escalates: false });
 

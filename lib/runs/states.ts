@@ -62,7 +62,9 @@ export async function transitionRun(tx: Tx, actor: Actor, t: Transition): Promis
     ...(digested.length > 0 ? { contentDigests: await storedContentDigests(tx, t.runId, digested) } : {}),
   };
   await recordAudit(tx, { actor, action: t.action ?? `run.${t.to}`, subject: { type: "run", id: t.runId }, data });
-  afterCommit(() => logRunChange({ runId: t.runId, from, to: t.to, actor, decision: loggedDecision(t), code: loggedCode(t) }));
+  // Built now, so the hook holds ids and codes only, not the transition's content.
+  const line: RunChangeLine = { runId: t.runId, from, to: t.to, actor, decision: loggedDecision(t), code: loggedCode(t) };
+  afterCommit(() => logRunChange(line));
   return true;
 }
 

@@ -3,7 +3,8 @@
  * from the standard OTEL_* variables (lib/tracing-sdk.ts) and exports OTLP over HTTP to a receiver
  * in this test. An escalated refund goes submit → analysis → decision → preview → two reviews →
  * run → tool calls on real parts (PostgreSQL, the strict sandbox, the demo ledger); every span names
- * the run, and all of them are one trace, joined through the traceparent the run stores. Without an
+ * the run, and all of them are one trace, joined through the traceparent the run stores; an agent's
+ * traceparent does not choose it, and no other tracer's span (Next's) is exported. Without an
  * endpoint nothing starts and no traceparent is stored.
  */
 import { createServer, type Server } from "node:http";
@@ -17,7 +18,7 @@ import { decideRun } from "@/lib/review/service";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 import { contextOf, traceparentOf } from "@/lib/tracing";
 import { startTracing, stopTracing, tracingConfigured } from "@/lib/tracing-sdk";
-import { trace } from "@opentelemetry/api";
+import { context, trace } from "@opentelemetry/api";
 import { getRun } from "./service";
 
 type OtlpValue = { stringValue?: string; intValue?: string | number };
@@ -66,7 +67,7 @@ describe("off by default", () => {
   it("starts nothing without an endpoint, and a run stores no traceparent", async () => {
     setEnvForChildren({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "", OTEL_EXPORTER_OTLP_ENDPOINT: "" });
     expect(tracingConfigured()).toBe(false);
-    expect(startTracing("airlock-test")).toBe(false);
+    expect(await startTracing("airlock-test")).toBe(false);
     const view = await submitRun(ledger.runtime, ledger.agent, { code: "return 1;", purpose: "untraced" });
     const row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } });
     expect(row.traceparent).toBeNull();
@@ -92,11 +93,17 @@ describe("a traced run", () => {
   it("is one trace from submit to the last tool call, every span naming the run", async () => {
     const { port } = receiver.address() as AddressInfo;
     setEnvForChildren({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}/v1/traces`, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json" });
-    expect(startTracing("airlock-test")).toBe(true);
+    expect(await startTracing("airlock-test")).toBe(true);
+    // Spans of other tracers (Next's, which record whole URLs) are never exported.
+    trace.getTracer("next.js").startSpan("GET /api/auth/callback/oidc?code=secret-code").end();
 
     const refund = { invoiceId: "inv_0002", amountMinor: 150, reason: "traced", idempotencyKey: "traced-refund-1" };
     const code = `const page = await tools.ledger.listInvoices({ limit: 2 });\nawait tools.ledger.issueRefund(${JSON.stringify(refund)});\nreturn page.invoices.length;`;
-    const { runId } = await submitRun(ledger.runtime, ledger.agent, { code, purpose: "a traced refund" });
+    // An agent's traceparent (here the active context, as Next makes it from the request's header,
+    // unsampled) chooses neither the run's trace nor its sampling.
+    const agentsTrace = "4a1ce000000000000000000000000000";
+    const foreign = contextOf(`00-${agentsTrace}-00f067aa0ba902b7-00`);
+    const { runId } = await context.with(foreign, () => submitRun(ledger.runtime, ledger.agent, { code, purpose: "a traced refund" }));
     const pending = await getRun(ledger.runtime, ledger.agent, { runId, waitSeconds: 30 });
     expect(pending.status).toBe("pending_review");
     const row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
@@ -131,6 +138,10 @@ describe("a traced run", () => {
     const submit = mine.find((s) => s.name === "airlock.submit")!;
     expect(row.traceparent).toBe(`00-${submit.traceId}-${submit.spanId}-01`);
     expect(new Set(mine.map((s) => s.traceId))).toEqual(new Set([submit.traceId]));
+    expect(submit.traceId).not.toBe(agentsTrace);
+    expect(submit.parentSpanId ?? "").toBe("");
+    expect(JSON.stringify(received)).not.toContain("secret-code");
+    expect(spans().filter((s) => attribute(s, "airlock.run_id") === undefined)).toEqual([]);
     // Review and execution start from the stored parent, not from whatever the process had open.
     for (const name of ["airlock.analysis", "airlock.decision", "airlock.preview", "airlock.review", "airlock.run"]) {
       for (const span of mine.filter((s) => s.name === name)) expect({ name, parent: span.parentSpanId }).toEqual({ name, parent: submit.spanId });
