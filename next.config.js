@@ -15,6 +15,9 @@ const nextConfig = {
     "pino",
     "pino-pretty",
     "@opentelemetry/sdk-node",
+    "@opentelemetry/sdk-trace",
+    "@opentelemetry/exporter-trace-otlp-http",
+    "@opentelemetry/exporter-trace-otlp-proto",
   ],
   experimental: { authInterrupts: true },
   // `npm run typecheck` (part of `npm test`) checks the whole project; the build does not repeat it.
