@@ -6,8 +6,9 @@
  *
  * Format: `AIRLOCK_LOG_FORMAT` — `pretty` (one readable line, for a terminal) or `json` (one object
  * per line, for collectors); unset, pretty when stdout is a terminal and JSON otherwise.
- * `AIRLOCK_LOG_LEVEL` filters (`silent` for tests; the CLI's default, see logOnlyWhenAsked). Lines carry identifiers, statuses, policy ids
- * and links, never code, arguments, results or reviewer comments.
+ * `AIRLOCK_LOG_LEVEL` filters (`silent` for tests; the CLI's default, see logOnlyWhenAsked).
+ * Lines carry identifiers, statuses, policy ids and links, never code, arguments, results or
+ * reviewer comments.
  */
 import pino, { type Logger } from "pino";
 import pretty from "pino-pretty";

@@ -39,9 +39,6 @@ async function main() {
   const db = createPrismaClient(databaseUrl);
   const executorId = `worker-${hostname()}-${process.pid}`;
   const runtime = await createRuntime(db, resolveConfig(), { databaseUrl, execute: true, executorId });
-  console.log(describeIsolation(runtime.sandbox));
-  console.log(`airlock worker ${executorId} ready (isolation ${runtime.sandbox.level}, ${runtime.config.sandbox.poolSize} at a time)`);
-
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
@@ -55,6 +52,9 @@ async function main() {
   };
   process.on("SIGTERM", () => void stop());
   process.on("SIGINT", () => void stop());
+  // Ready only once a SIGTERM drains: one sent the moment this line appears must not kill the process outright.
+  console.log(describeIsolation(runtime.sandbox));
+  console.log(`airlock worker ${executorId} ready (isolation ${runtime.sandbox.level}, ${runtime.config.sandbox.poolSize} at a time)`);
 }
 
 main().catch((error) => {
