@@ -27,6 +27,7 @@ import { createPrismaClient } from "@/lib/db";
 import { startPostgres } from "@/lib/db/postgres-server";
 import { prepareEmbeddedDatabase } from "@/lib/db/setup";
 import { RARE_EVERY, rareWord, seedAuditBench } from "./audit-seed";
+import { signIn } from "./console-session";
 
 const RUNS = Number(process.env.BENCH_AUDIT_PAGE_RUNS ?? 20_000);
 const PAGE_SAMPLES = 20;
@@ -49,37 +50,6 @@ async function timed(n: number, fn: (i: number) => Promise<unknown>) {
     samples.push(performance.now() - t);
   }
   return summarize(samples);
-}
-
-/** Cookies as a browser keeps them: name=value from every Set-Cookie, sent back on each request. */
-class Jar {
-  private readonly cookies = new Map<string, string>();
-  take(response: Response) {
-    for (const line of response.headers.getSetCookie()) {
-      const [pair] = line.split(";");
-      const at = pair!.indexOf("=");
-      this.cookies.set(pair!.slice(0, at), pair!.slice(at + 1));
-    }
-  }
-  header() {
-    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join("; ");
-  }
-}
-
-async function signIn(email: string, password: string): Promise<Jar> {
-  const jar = new Jar();
-  const csrf = await fetch(`${BASE}/api/auth/csrf`);
-  jar.take(csrf);
-  const { csrfToken } = (await csrf.json()) as { csrfToken: string };
-  const response = await fetch(`${BASE}/api/auth/callback/credentials`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded", cookie: jar.header(), origin: BASE },
-    body: new URLSearchParams({ email, password, csrfToken, callbackUrl: `${BASE}/audit` }),
-  });
-  jar.take(response);
-  if (!jar.header().includes("session-token")) throw new Error(`sign-in failed: HTTP ${response.status}`);
-  return jar;
 }
 
 async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
@@ -124,7 +94,7 @@ async function main() {
       detached: true,
     });
     await waitForHttp(`${BASE}/login`, 60_000);
-    const jar = await signIn("carla@bench.local", password);
+    const jar = await signIn(BASE, "carla@bench.local", password);
 
     // A busy deployment: runs keep recording events while the officer searches.
     const writers = Array.from({ length: 4 }, async (_, w) => {

@@ -54,6 +54,7 @@ import { freePort } from "@/lib/db/postgres-process";
 import { startPostgres } from "@/lib/db/postgres-server";
 import { prepareEmbeddedDatabase } from "@/lib/db/setup";
 import { coresUsed, cpuSnapshot } from "./cpu";
+import { signIn } from "./console-session";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const SYSTEM = { type: "system", name: "bench-load" } as const;
@@ -116,37 +117,6 @@ function budgetNamed(message: string): string {
 }
 
 type Known = { runId: string; agent: number; kind: "read" | "write"; status: string };
-
-/** Cookies as a browser keeps them (as bench/audit-page.ts). */
-class Jar {
-  private readonly cookies = new Map<string, string>();
-  take(response: Response) {
-    for (const line of response.headers.getSetCookie()) {
-      const [pair] = line.split(";");
-      const at = pair!.indexOf("=");
-      this.cookies.set(pair!.slice(0, at), pair!.slice(at + 1));
-    }
-  }
-  header() {
-    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join("; ");
-  }
-}
-
-async function signIn(base: string, email: string, password: string): Promise<Jar> {
-  const jar = new Jar();
-  const csrf = await countingFetch(`${base}/api/auth/csrf`);
-  jar.take(csrf);
-  const { csrfToken } = (await csrf.json()) as { csrfToken: string };
-  const response = await countingFetch(`${base}/api/auth/callback/credentials`, {
-    method: "POST",
-    redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded", cookie: jar.header(), origin: base },
-    body: new URLSearchParams({ email, password, csrfToken, callbackUrl: `${base}/audit` }),
-  });
-  jar.take(response);
-  if (!jar.header().includes("session-token")) throw new Error(`sign-in failed: HTTP ${response.status}`);
-  return jar;
-}
 
 /** An operator log line (lib/log.ts, JSON) at info or below: one per run change, not shown as progress. */
 function isInfoLogLine(line: string): boolean {
@@ -279,7 +249,7 @@ async function main() {
       );
       clients.push(client);
     }
-    const jar = await signIn(base, "compliance@airlock.local", demoPassword);
+    const jar = await signIn(base, "compliance@airlock.local", demoPassword, countingFetch);
     log(`${AGENTS} agents connected, the compliance user signed in; ${SECONDS} s of load`);
 
     // Budgets as the database shows them, one snapshot per statement.

@@ -58,7 +58,7 @@ export async function inSpan<T>(name: string, parent: Context, attributes: Attri
   try {
     return await work(span);
   } catch (error) {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.name : "error" });
+    markFailed(span, error);
     throw error;
   } finally {
     span.end();
@@ -71,9 +71,14 @@ export function inSpanSync<T>(name: string, parent: Context, attributes: Attribu
   try {
     return work(span);
   } catch (error) {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.name : "error" });
+    markFailed(span, error);
     throw error;
   } finally {
     span.end();
   }
+}
+
+/** The error's name only: its message can carry run content. */
+function markFailed(span: Span, error: unknown): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.name : "error" });
 }

@@ -24,6 +24,7 @@ import {
   ledgerEffects,
   seedFaultDatabase,
   spawnAirlock,
+  startSubmitter,
   TERMINAL,
   waitFor,
   writeFaultConfig,
@@ -31,7 +32,7 @@ import {
   type FaultConfig,
 } from "@/lib/testing/faults";
 import { createDataset } from "./datasets";
-import { createRuntime, demoConfig, type Runtime } from "./runtime";
+import type { Runtime } from "./runtime";
 import type { AgentActor } from "./service";
 
 const system: Actor = { type: "system", name: "test" };
@@ -62,14 +63,7 @@ beforeAll(async () => {
     createDataset(tx, system, { name: "rates.csv", dataClass: "public", mediaType: "text/csv", content: "currency,rate\nEUR,1.08\nGBP,0.86\n" }),
   );
   config = await writeFaultConfig(scratch, 1);
-  runtime = await createRuntime(
-    db.prisma,
-    { ...demoConfig(config.stateFile), sandbox: { isolation: "strict", poolSize: 1 } },
-    {
-      databaseUrl: db.url,
-      execute: false,
-    },
-  );
+  runtime = await startSubmitter(db.prisma, db.url, config);
   worker = spawnAirlock("scripts/worker.ts", {
     DATABASE_URL: db.url,
     AIRLOCK_CONFIG: config.configFile,

@@ -26,6 +26,7 @@ import {
   ledgerEffects,
   seedFaultDatabase,
   spawnAirlock,
+  startSubmitter,
   TERMINAL,
   waitFor,
   writeFaultConfig,
@@ -33,7 +34,7 @@ import {
   type FaultConfig,
 } from "@/lib/testing/faults";
 import { isQueueConnectionLoss, runMaintenance } from "./queue";
-import { createRuntime, demoConfig, type Runtime } from "./runtime";
+import type { Runtime } from "./runtime";
 import type { AgentActor } from "./service";
 
 const HEARTBEAT_TIMEOUT_MS = 3000;
@@ -98,11 +99,7 @@ beforeAll(async () => {
   db = createPrismaClient(appUrl);
   ({ agent } = await seedFaultDatabase(db));
   config = await writeFaultConfig(parent, 2);
-  runtime = await createRuntime(
-    db,
-    { ...demoConfig(config.stateFile), sandbox: { isolation: "strict", poolSize: 1 } },
-    { databaseUrl: appUrl, execute: false },
-  );
+  runtime = await startSubmitter(db, appUrl, config);
   worker = spawnAirlock("scripts/worker.ts", {
     DATABASE_URL: appUrl,
     AIRLOCK_CONFIG: config.configFile,

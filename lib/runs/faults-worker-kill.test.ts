@@ -17,6 +17,7 @@ import {
   ledgerEffects,
   seedFaultDatabase,
   spawnAirlock,
+  startSubmitter,
   TERMINAL,
   waitFor,
   writeFaultConfig,
@@ -25,7 +26,7 @@ import {
 } from "@/lib/testing/faults";
 import { toolCallsDigest } from "@/lib/audit/seal";
 import { runMaintenance } from "./queue";
-import { createRuntime, demoConfig, type Runtime } from "./runtime";
+import type { Runtime } from "./runtime";
 import type { AgentActor } from "./service";
 
 const HEARTBEAT_TIMEOUT_MS = 3000;
@@ -57,14 +58,7 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), "airlock-fault-kill-"));
   config = await writeFaultConfig(dataDir, 2);
   // This process only submits (and enqueues); the workers execute.
-  runtime = await createRuntime(
-    db.prisma,
-    { ...demoConfig(config.stateFile), sandbox: { isolation: "strict", poolSize: 1 } },
-    {
-      databaseUrl: db.url,
-      execute: false,
-    },
-  );
+  runtime = await startSubmitter(db.prisma, db.url, config);
 }, 120_000);
 
 afterEach(async () => {

@@ -13,6 +13,8 @@
  *   process group, started as `npm run worker` starts it (node --conditions=react-server with
  *   tsx); `kill()` SIGKILLs the whole group (the process, its upstreams, its sandboxes), as a
  *   crashed container would be;
+ * - `startSubmitter(db, url, config)`: a runtime in the test's process that analyses, decides and
+ *   enqueues, and never executes (the killed or starved processes do);
  * - `auditVerifies(db)`: lib/audit/verify.ts over the whole chain.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -27,7 +29,7 @@ import type { Db } from "@/lib/db";
 import { childProcessEnv } from "@/lib/env";
 import { verifyAuditChain, type VerifyReport } from "@/lib/audit/verify";
 import { publishPolicyText } from "@/lib/policy/store";
-import { demoConfig } from "@/lib/runs/runtime";
+import { createRuntime, demoConfig, type Runtime } from "@/lib/runs/runtime";
 import type { AgentActor } from "@/lib/runs/service";
 
 /** The terminal run states (lib/contracts/run-states.ts), as plain strings to compare statuses with. */
@@ -76,6 +78,11 @@ export function ledgerEffects(stateFile: string, marker: string): string[] {
     return []; // no write yet: the ledger writes its file on the first one
   }
   return [...(state.outbox ?? []).map((m) => m.message), ...(state.refunds ?? []).map((r) => r.reason)].filter((text) => text.includes(marker));
+}
+
+/** Submits and enqueues through the same config the workers run; executes nothing. */
+export function startSubmitter(db: Db, databaseUrl: string, config: FaultConfig): Promise<Runtime> {
+  return createRuntime(db, { ...demoConfig(config.stateFile), sandbox: { isolation: "strict", poolSize: 1 } }, { databaseUrl, execute: false });
 }
 
 export type AirlockProcess = {
