@@ -7,7 +7,7 @@ import tseslint from "typescript-eslint";
  * untrusted text, db, env, errors, digests) and imports no layer. app/ and components/ sit on top.
  * Tests are exempt: they exercise whole stacks.
  */
-const LAYERS = [["mcp", "cli", "demo"], ["intake"], ["review"], ["runs"], ["policy"], ["broker"], ["sandbox"], ["auth"], ["audit"]];
+const LAYERS = [["mcp", "cli", "demo"], ["intake"], ["skills"], ["review"], ["runs"], ["policy"], ["broker"], ["sandbox"], ["auth"], ["audit"]];
 const layerRules = LAYERS.map((layer, index) => {
   const above = LAYERS.slice(0, index).flat();
   return {

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:mcp` — the agent door's costs, printed as one JSON object:
  *
- * - tokens of the whole `tools/list` answer (seven tools, input and output schemas generated from
+ * - tokens of the whole `tools/list` answer (eight tools, input and output schemas generated from
  *   zod) and of a `search_tools` detail=full answer for one tool, counted with a real tokenizer
  *   (gpt-tokenizer, o200k_base), with the 1,100-token budget for tools/list (`withinBudget`); the
  *   search answer whole (text and structuredContent) and its text alone;

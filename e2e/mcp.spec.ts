@@ -14,9 +14,18 @@ function body(result: unknown): { isError: boolean; data: Record<string, unknown
 }
 
 test.describe("MCP endpoint", () => {
-  test("lists exactly the seven agent tools", async ({ mcpClient: client }) => {
+  test("lists exactly the eight agent tools", async ({ mcpClient: client }) => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(["call_tool", "cancel_run", "get_run", "list_inputs", "record_outcome", "search_tools", "submit_run"]);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      "call_tool",
+      "cancel_run",
+      "get_run",
+      "list_inputs",
+      "record_outcome",
+      "run_skill",
+      "search_tools",
+      "submit_run",
+    ]);
   });
 
   test("search_tools finds ledger tools and returns declarations at full detail", async ({ mcpClient: client }) => {

@@ -16,6 +16,10 @@
  * The fingerprint is the sha256 of that text together with the language and the sorted
  * capability set, so two scripts calling different tools never share one.
  *
+ * holeSites(code, language) gives the same holes with where each sits in the text (a template
+ * part's own text, without its delimiters) and its token, for binding holes to a skill's arguments
+ * (lib/skills/draft.ts).
+ *
  * Pure and total: a script that does not parse still gets a fingerprint (of the tokens the parser
  * recovered), and one nested deeper than the parser's stack gets the fingerprint of its whole
  * text, with no holes; the cost is linear in the script's size.
@@ -31,6 +35,8 @@ export const FINGERPRINT_VERSION = 1;
 export type HoleType = "string" | "number" | "bigint" | "boolean";
 export type Hole = { type: HoleType; value: string };
 export type ScriptFingerprint = { fingerprint: string; holes: Hole[] };
+/** A hole and the text it came from: code.slice(start, end) is the literal (a template part's text). */
+export type HoleSite = Hole & { start: number; end: number; node: ts.Node };
 
 const DECLARING = new Set([
   ts.SyntaxKind.VariableDeclaration,
@@ -72,23 +78,36 @@ function isPropertyName(node: ts.Identifier | ts.StringLiteral | ts.NoSubstituti
 export function fingerprintScript(code: string, language: string, capabilitySet: readonly string[]): ScriptFingerprint {
   const capabilities = [...new Set(capabilitySet)].sort();
   try {
-    return normalized(code, language, capabilities);
+    const { fingerprint, holes } = normalized(code, language, capabilities);
+    return { fingerprint, holes };
   } catch {
     // Nesting deeper than the parser's stack (analysis denies such a script): the whole text is its shape.
     return { fingerprint: sha256Hex(canonicalJson({ v: FINGERPRINT_VERSION, language, code, capabilities })), holes: [] };
   }
 }
 
-function normalized(code: string, language: string, capabilities: string[]): ScriptFingerprint {
+/** The holes of a script in order, where they sit; empty for a script nested deeper than the parser's stack. */
+export function holeSites(code: string, language: string): HoleSite[] {
+  try {
+    return normalized(code, language, []).sites;
+  } catch {
+    return [];
+  }
+}
+
+function normalized(code: string, language: string, capabilities: string[]): ScriptFingerprint & { sites: HoleSite[] } {
   const kind = language === "typescript" ? ts.ScriptKind.TS : ts.ScriptKind.JS;
   const source = ts.createSourceFile("script.ts", code, ts.ScriptTarget.ES2022, true, kind);
   const declared = declaredNames(source);
   const renamed = new Map<string, string>();
   const holes: Hole[] = [];
+  const sites: HoleSite[] = [];
   const out: string[] = [];
-  const hole = (type: HoleType, value: string) => {
+  const hole = (type: HoleType, value: string, node: ts.Node, inner: [number, number] = [0, 0]) => {
     // A literal can spell U+0000 or a lone surrogate with an escape; stored, they become U+FFFD.
-    holes.push({ type, value: normalizeText(value).value });
+    const kept = { type, value: normalizeText(value).value };
+    holes.push(kept);
+    sites.push({ ...kept, start: node.getStart(source) + inner[0], end: node.end - inner[1], node });
     out.push(`$${type}`);
   };
   const visit = (node: ts.Node) => {
@@ -106,20 +125,21 @@ function normalized(code: string, language: string, capabilities: string[]): Scr
       const fixed =
         isPropertyName(node) || ts.isImportDeclaration(node.parent) || ts.isExportDeclaration(node.parent) || ts.isExternalModuleReference(node.parent);
       if (fixed) out.push(JSON.stringify(node.text));
-      else hole("string", node.text);
+      else hole("string", node.text, node);
     } else if (ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) {
-      hole("string", node.text);
+      // "`…${", "}…${", "}…`": the part's own text lies between its delimiters.
+      hole("string", node.text, node, [1, ts.isTemplateTail(node) ? 1 : 2]);
     } else if (ts.isNumericLiteral(node)) {
-      hole("number", node.text);
+      hole("number", node.text, node);
     } else if (ts.isBigIntLiteral(node)) {
-      hole("bigint", node.text);
+      hole("bigint", node.text, node);
     } else if (node.kind === ts.SyntaxKind.TrueKeyword || node.kind === ts.SyntaxKind.FalseKeyword) {
-      hole("boolean", node.getText(source));
+      hole("boolean", node.getText(source), node);
     } else if (node.kind !== ts.SyntaxKind.EndOfFileToken) {
       out.push(node.getText(source));
     }
   };
   visit(source);
   const fingerprint = sha256Hex(canonicalJson({ v: FINGERPRINT_VERSION, language, tokens: out.join(" "), capabilities }));
-  return { fingerprint, holes };
+  return { fingerprint, holes, sites };
 }

@@ -52,6 +52,9 @@ import { AppError, invalidArguments, isAppError, type AppErrorCode } from "@/lib
 import type { Run } from "@/lib/generated/prisma/client";
 import { analyzeScript } from "@/lib/intake/analyze";
 import { fingerprintScript } from "@/lib/script-fingerprint";
+import { SkillUseError, inlineSkills, mentionsSkills, type SkillRef } from "@/lib/skills/catalog";
+import { publishedSkills } from "@/lib/skills/service";
+import { claimStandingApproval } from "@/lib/skills/standing";
 import { ROOT_CONTEXT, RUN_ID, contextWith, inSpan, inSpanSync, traceparentOf } from "@/lib/tracing";
 import { BUILTIN_REASONS, decide, type PolicyDecision } from "@/lib/policy/decide";
 import { buildPolicyRequest, provenancePresence } from "@/lib/policy/request";
@@ -103,8 +106,17 @@ export class DirectCallRefused extends AppError {
   }
 }
 
-/** How a proposal is decided and executed: a script (submit_run), or one direct call (call_tool, ./direct.ts). */
-export type Lane = { kind: "script" | "direct"; action: "run" | "call" };
+/**
+ * How a proposal is decided and executed: a script (submit_run), one direct call (call_tool,
+ * ./direct.ts), or one skill call (run_skill, ./skill.ts: `skill`, which a standing approval may
+ * cover where policy escalates). `skills`: the skill versions a script calls, inlined into it.
+ */
+export type Lane = {
+  kind: "script" | "direct";
+  action: "run" | "call";
+  skill?: { versionId: string; name: string; version: number; arguments: Record<string, unknown> };
+  skills?: SkillRef[];
+};
 const SCRIPT_LANE: Lane = { kind: "script", action: "run" };
 
 export function parseSubmit(raw: unknown) {
@@ -226,10 +238,25 @@ function provenanceSeal(provenance: { model?: string; conversationId?: string; p
  * conflict) leaves a `run.refused` event naming the agent and the reason, then the error is thrown.
  */
 export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown, options: SubmitOptions = {}): Promise<RunView> {
-  return recordingRefusals(deps.db, actor, raw, () => {
+  return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
-    return submitProposal(deps, actor, parseSubmit(raw), options, SCRIPT_LANE);
+    const input = parseSubmit(raw);
+    if (!mentionsSkills(input.code)) return submitProposal(deps, actor, input, options, SCRIPT_LANE);
+    const inlined = await withSkillsInlined(deps.db, input);
+    return submitProposal(deps, actor, inlined.input, options, { ...SCRIPT_LANE, skills: inlined.used });
   });
+}
+
+/** The script with the skills it calls inlined (lib/skills/catalog.ts), checked again as a submission: it is what runs. */
+async function withSkillsInlined(db: Db, input: ReturnType<typeof parseSubmit>) {
+  const skills = new Map((await publishedSkills(db)).map((s) => [s.name, s]));
+  try {
+    const { code, used } = inlineSkills(input.code, input.language, skills);
+    return { input: parseSubmit({ ...input, code }), used };
+  } catch (error) {
+    if (error instanceof SkillUseError) throw new AppError("bad_request", `code: ${error.message}`, { details: { field: "code" } });
+    throw error;
+  }
 }
 
 /** Runs `submit`; a refusal it throws is recorded as `run.refused` (naming `raw`'s code, if any) and thrown again. */
@@ -353,9 +380,10 @@ async function storeProposal(
     });
   }
   // An escalated run that calls tools that are not read-only is previewed first (lib/runs/preview.ts).
-  const status = decision.decision === "escalate" && analysis.facts.effect !== "read_only" ? "previewing" : STATUS_BY_DECISION[decision.decision];
+  const decided = decision.decision === "escalate" && analysis.facts.effect !== "read_only" ? "previewing" : STATUS_BY_DECISION[decision.decision];
   const limits = decideRunLimits(analysis.callSites, decision.maxWritesPerTool);
   const shape = fingerprintScript(input.code, input.language, analysis.capabilitySet);
+  const skills: SkillRef[] = lane.skill ? [{ name: lane.skill.name, version: lane.skill.version, versionId: lane.skill.versionId }] : (lane.skills ?? []);
 
   const stored = await db.$transaction(async (tx) => {
     // Checked again under a per-agent lock, so parallel submissions cannot overrun the budgets
@@ -365,7 +393,16 @@ async function storeProposal(
       const existing = await tx.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
       if (existing) return { run: sameRequest(existing, requestDigest), created: false };
     }
-    await enforceBudgets(tx, actor.id, codeSha256, { cpuSeconds: limits.cpuSeconds, escalates: status === "pending_review" || status === "previewing" });
+    // A run_skill call policy escalates may be covered by a standing approval instead of reviewers.
+    const standing =
+      lane.skill && decision.decision === "escalate"
+        ? await claimStandingApproval(tx, { skillVersionId: lane.skill.versionId, agentId: actor.id, arguments: lane.skill.arguments, runId })
+        : null;
+    const status = standing ? "pending_review" : decided;
+    await enforceBudgets(tx, actor.id, codeSha256, {
+      cpuSeconds: limits.cpuSeconds,
+      escalates: !standing && (status === "pending_review" || status === "previewing"),
+    });
     const created = await tx.run.create({
       data: {
         id: runId,
@@ -384,6 +421,8 @@ async function storeProposal(
         requestDigest,
         fingerprint: shape.fingerprint,
         fingerprintHoles: shape.holes,
+        skills: skills,
+        standingApprovalId: standing?.id ?? null,
       },
     });
     await recordAudit(tx, {
@@ -398,6 +437,7 @@ async function storeProposal(
         provenance: provenanceSeal(input.provenance),
         contentDigests: contentDigests(created, SUBMITTED_CONTENT),
         ...(lane.kind === "direct" ? { kind: lane.kind } : {}),
+        ...(skills.length > 0 ? { skills } : {}),
         ...(options.via ? { via: { door: options.via.door, ...actorRef(options.via.by) } } : {}),
       },
     });
@@ -432,7 +472,8 @@ async function storeProposal(
           policyVersionId: policy?.id ?? null,
           policyRequest: runColumnValue("policyRequest", policyRequest as RunColumnValue<"policyRequest">),
           limits: runColumnValue("limits", limits),
-          reviewExpiresAt: status === "pending_review" || status === "previewing" ? new Date(Date.now() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000) : null,
+          reviewExpiresAt:
+            !standing && (status === "pending_review" || status === "previewing") ? new Date(Date.now() + env().AIRLOCK_REVIEW_TTL_HOURS * 3_600_000) : null,
         },
         audit: {
           decision: decision.decision,
@@ -447,6 +488,14 @@ async function storeProposal(
       },
     );
     if (status === "auto_approved") await transitionRun(tx, { type: "system", name: "runs" }, { runId, from: "auto_approved", to: "queued" });
+    if (standing) {
+      await transitionRun(
+        tx,
+        { type: "system", name: "standing-approval" },
+        { runId, from: "pending_review", to: "approved", audit: { standingApproval: standing, approvalsRequired: decision.approvalsRequired } },
+      );
+      await transitionRun(tx, { type: "system", name: "runs" }, { runId, from: "approved", to: "queued" });
+    }
     return { run: await tx.run.findUniqueOrThrow({ where: { id: runId } }), created: true };
   });
   const { run } = stored;

@@ -38,7 +38,7 @@ export function runDataClasses(run: { inputs: Prisma.JsonValue; facts: Prisma.Js
 }
 
 /** Where a result was handed over: an MCP tool or task, or `airlock exec --agent` (lib/cli/exec.ts). */
-export type ResultDoor = "get_run" | "submit_run" | "call_tool" | "tasks/result" | "cli:exec";
+export type ResultDoor = "get_run" | "submit_run" | "call_tool" | "run_skill" | "tasks/result" | "cli:exec";
 
 /**
  * Before the agent is handed a run's view: records `run.result_read` when the view carries a

@@ -220,11 +220,20 @@ function asTask(client: Client, args: Record<string, unknown>) {
 }
 
 describe("MCP tool contract", () => {
-  it("tools/list: the seven tools, each with a closed input schema and an output schema generated from zod, within 1,100 tokens", async () => {
+  it("tools/list: the eight tools, each with a closed input schema and an output schema generated from zod, within 1,100 tokens", async () => {
     const client = await connect(agent);
     const list = await client.listTools();
     const byName = Object.fromEntries(list.tools.map((tool) => [tool.name, tool]));
-    expect(Object.keys(byName).sort()).toEqual(["call_tool", "cancel_run", "get_run", "list_inputs", "record_outcome", "search_tools", "submit_run"]);
+    expect(Object.keys(byName).sort()).toEqual([
+      "call_tool",
+      "cancel_run",
+      "get_run",
+      "list_inputs",
+      "record_outcome",
+      "run_skill",
+      "search_tools",
+      "submit_run",
+    ]);
     for (const tool of list.tools) {
       expect(tool.inputSchema).toMatchObject({ type: "object", additionalProperties: false });
       expect(tool.outputSchema).toMatchObject({ type: "object", properties: expect.any(Object) });
@@ -250,7 +259,7 @@ describe("MCP tool contract", () => {
       properties: { action: { enum: ["answered_user", "passed_to_tool", "discarded", "other"] }, detail: { maxLength: 2000 } },
     });
     expect(byName.get_run!.inputSchema.properties).toMatchObject({
-      runId: { type: "string", format: "uuid", description: "From submit_run" },
+      runId: { type: "string", format: "uuid" },
       waitSeconds: { type: "number", minimum: 0, maximum: 60 },
     });
     expect(byName.search_tools!.inputSchema.properties).toMatchObject({

@@ -1,5 +1,5 @@
 /**
- * The agent-facing MCP server: seven tools whose names and argument names are a public contract
+ * The agent-facing MCP server: eight tools whose names and argument names are a public contract
  * (defined from zod in lib/mcp/tools.ts). Built per request for one authenticated agent
  * (lib/mcp/http.ts), so every handler acts as that agent and nobody else.
  *
@@ -63,7 +63,7 @@ export function createMcpServer(ctx: McpContext): Server {
     const door = `mcp:${name.slice(0, 64)}`;
     const tool = BY_NAME.get(name);
     try {
-      if (!tool) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name)}; tools/list shows the seven tools.`);
+      if (!tool) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name)}; tools/list shows the eight tools.`);
       if (task) {
         if (tool !== submitRunTool) throw new ProtocolError(ErrorCode.InvalidParams, `${name} does not run as a task; only submit_run does.`);
         return await submitAsTask(ctx, args);

@@ -1,5 +1,5 @@
 /**
- * The seven agent tools (lib/mcp/define.ts for what a definition is). Names, argument names and
+ * The eight agent tools (lib/mcp/define.ts for what a definition is). Names, argument names and
  * descriptions are a public contract: agents, e2e/mcp.spec.ts and the conformance suite use them.
  */
 import { z } from "zod";
@@ -9,29 +9,30 @@ import { cancelRun } from "@/lib/runs/cancel";
 import { recordOutcome, recordOutcomeSchema } from "@/lib/runs/outcome";
 import { submitRun, submitRunSchema } from "@/lib/intake/submit";
 import { callToolSchema, submitDirectCall } from "@/lib/intake/direct";
+import { runSkillSchema, submitSkillRun } from "@/lib/intake/skill";
 import { getRun, getRunSchema, type RunView } from "@/lib/runs/service";
 import { recordAgentRead, recordResultRead, type ResultDoor } from "./audit";
 import { SCRIPT_GLOBALS_DECLARATION } from "@/lib/contracts/script-contract";
 import { hasScope } from "@/lib/contracts/scopes";
+import { searchSkills } from "@/lib/skills/catalog";
+import { publishedSkills } from "@/lib/skills/service";
 import { defineTool, type McpTool, type ToolAnswer, type ToolCall } from "./define";
 
 /** Waits this long for an auto-approved run to finish before submit_run answers. */
 const SUBMIT_WAIT_SECONDS = 10;
 
-const runId = z.uuid("runId must be a run id from submit_run").describe("From submit_run");
+const runId = z.uuid("runId must be a run id from submit_run");
 
 /**
  * The agent's view of a run (RunView in lib/runs/service.ts) as its output schema: the fields an
- * agent branches on; the rest of RunView (findings, comments, logs, approvals, capabilitySet,
- * stats, flags, …) is there too but left out of the schema, which is open. Vocabularies (status,
+ * agent branches on; the rest of RunView (decision, reasons, findings, comments, logs, approvals,
+ * capabilitySet, stats, flags, …) is there too but left out of the schema, which is open. Vocabularies (status,
  * error codes) are plain strings here — docs/codes.md lists them — to keep tools/list small.
  */
 export const runViewSchema = z.object({
   runId: z.string(),
   status: z.string(),
-  decision: z.string().nullable(),
-  reasons: z.array(z.unknown()),
-  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  error: z.object({ code: z.string() }).optional(),
   result: z.unknown().optional(),
 });
 
@@ -62,10 +63,10 @@ function waitsForResult(call: ToolCall, view: RunView): boolean {
 
 export const searchTools = defineTool({
   name: "search_tools",
-  description: "Find tools scripts call as `await tools.<server>.<tool>(args)`. detail full: their TypeScript declaration.",
+  description: "Find tools scripts call as `await tools.<server>.<tool>(args)`, and skills. detail full: TypeScript declarations.",
   scope: "tools:read",
   input: z.strictObject({
-    query: z.string().max(200).optional().describe("Words to match in names and descriptions; none lists all"),
+    query: z.string().max(200).optional().describe("Words to match; none lists all"),
     server: z.string().max(64).optional().describe("Only this server"),
     detail: z.enum(["name", "summary", "full"]).default("summary"),
   }),
@@ -78,25 +79,30 @@ export const searchTools = defineTool({
   async handler(input, { ctx, db }) {
     const { broker } = await appRuntime(db);
     const found = broker.search(input.query ?? "", input.detail, { limit: 50, server: input.server });
+    // Skills belong to no server: a search narrowed to one leaves them out.
+    const skills = input.server === undefined ? searchSkills(await publishedSkills(db), input.query ?? "", input.detail) : { skills: [] };
     await recordAgentRead(db, ctx.agent, {
       action: "tools.searched",
       subject: { type: "tool_registry" },
-      data: { query: input.query ?? null, server: input.server ?? null, detail: input.detail, results: found.tools.length },
+      data: { query: input.query ?? null, server: input.server ?? null, detail: input.detail, results: found.tools.length, skills: skills.skills.length },
     });
-    return { value: found.declaration === undefined ? found : { tools: found.tools, declaration: `${found.declaration}\n${SCRIPT_GLOBALS_DECLARATION}` } };
+    const listed = skills.skills.length > 0 ? { skills: skills.skills } : {};
+    if (found.declaration === undefined && !("declaration" in skills)) return { value: { tools: found.tools, ...listed } };
+    const declaration = [found.declaration, "declaration" in skills ? skills.declaration : undefined, SCRIPT_GLOBALS_DECLARATION].filter(Boolean).join("\n");
+    return { value: { tools: found.tools, ...listed, declaration } };
   },
 });
 
 export const submitRunTool = defineTool({
   name: "submit_run",
   description:
-    "Submit a script: an async function body that may `await tools.<server>.<tool>(args)`, read `inputs` and `return` JSON. Policy allows it, escalates it to reviewers or denies it. Answers when quick; else get_run.",
+    "Run a script: an async function body that may `await tools.<server>.<tool>(args)`, read `inputs`, `return` JSON. Policy allows, escalates to reviewers or denies. Waits briefly; else get_run.",
   scope: "runs:submit",
   input: submitRunSchema,
   output: runViewSchema,
   argDescriptions: {
     code: "The script",
-    purpose: "What it is for, for reviewers",
+    purpose: "For reviewers",
     inputs: "Dataset names from list_inputs",
     idempotencyKey: "Same key and body: the same run",
   },
@@ -113,7 +119,7 @@ export const submitRunTool = defineTool({
 
 export const callToolTool = defineTool({
   name: "call_tool",
-  description: "Call one read-only tool directly, no script. Anything else: submit_run.",
+  description: "Call one read-only tool, no script.",
   scope: "runs:submit",
   input: callToolSchema,
   output: directViewSchema,
@@ -127,9 +133,25 @@ export const callToolTool = defineTool({
   },
 });
 
+export const runSkillTool = defineTool({
+  name: "run_skill",
+  description: "Run a reviewed skill from search_tools.",
+  scope: "runs:submit",
+  input: runSkillSchema,
+  output: directViewSchema,
+  // submitSkillRun validates with runSkillSchema itself and audits refusals.
+  async rawHandler(args, call) {
+    const runtime = await appRuntime(call.db);
+    const view = await submitSkillRun(runtime, call.ctx.agent, args);
+    if (!waitsForResult(call, view)) return runAnswer(call, view, "run_skill");
+    const settled = await getRun(runtime, call.ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, call.signal);
+    return runAnswer(call, settled, "run_skill");
+  },
+});
+
 export const getRunTool = defineTool({
   name: "get_run",
-  description: "A run's status, decision, comments and, once finished, result. waitSeconds: wait for a change.",
+  description: "A run's status and, once finished, result. waitSeconds: wait for a change.",
   scope: "runs:read",
   input: getRunSchema,
   output: runViewSchema,
@@ -159,12 +181,12 @@ export const cancelRunTool = defineTool({
 
 export const listInputs = defineTool({
   name: "list_inputs",
-  description: "Datasets submit_run may take as inputs, with data classes and sizes.",
+  description: "Datasets a script may read as inputs.",
   scope: "inputs:read",
   input: z.strictObject({}),
   output: z.object({
-    // Open: each also carries its sha256 and mediaType.
-    inputs: z.array(z.object({ name: z.string(), dataClass: z.string(), sizeBytes: z.number() })),
+    // Open: each also carries its data class, size, sha256 and mediaType.
+    inputs: z.array(z.object({ name: z.string() })),
   }),
   annotations: { readOnlyHint: true },
   async handler(_input, { ctx, db }) {
@@ -176,7 +198,7 @@ export const listInputs = defineTool({
 
 export const recordOutcomeTool = defineTool({
   name: "record_outcome",
-  description: "Record what you did with a finished run's result.",
+  description: "Record what you did with a run's result.",
   scope: "runs:submit",
   input: recordOutcomeSchema,
   // Open, like runViewSchema: the answer also carries runId, action and at.
@@ -187,4 +209,4 @@ export const recordOutcomeTool = defineTool({
   },
 });
 
-export const MCP_TOOLS: readonly McpTool[] = [searchTools, submitRunTool, callToolTool, getRunTool, cancelRunTool, listInputs, recordOutcomeTool];
+export const MCP_TOOLS: readonly McpTool[] = [searchTools, submitRunTool, callToolTool, runSkillTool, getRunTool, cancelRunTool, listInputs, recordOutcomeTool];

@@ -59,7 +59,7 @@ async function backfill(db: Db): Promise<number> {
   return runs.length;
 }
 
-function varyingHoles(samples: unknown[]): PatternHole[] {
+export function varyingHoles(samples: unknown[]): PatternHole[] {
   const lists = samples.filter((h): h is Hole[] => Array.isArray(h));
   const first = lists[0];
   if (!first) return [];

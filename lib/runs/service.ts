@@ -279,7 +279,7 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
 /** get_run's arguments: the one schema the MCP tool publishes and the service enforces. */
 export const getRunSchema = z
   .object({
-    runId: z.uuid("runId must be a run id from submit_run").describe("From submit_run"),
+    runId: z.uuid("runId must be a run id from submit_run"),
     waitSeconds: z.number().min(0).max(MAX_WAIT_SECONDS).default(0),
   })
   .strict();

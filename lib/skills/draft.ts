@@ -1,0 +1,163 @@
+/**
+ * Turning a pattern's script into a skill's code: pure text work, no I/O.
+ *
+ * - suggestInputs(code, language, varying): an input for every varying hole that can be bound,
+ *   named after where the literal sits (`{ from: "…" }` → from, `const limit = 5` → limit, else
+ *   p<n>), each name a distinct identifier;
+ * - skillCode(code, language, inputs): the script as `async (args) => { … }` with each bound
+ *   literal replaced by `args.<name>` (a template part by `${args.<name>}`); the parameter is
+ *   renamed when the script already says `args`;
+ * - skillArguments(holes, inputs): the arguments a past run of the pattern passed, read from its
+ *   holes, typed as the input schema says (integer, number, boolean, string);
+ * - inputSchemaOf(inputs): the closed JSON Schema of those arguments, with the seen values as examples;
+ * - skillRunScript(code, args): the script run_skill runs, `return await (<code>)(<args JSON>);`.
+ *
+ * Refused (SkillDraftError, naming the hole): binding a hole that is not a value in an
+ * expression (a literal type, an enum member's value, a bigint), an unknown hole, two inputs with
+ * one name, a name that is not an identifier, and scripts with `import` declarations (a skill is
+ * inlined into other scripts, where an import cannot go).
+ */
+import ts from "typescript";
+import { canonicalJson } from "@/lib/canonical-json";
+import { holeSites, type Hole, type HoleSite } from "@/lib/script-fingerprint";
+
+export type SkillInput = { hole: number; name: string; type: "string" | "number" | "integer" | "boolean"; values: string[] };
+export type JsonSchema = Record<string, unknown>;
+
+export class SkillDraftError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SkillDraftError";
+  }
+}
+
+export const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]{0,63}$/;
+const RESERVED = new Set(
+  "break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements interface package private protected public await async arguments eval tools inputs checks skills".split(
+    " ",
+  ),
+);
+
+export function isInputName(name: string): boolean {
+  return IDENTIFIER.test(name) && !RESERVED.has(name);
+}
+
+function sitesOf(code: string, language: string): HoleSite[] {
+  const sites = holeSites(code, language);
+  const source = sites[0]?.node.getSourceFile();
+  if (source?.statements.some((s) => ts.isImportDeclaration(s) || ts.isImportEqualsDeclaration(s))) {
+    throw new SkillDraftError("The script imports modules; a skill is inlined into other scripts, where an import cannot go.");
+  }
+  return sites;
+}
+
+/** Why a hole cannot become an argument, or null when it can. */
+function unbindable(site: HoleSite): string | null {
+  if (site.type === "bigint") return "a bigint literal cannot be passed as JSON";
+  for (let node: ts.Node | undefined = site.node.parent; node; node = node.parent) {
+    if (ts.isTypeNode(node) && !ts.isExpressionWithTypeArguments(node)) return "it is part of a type";
+    if (ts.isEnumMember(node)) return "it is an enum member's value";
+    if (ts.isStatement(node) || ts.isSourceFile(node)) break;
+  }
+  return null;
+}
+
+function nameHint(site: HoleSite): string | null {
+  let node = site.node;
+  // A template part: its template expression; a negated number: the minus.
+  if (ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) node = ts.isTemplateSpan(node.parent) ? node.parent.parent : node.parent;
+  if (ts.isPrefixUnaryExpression(node.parent)) node = node.parent;
+  const parent = node.parent;
+  if (ts.isPropertyAssignment(parent) && parent.initializer === node && (ts.isIdentifier(parent.name) || ts.isStringLiteral(parent.name)))
+    return parent.name.text;
+  if (ts.isVariableDeclaration(parent) && parent.initializer === node && ts.isIdentifier(parent.name)) return parent.name.text;
+  if (ts.isBinaryExpression(parent) && parent.right === node && ts.isPropertyAccessExpression(parent.left)) return parent.left.name.text;
+  if (ts.isBinaryExpression(parent) && parent.right === node && ts.isIdentifier(parent.left)) return parent.left.text;
+  return null;
+}
+
+/** The argument type of a hole, from the values it took. */
+export function inputType(site: Pick<Hole, "type">, values: readonly string[]): SkillInput["type"] {
+  if (site.type === "number") return values.every((v) => Number.isInteger(parseNumber(v))) ? "integer" : "number";
+  return site.type === "boolean" ? "boolean" : "string";
+}
+
+/** A numeric literal's value as written (`1_000`, `0x1f`, `1e3`). */
+function parseNumber(text: string): number {
+  return Number(text.replaceAll("_", ""));
+}
+
+export function suggestInputs(code: string, language: string, varying: readonly { index: number; values: string[] }[]): SkillInput[] {
+  const sites = sitesOf(code, language);
+  const taken = new Set<string>();
+  const inputs: SkillInput[] = [];
+  for (const hole of varying) {
+    const site = sites[hole.index];
+    if (!site || unbindable(site)) continue;
+    const hint = nameHint(site);
+    let name = hint && isInputName(hint) ? hint : `p${hole.index + 1}`;
+    for (let n = 2; taken.has(name); n++) name = `${hint && isInputName(hint) ? hint : `p${hole.index + 1}`}${n}`;
+    taken.add(name);
+    inputs.push({ hole: hole.index, name, type: inputType(site, hole.values), values: hole.values });
+  }
+  return inputs;
+}
+
+function checkInputs(sites: readonly HoleSite[], inputs: readonly Pick<SkillInput, "hole" | "name">[]): void {
+  const names = new Set<string>();
+  const holes = new Set<number>();
+  for (const input of inputs) {
+    const site = sites[input.hole];
+    if (!site) throw new SkillDraftError(`hole #${input.hole + 1} does not exist in the script (it has ${sites.length}).`);
+    const why = unbindable(site);
+    if (why) throw new SkillDraftError(`hole #${input.hole + 1} cannot be an argument: ${why}.`);
+    if (!isInputName(input.name))
+      throw new SkillDraftError(
+        `"${input.name.slice(0, 64)}" cannot name an argument: use letters, digits, _ or $, not starting with a digit, and not a reserved word.`,
+      );
+    if (names.has(input.name)) throw new SkillDraftError(`two arguments are named ${input.name}.`);
+    if (holes.has(input.hole)) throw new SkillDraftError(`hole #${input.hole + 1} is bound twice.`);
+    names.add(input.name);
+    holes.add(input.hole);
+  }
+}
+
+export function skillCode(code: string, language: string, inputs: readonly Pick<SkillInput, "hole" | "name">[]): string {
+  const sites = sitesOf(code, language);
+  checkInputs(sites, inputs);
+  let param = "args";
+  for (let n = 2; new RegExp(`\\b${param}\\b`).test(code); n++) param = `args${n}`;
+  const bound = inputs.map((input) => ({ input, site: sites[input.hole]! })).sort((a, b) => b.site.start - a.site.start);
+  let body = code;
+  for (const { input, site } of bound) {
+    const template = ts.isTemplateHead(site.node) || ts.isTemplateMiddle(site.node) || ts.isTemplateTail(site.node);
+    const reference = template ? `\${${param}.${input.name}}` : `${param}.${input.name}`;
+    body = body.slice(0, site.start) + reference + body.slice(site.end);
+  }
+  return `async (${param}) => {\n${body}\n}`;
+}
+
+/** The argument a past run passed for each input, read from that run's holes. */
+export function skillArguments(holes: readonly Hole[], inputs: readonly Pick<SkillInput, "hole" | "name" | "type">[]): Record<string, unknown> {
+  const args: Record<string, unknown> = {};
+  for (const input of inputs) {
+    const hole = holes[input.hole];
+    if (!hole) throw new SkillDraftError(`hole #${input.hole + 1} is missing from the run.`);
+    const value = input.type === "integer" || input.type === "number" ? parseNumber(hole.value) : input.type === "boolean" ? hole.value === "true" : hole.value;
+    Object.defineProperty(args, input.name, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return args;
+}
+
+export function inputSchemaOf(inputs: readonly SkillInput[]): JsonSchema {
+  const properties: Record<string, unknown> = {};
+  for (const input of inputs) {
+    const examples = input.values.slice(0, 5).map((v) => (input.type === "string" ? v : input.type === "boolean" ? v === "true" : parseNumber(v)));
+    Object.defineProperty(properties, input.name, { value: { type: input.type, examples }, enumerable: true, writable: true, configurable: true });
+  }
+  return { type: "object", properties, required: inputs.map((i) => i.name), additionalProperties: false };
+}
+
+export function skillRunScript(code: string, args: Record<string, unknown>): string {
+  return `return await (${code})(${canonicalJson(args)});`;
+}
