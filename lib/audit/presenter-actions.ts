@@ -28,7 +28,12 @@ const ACTIONS: Record<string, string | ((data: Data) => string)> = {
   "run.auto_approved": "policy approved the run without a review",
   "run.pending_review": "the run waits for a human review",
   "run.reviewed": (data) => `a reviewer gave a verdict${word(data.verdict) ? `: ${word(data.verdict)}` : ""}`,
-  "run.approved": "the run was approved by its reviewers",
+  "run.approved": (data) => {
+    const standing = data.standingApproval as { use?: unknown; maxUses?: unknown } | undefined;
+    if (!standing || typeof standing !== "object") return "the run was approved by its reviewers";
+    const use = typeof standing.use === "number" && typeof standing.maxUses === "number" ? ` (use ${standing.use} of ${standing.maxUses})` : "";
+    return `a standing approval approved the run instead of reviewers${use}`;
+  },
   "run.rejected": "the run was rejected by a reviewer",
   "run.changes_requested": "a reviewer asked for changes to the run",
   "run.expired": "no review came in time; the run expired",
@@ -74,6 +79,17 @@ const ACTIONS: Record<string, string | ((data: Data) => string)> = {
   "tool.override_confirmed": "a second admin confirmed a tool override",
   "tools.searched": "the agent searched the tool registry",
   "patterns.listed": "listed the patterns of runs (scripts run again with other values)",
+  // Skills (lib/skills): drafts, replay tests, reviews, standing approvals.
+  "skill.drafted": "an admin drafted a skill version from a pattern of runs",
+  "skill.tested": (data) =>
+    `the skill version's replay tests ran${typeof data.passed === "number" && typeof data.failed === "number" ? `: ${data.passed} passed, ${data.failed} failed` : ""}`,
+  "skill.reviewed": (data) => `a reviewer gave a verdict on the skill version${word(data.verdict) ? `: ${word(data.verdict)}` : ""}`,
+  "skill.published": "two reviewers approved the skill version; agents can use it",
+  "skill.rejected": "a reviewer rejected the skill version",
+  "standing_approval.proposed": "an admin proposed a standing approval of a skill version",
+  "standing_approval.confirmed": "a second admin confirmed the standing approval; it is in force",
+  "standing_approval.revoked": "an admin revoked the standing approval",
+  "standing_approval.used": "a standing approval approved a run_skill call instead of reviewers",
   "inputs.listed": "the agent listed the data sets it may use",
   "dataset.created": "a data set was added",
   "hold.placed": "a legal hold was placed: retention deletes nothing under it",

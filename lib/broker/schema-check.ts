@@ -2,7 +2,7 @@
  * One JSON Schema validation for tool arguments and results, used by the broker before every
  * call and by analysis before anyone reviews (lib/intake/arguments.ts), so that what analysis
  * reports is what the broker would refuse. It is the MCP SDK's own Ajv configuration (strict off,
- * formats validated, every error reported).
+ * formats validated, every error reported), with only own properties counting as present.
  *
  * Guarantees: `compileToolSchema` never throws — a schema Ajv cannot compile is an Error value the
  * caller reports; a check returns the issues (empty when valid) with the JSON Pointer of each,
@@ -16,7 +16,8 @@ export type SchemaIssue = { path: string; keyword: string; message: string; para
 export type SchemaCheck = (value: unknown) => SchemaIssue[];
 
 const addFormats = addFormatsPlugin as unknown as (ajv: Ajv) => Ajv;
-const ajv = addFormats(new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true }));
+// ownProperties: a key is present only as the value's own (a missing `toString` is missing, not Object.prototype's).
+const ajv = addFormats(new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true, ownProperties: true }));
 
 function issueOf(error: ErrorObject): SchemaIssue {
   return { path: error.instancePath, keyword: error.keyword, message: error.message ?? "is invalid", params: { ...error.params } };
