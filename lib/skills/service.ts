@@ -37,8 +37,10 @@ import type { Hole } from "@/lib/script-fingerprint";
 import { inferSchema } from "./schema-infer";
 import { SkillDraftError, inputSchemaOf, inputType, isInputName, skillArguments, skillCode, suggestInputs, type JsonSchema, type SkillInput } from "./draft";
 
-/** Runs of a pattern read for a draft, newest first. */
+/** Runs of a pattern read for a draft, newest first (without their results: at most MAX_TESTS + OUTPUT_SAMPLES of those are read). */
 const CANDIDATE_RUNS = 500;
+/** Results of succeeded runs the output schema is inferred from. */
+const OUTPUT_SAMPLES = 20;
 /** Tests a draft keeps: the newest qualifying runs. */
 export const MAX_TESTS = 10;
 const APPROVALS_TO_PUBLISH = 2;
@@ -122,9 +124,7 @@ type CandidateRun = {
   id: string;
   status: string;
   purpose: string;
-  code: string;
   language: "typescript" | "javascript";
-  result: unknown;
   execution: unknown;
   inputs: unknown;
   purged: unknown;
@@ -139,9 +139,7 @@ async function candidates(db: Db, fingerprint: string): Promise<CandidateRun[]> 
       id: true,
       status: true,
       purpose: true,
-      code: true,
       language: true,
-      result: true,
       execution: true,
       inputs: true,
       purged: true,
@@ -154,10 +152,10 @@ async function candidates(db: Db, fingerprint: string): Promise<CandidateRun[]> 
 }
 
 const holesOf = (run: CandidateRun): Hole[] => (Array.isArray(run.fingerprintHoles) ? (run.fingerprintHoles as Hole[]) : []);
-const purgedFields = (run: CandidateRun) => (run.purged && typeof run.purged === "object" ? Object.keys(run.purged) : []);
+const purgedFields = (run: { purged: unknown }) => (run.purged && typeof run.purged === "object" ? Object.keys(run.purged) : []);
 
 /** The tests the pattern's runs make, and why the others are skipped. */
-async function collectTests(db: Db, runs: CandidateRun[], example: CandidateRun, inputs: SkillInput[]) {
+async function collectTests(db: Db, runs: CandidateRun[], example: CandidateRun & { code: string }, inputs: SkillInput[]) {
   const bound = new Set(inputs.map((i) => i.hole));
   const fixed = holesOf(example).map((h, index) => (bound.has(index) ? null : h.value));
   const skipped: Partial<Record<SkipReason, number>> = {};
@@ -169,7 +167,7 @@ async function collectTests(db: Db, runs: CandidateRun[], example: CandidateRun,
       skip("not_succeeded");
       continue;
     }
-    if (run.code === "" || purgedFields(run).length > 0) {
+    if (purgedFields(run).length > 0) {
       skip("purged");
       continue;
     }
@@ -204,7 +202,7 @@ async function collectTests(db: Db, runs: CandidateRun[], example: CandidateRun,
     tests.push({
       runId: run.id,
       arguments: skillArguments(holes, inputs),
-      expected: run.result ?? null,
+      expected: (await db.run.findUniqueOrThrow({ where: { id: run.id }, select: { result: true } })).result ?? null,
       calls: calls.map((c) => ({ server: c.server, tool: c.tool, args: c.args, result: c.result })),
     });
   }
@@ -218,8 +216,9 @@ function draftError(error: unknown): never {
 
 async function buildProposal(db: Db, fingerprint: string, chosen?: { hole: number; name: string }[]): Promise<SkillProposal> {
   const runs = await candidates(db, fingerprint);
-  const example = runs.find((r) => r.code !== "" && !purgedFields(r).includes("code"));
-  if (!example)
+  const newest = runs.find((r) => !purgedFields(r).includes("code"));
+  const example = newest && { ...newest, code: (await db.run.findUniqueOrThrow({ where: { id: newest.id }, select: { code: true } })).code };
+  if (!example || example.code === "")
     throw new AppError("bad_request", "This pattern has no run whose code is still retained; nothing can be promoted from it.", {
       details: { field: "fingerprint" },
     });
@@ -239,7 +238,13 @@ async function buildProposal(db: Db, fingerprint: string, chosen?: { hole: numbe
     draftError(error);
   }
   const { tests, skipped } = await collectTests(db, runs, example, inputs);
-  const results = runs.filter((r) => r.status === "succeeded" && !purgedFields(r).includes("result")).map((r) => r.result ?? null);
+  const samples = await db.run.findMany({
+    where: { fingerprint, kind: "script", status: "succeeded" },
+    select: { result: true, purged: true },
+    orderBy: { createdAt: "desc" },
+    take: OUTPUT_SAMPLES,
+  });
+  const results = samples.filter((r) => !purgedFields(r).includes("result")).map((r) => r.result ?? null);
   // A first name: the tool it calls (issueRefund), for the admin to change.
   const name =
     strings(example.capabilitySet)[0]

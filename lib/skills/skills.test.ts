@@ -5,6 +5,7 @@
  * run without review, exactly up to its budget even when they race; calls outside it, after its
  * revocation, and scripts that inline the skill escalate as policy says. Every refusal is typed.
  */
+import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
@@ -83,6 +84,9 @@ beforeAll(async () => {
     const view = await submitRun(ledger.runtime, ledger.agent, { code: refund(invoice, amount, key), purpose: "Goodwill refund", language: "javascript" });
     expect((await reviewedToEnd(view.runId)).status).toBe("succeeded");
   }
+  // One more run of the pattern fails (an open invoice cannot be refunded): it is no test.
+  const failing = await submitRun(ledger.runtime, ledger.agent, { code: refund("inv_0012", 100, "skills-test-0004"), purpose: "Goodwill refund", language: "javascript" });
+  expect((await reviewedToEnd(failing.runId)).status).toBe("failed");
 }, 240_000);
 
 afterAll(async () => {
@@ -97,7 +101,7 @@ let versionId = "";
 describe("promoting a pattern to a skill", () => {
   it("proposes the code with the varying literals bound, the schemas and the replay tests", async () => {
     const { patterns } = await listPatterns(ledger.db.prisma, admin);
-    expect(patterns.find((p) => p.fingerprint === fingerprint())).toMatchObject({ count: 3, successRate: 1 });
+    expect(patterns.find((p) => p.fingerprint === fingerprint())).toMatchObject({ count: 4, successRate: 0.75 });
 
     const proposal = await proposeSkill(ledger.db.prisma, admin, fingerprint());
     expect(proposal.inputs.map((i) => [i.name, i.type])).toEqual([
@@ -110,6 +114,7 @@ describe("promoting a pattern to a skill", () => {
     expect(proposal.inputSchema).toMatchObject({ additionalProperties: false, required: ["invoiceId", "amountMinor", "idempotencyKey"] });
     expect(proposal.outputSchema).toMatchObject({ type: "object", required: ["amountMinor", "refundId", "replayed"] });
     expect(proposal.tests).toHaveLength(3);
+    expect(proposal.skipped).toEqual({ not_succeeded: 1 });
     expect(proposal.tests[0]!.calls).toHaveLength(1);
     expect(proposal.description).toBe("Goodwill refund");
   });
@@ -146,11 +151,12 @@ describe("promoting a pattern to a skill", () => {
       reviewSkillVersion(ledger.db.prisma, actor, { versionId, verdict, contentDigest });
 
     await expect(vote(rita)).rejects.toMatchObject({ code: "conflict", message: expect.stringContaining("replay tests") });
+    const refundsMade = async () => (JSON.parse(await readFile(ledger.stateFile, "utf8")) as { refunds: unknown[] }).refunds.length;
+    const before = await refundsMade();
     const report = await replaySkillTests(deps(), admin, versionId);
     expect(report).toMatchObject({ passed: 3, failed: 0, contentDigest: version.contentDigest });
-    // The ledger was not called again: still exactly three refunds made by runs.
-    const refunds = await ledger.db.prisma.runToolCall.count({ where: { tool: "issueRefund", phase: "apply" } });
-    expect(refunds).toBe(3);
+    // Replayed against the recorded calls: the ledger itself refunded nothing more.
+    expect(await refundsMade()).toBe(before);
 
     await expect(reviewSkillVersion(ledger.db.prisma, admin, { versionId, verdict: "approve", contentDigest: version.contentDigest })).rejects.toMatchObject({
       code: "forbidden",
