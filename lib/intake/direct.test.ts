@@ -126,6 +126,8 @@ describe("call_tool", () => {
       [{ server: "ledger", tool: "listInvoices", arguments: {}, code: "return 1" }, /code/],
       [{ server: "ledger", tool: "listInvoices", arguments: [] }, /arguments/],
       [{ server: "ledger", tool: "listInvoices", arguments: JSON.parse('{"filter":{"__proto__":{"status":"paid"}}}') }, /arguments\.filter\.__proto__/],
+      // At the top level too, where a parsed copy would have made it the prototype and so hidden it.
+      [{ server: "ledger", tool: "listInvoices", arguments: JSON.parse('{"limit":1,"__proto__":{"status":"paid"}}') }, /arguments\.__proto__/],
     ] as const) {
       const error = await refusal(raw);
       expect(isAppError(error) && error.code, JSON.stringify(raw)).toBe("bad_request");

@@ -40,10 +40,11 @@ export type CallToolInput = z.input<typeof callToolSchema>;
 export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
+    // Looked for before parsing: a parsed copy has turned a `__proto__` key into its prototype.
+    const proto = protoKeyPath((raw as { arguments?: unknown } | null)?.arguments);
     const parsed = callToolSchema.safeParse(raw);
     if (!parsed.success) throw invalidArguments(parsed.error);
     const { server, tool, arguments: args } = parsed.data;
-    const proto = protoKeyPath(args);
     if (proto) throw new AppError("bad_request", `${proto}: a __proto__ key cannot be sent in a direct call.`, { details: { field: proto } });
 
     // An override two admins confirmed in another process counts here too.

@@ -33,10 +33,11 @@ export const runSkillSchema = z.strictObject({
 export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
+    // Looked for before parsing: a parsed copy has turned a `__proto__` key into its prototype.
+    const proto = protoKeyPath((raw as { arguments?: unknown } | null)?.arguments);
     const parsed = runSkillSchema.safeParse(raw);
     if (!parsed.success) throw invalidArguments(parsed.error);
     const { name, version, arguments: args } = parsed.data;
-    const proto = protoKeyPath(args);
     if (proto) throw new AppError("bad_request", `${proto}: a __proto__ key cannot be passed to a skill.`, { details: { field: proto } });
     const skill = await publishedSkill(deps.db, name, version);
     if (!skill) {

@@ -7,6 +7,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAgent } from "@/lib/auth/agents";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
 import { sequenceAudit } from "@/lib/db/audit-sequence";
@@ -85,7 +86,11 @@ beforeAll(async () => {
     expect((await reviewedToEnd(view.runId)).status).toBe("succeeded");
   }
   // One more run of the pattern fails (an open invoice cannot be refunded): it is no test.
-  const failing = await submitRun(ledger.runtime, ledger.agent, { code: refund("inv_0012", 100, "skills-test-0004"), purpose: "Goodwill refund", language: "javascript" });
+  const failing = await submitRun(ledger.runtime, ledger.agent, {
+    code: refund("inv_0012", 100, "skills-test-0004"),
+    purpose: "Goodwill refund",
+    language: "javascript",
+  });
   expect((await reviewedToEnd(failing.runId)).status).toBe("failed");
 }, 240_000);
 
@@ -313,6 +318,47 @@ describe("run_skill and standing approvals", () => {
     expect((await ledger.db.prisma.standingApproval.findUniqueOrThrow({ where: { id: budgeted.id } })).uses).toBe(3);
     // The database refuses a use past the budget whatever the caller does.
     await expect(ledger.db.prisma.standingApproval.update({ where: { id: budgeted.id }, data: { uses: 4 } })).rejects.toThrow(/uses_check/);
+  });
+
+  it("covers only its own agents, and arguments can neither widen the bounds nor change the code", async () => {
+    const covering = await proposeStandingApproval(ledger.db.prisma, admin, {
+      skillVersionId: versionId,
+      agents: ["skills-bot"],
+      bounds: { type: "object", properties: { amountMinor: { maximum: 5000 } } },
+      notAfter: new Date(Date.now() + 3_600_000).toISOString(),
+      maxUses: 10,
+      reason: "attacks",
+    });
+    await confirmStandingApproval(ledger.db.prisma, admin2, covering);
+    const system: Actor = { type: "system", name: "test" };
+    const other = await ledger.db.prisma.$transaction((tx) => createAgent(tx, system, { name: "other-bot", ownerEmail: "owner@example.com" }));
+    const { ownerId } = await ledger.db.prisma.agent.findUniqueOrThrow({ where: { id: other.agentId } });
+    const otherAgent = { type: "agent", id: other.agentId, name: "other-bot", ownerId, scopes: other.scopes } as const;
+    const theirs = await submitSkillRun(ledger.runtime, otherAgent, {
+      name: "refundInvoice",
+      arguments: { invoiceId: "inv_0041", amountMinor: 10, idempotencyKey: "skills-other-01" },
+    });
+    expect((await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: theirs.runId } })).standingApprovalId).toBeNull();
+
+    // A __proto__ key could carry a second amountMinor past the bounds: refused outright.
+    const proto = JSON.parse('{"invoiceId":"inv_0041","amountMinor":10,"idempotencyKey":"skills-proto-1","__proto__":{"amountMinor":1}}') as Record<
+      string,
+      unknown
+    >;
+    await expect(submitSkillRun(ledger.runtime, ledger.agent, { name: "refundInvoice", arguments: proto })).rejects.toMatchObject({ code: "bad_request" });
+
+    // Text that would close the string and call another tool stays text: the run has the structure every run_skill call of this version has.
+    const plain = await call("inv_0041", 11, "skills-plain-01");
+    const injected = await call(
+      'inv_0041", amountMinor: 99999 }); await tools.ledger.updateCustomerEmail({ customerId: "cus_001", email: "x@evil.test" }); ({ a: "',
+      12,
+      "skills-inject-1",
+    );
+    const [a, b] = await Promise.all([plain, injected].map((v) => ledger.db.prisma.run.findUniqueOrThrow({ where: { id: v.runId } })));
+    expect(b!.capabilitySet).toEqual(["ledger.issueRefund"]);
+    expect(b!.fingerprint).toBe(a!.fingerprint);
+    await Promise.all([plain, injected].map((v) => settled(v.runId)));
+    await revokeStandingApproval(ledger.db.prisma, admin, covering);
   });
 
   it("stops covering calls the moment it is revoked", async () => {
