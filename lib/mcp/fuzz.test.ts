@@ -92,6 +92,7 @@ const TOOLS: Record<string, readonly string[]> = {
   search_tools: ["query", "server", "detail"],
   submit_run: ["code", "purpose", "language", "inputs", "idempotencyKey", "provenance"],
   call_tool: ["server", "tool", "arguments"],
+  run_skill: ["name", "version", "arguments"],
   get_run: ["runId", "waitSeconds"],
   cancel_run: ["runId"],
   list_inputs: ["unexpected"],
@@ -160,6 +161,33 @@ describe("the MCP tools under hostile arguments", () => {
       );
     },
   );
+
+  it("run_skill of a real published skill with hostile arguments: every answer is typed", { timeout: 240_000 }, async () => {
+    const owner = await db.prisma.user.findUniqueOrThrow({ where: { email: "owner@example.com" } });
+    const skill = await db.prisma.skill.create({ data: { name: "countInvoices" } });
+    await db.prisma.skillVersion.create({
+      data: {
+        skillId: skill.id,
+        version: 1,
+        status: "published",
+        description: "Invoices on one page",
+        language: "javascript",
+        code: "async (args) => {\nreturn (await tools.ledger.listInvoices({ limit: args.limit })).invoices.length;\n}",
+        inputSchema: { type: "object", properties: { limit: { type: "integer", minimum: 1, maximum: 500 } }, required: ["limit"], additionalProperties: false },
+        outputSchema: { type: "integer" },
+        fingerprint: "0".repeat(64),
+        contentDigest: "0".repeat(64),
+        draftedById: owner.id,
+      },
+    });
+    const limit = fc.oneof(hostileString, fc.constantFrom(1e308, -1, 0.5, 501, 3), deep, fc.dictionary(hostileString, hostileValue, { maxKeys: 3 }));
+    await fc.assert(
+      fc.asyncProperty(limit, fc.option(hostileValue), (value, extra) =>
+        typedAnswer("run_skill", { name: "countInvoices", arguments: extra === null ? { limit: value } : { limit: value, extra } }),
+      ),
+      { seed: SEED, numRuns: RUNS_PER_TOOL, endOnFailure: true },
+    );
+  });
 
   it("call_tool on a real read-only tool with hostile arguments: every answer is typed", { timeout: 240_000 }, async () => {
     const limit = fc.oneof(hostileString, fc.constantFrom(1e308, -1, 0.5, 501), deep, fc.dictionary(hostileString, hostileValue, { maxKeys: 3 }));
