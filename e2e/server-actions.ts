@@ -49,6 +49,39 @@ export const ACTIONS: Record<string, ActionEntry> = {
     },
   },
   confirmOverrideAction: { scope: "tools:manage", page: "/tools", fields: { server: "matrix-nowhere", tool: "none", overrideId: NOWHERE } },
+  draftSkillAction: {
+    scope: "skills:manage",
+    page: "/skills/new",
+    fields: {
+      fingerprint: "0".repeat(64),
+      name: "matrixNobody",
+      description: "matrix",
+      bind: "0",
+      "argName-0": "matrix",
+      inputSchema: "{}",
+      inputSchemaOriginal: "{}",
+    },
+  },
+  replaySkillAction: { scope: "skills:manage", page: `/skills/${NOWHERE}`, fields: { versionId: NOWHERE } },
+  reviewSkillAction: {
+    scope: "skills:review",
+    page: `/skills/${NOWHERE}`,
+    fields: { versionId: NOWHERE, verdict: "reject", contentDigest: "0".repeat(64), comment: "matrix" },
+  },
+  proposeStandingAction: {
+    scope: "skills:manage",
+    page: `/skills/${NOWHERE}`,
+    fields: {
+      skillVersionId: NOWHERE,
+      agents: "matrix-no-such-agent",
+      bounds: '{"type":"object"}',
+      notAfter: "2999-01-01T00:00",
+      maxUses: "1",
+      reason: "matrix",
+    },
+  },
+  confirmStandingAction: { scope: "skills:manage", page: "/skills", fields: { id: NOWHERE } },
+  revokeStandingAction: { scope: "skills:manage", page: "/skills", fields: { id: NOWHERE } },
 };
 /** Actions open to anyone by design: signing in, and signing out (the console layout's inline action). */
 export const OPEN_ACTIONS = new Set([

@@ -6,6 +6,7 @@ export const NAV_ITEMS = [
   { href: "/queue", label: "Queue", scope: "runs:review" },
   { href: "/runs", label: "Runs", scope: "runs:read" },
   { href: "/patterns", label: "Patterns", scope: "patterns:read" },
+  { href: "/skills", label: "Skills", scope: "skills:read" },
   { href: "/audit", label: "Audit", scope: "audit:read" },
   { href: "/policies", label: "Policies", scope: "policies:read" },
   { href: "/agents", label: "Agents", scope: "agents:manage" },

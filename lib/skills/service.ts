@@ -43,7 +43,7 @@ const CANDIDATE_RUNS = 500;
 const OUTPUT_SAMPLES = 20;
 /** Tests a draft keeps: the newest qualifying runs. */
 export const MAX_TESTS = 10;
-const APPROVALS_TO_PUBLISH = 2;
+export const APPROVALS_TO_PUBLISH = 2;
 
 export const SKILL_NAME = /^[a-z][A-Za-z0-9]{0,63}$/;
 

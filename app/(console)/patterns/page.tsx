@@ -1,6 +1,7 @@
 /**
  * Patterns: the scripts agents keep running with other values (lib/review/patterns.ts), most
- * review time first — the candidates for a reviewed skill. Admins and reviewers (patterns:read).
+ * review time first — the candidates for a reviewed skill. Admins and reviewers (patterns:read);
+ * admins (skills:manage) get a link to draft a skill from each pattern.
  */
 import type { Metadata } from "next";
 import Link from "next/link";
@@ -8,6 +9,7 @@ import { EmptyState, PageHeader, Table, Td } from "@/components/ui/primitives";
 import { Inert } from "@/components/ui/inert";
 import { Time } from "@/components/ui/time";
 import { userPage } from "@/lib/auth/user-route";
+import { hasScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { listPatterns, type PatternHole } from "@/lib/review/patterns";
 
@@ -41,6 +43,7 @@ function Holes({ holes }: { holes: PatternHole[] }) {
 
 export default userPage("patterns:read", async function PatternsPage(user) {
   const { patterns } = await listPatterns(prisma(), user);
+  const canDraft = hasScope(user, "skills:manage");
   return (
     <>
       <PageHeader
@@ -50,7 +53,7 @@ export default userPage("patterns:read", async function PatternsPage(user) {
       {patterns.length === 0 ? (
         <EmptyState title="No pattern yet">When agents run the same script twice with other values, it is grouped here.</EmptyState>
       ) : (
-        <Table caption="Patterns" headers={["Runs", "Review time", "Succeeded", "Agents", "Used", "What varies", "Examples"]}>
+        <Table caption="Patterns" headers={["Runs", "Review time", "Succeeded", "Agents", "Used", "What varies", "Examples", ...(canDraft ? ["Skill"] : [])]}>
           {patterns.map((pattern) => (
             <tr key={pattern.fingerprint} data-testid={`pattern-${pattern.fingerprint.slice(0, 12)}`}>
               <Td data-testid="count">{pattern.count}</Td>
@@ -76,6 +79,16 @@ export default userPage("patterns:read", async function PatternsPage(user) {
                   ))}
                 </ul>
               </Td>
+              {canDraft ? (
+                <Td className="whitespace-nowrap">
+                  <Link
+                    href={`/skills/new?fingerprint=${pattern.fingerprint}`}
+                    className="text-sm font-medium text-teal-800 underline-offset-2 hover:underline"
+                  >
+                    Draft a skill
+                  </Link>
+                </Td>
+              ) : null}
             </tr>
           ))}
         </Table>
