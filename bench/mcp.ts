@@ -16,7 +16,10 @@
  *   preview ≤ 1.5 × that run time + 50 ms;
  * - the direct lane: a read-only call_tool, submit → succeeded (a sealed run of kind direct, no
  *   sandbox), through the same runtime, against the same call made to the upstream directly over
- *   the broker's connection, in the same run.
+ *   the broker's connection, in the same run;
+ * - a standing approval: run_skill of a skill that sends a reminder (a write policy sends to two
+ *   reviewers), covered by a standing approval, submit → succeeded, against the read-only script's
+ *   submit → succeeded above: what the skill lane and the approval's use cost on top of a run.
  *
  * - the result gate on a 1,000-row result (lib/runs/gate.ts, lib/runs/pii-tokens.ts): screening
  *   (normalization and secret redaction), finding personal data (marked fields and detection),
@@ -174,6 +177,7 @@ async function measurePreview(db: ReturnType<typeof createPrismaClient>, agentNa
   const previews: number[] = [];
   const directLane: number[] = [];
   const upstream: number[] = [];
+  const standing: number[] = [];
   try {
     // call_tool against the same call made to the upstream directly, over the broker's own connection.
     const { submitDirectCall } = await import("@/lib/intake/direct");
@@ -200,6 +204,14 @@ async function measurePreview(db: ReturnType<typeof createPrismaClient>, agentNa
       await until(write.runId, "pending_review");
       previews.push(performance.now() - t);
     }
+    const { submitSkillRun } = await import("@/lib/intake/skill");
+    await standingApprovedSkill(db, agentRow.id);
+    for (let i = 0; i < DIRECT_SAMPLES; i++) {
+      const t = performance.now();
+      const view = await submitSkillRun(runtime, agent, { name: "benchRemind", arguments: { invoiceId: "inv_0001" } });
+      await until(view.runId, "succeeded");
+      standing.push(performance.now() - t);
+    }
   } finally {
     await runtime.close();
   }
@@ -209,7 +221,45 @@ async function measurePreview(db: ReturnType<typeof createPrismaClient>, agentNa
   return {
     preview: { scriptRunMs: run, submitToReviewersMs: toReviewers, targetP50Ms: target, withinTarget: toReviewers.p50 <= target },
     directLane: { callToolMs: summarize(directLane), baselineUpstreamCallMs: summarize(upstream) },
+    standingApproval: { runSkillMs: summarize(standing), baselineScriptRunMs: run },
   };
+}
+
+/** A published skill that sends one reminder, and a standing approval (two admins) covering the bench agent's calls. */
+async function standingApprovedSkill(db: ReturnType<typeof createPrismaClient>, agentId: string) {
+  const [a, b] = await Promise.all(
+    ["bench-skill-a@example.com", "bench-skill-b@example.com"].map((email) => db.user.create({ data: { email, name: email, role: "admin" } })),
+  );
+  const skill = await db.skill.create({ data: { name: "benchRemind" } });
+  const version = await db.skillVersion.create({
+    data: {
+      skillId: skill.id,
+      version: 1,
+      status: "published",
+      description: "Remind one invoice's customer",
+      language: "javascript",
+      code: 'async (args) => {\nconst sent = await tools.ledger.sendReminderEmail({ invoiceId: args.invoiceId, message: "Please pay" });\nreturn sent.reminderId;\n}',
+      inputSchema: { type: "object", properties: { invoiceId: { type: "string" } }, required: ["invoiceId"], additionalProperties: false },
+      outputSchema: { type: "string" },
+      fingerprint: "0".repeat(64),
+      contentDigest: "0".repeat(64),
+      draftedById: a!.id,
+    },
+  });
+  await db.standingApproval.create({
+    data: {
+      skillVersionId: version.id,
+      agentIds: [agentId],
+      bounds: { type: "object" },
+      notBefore: new Date(Date.now() - 1000),
+      notAfter: new Date(Date.now() + 3_600_000),
+      maxUses: 1_000,
+      reason: "bench",
+      proposedById: a!.id,
+      confirmedById: b!.id,
+      confirmedAt: new Date(),
+    },
+  });
 }
 
 async function main() {
@@ -244,7 +294,7 @@ async function main() {
   const agentRow = await db.agent.findFirstOrThrow({ where: { name: agentName } });
   const owner = { type: "agent", id: agentRow.id, name: agentRow.name, ownerId: agentRow.ownerId, scopes: DEFAULT_AGENT_SCOPES } as const;
   for (const runId of escalated) await cancelRun({ db }, owner, runId);
-  const { preview, directLane } = await measurePreview(db, agentName);
+  const { preview, directLane, standingApproval } = await measurePreview(db, agentName);
   const gate = await measureGate(db, agentName);
 
   console.log(
@@ -265,6 +315,7 @@ async function main() {
         baselineToolsListRoundTripMs: summarize(baseline),
         preview,
         directLane,
+        standingApproval,
         gate,
       },
       null,

@@ -52,7 +52,9 @@ test.describe("skills and standing approvals", () => {
   test("three reviewed refunds with other amounts form one pattern", async ({ mcpClient: agent, browser, baseURL }) => {
     test.setTimeout(180_000);
     for (const [i, amount] of [101, 102, 103].entries()) {
-      const submitted = body(await agent.callTool({ name: "submit_run", arguments: { code: refund(amount, `skills-e2e-${suffix}-${i}`), purpose: "Goodwill refund" } }));
+      const submitted = body(
+        await agent.callTool({ name: "submit_run", arguments: { code: refund(amount, `skills-e2e-${suffix}-${i}`), purpose: "Goodwill refund" } }),
+      );
       expect(await settle(agent, submitted.runId, ["previewing"])).toMatchObject({ status: "pending_review" });
       await approveInBrowser(browser, baseURL!, reviewers, submitted.runId);
       expect(await settle(agent, submitted.runId, ["approved", "queued", "running"])).toMatchObject({ status: "succeeded", result: { amountMinor: amount } });
@@ -64,7 +66,10 @@ test.describe("skills and standing approvals", () => {
     const { fingerprint } = fingerprintScript(refund(101, `skills-e2e-${suffix}-0`), "typescript", ["ledger.issueRefund"]);
     await loginAs("admin");
     await page.goto("/patterns");
-    await page.getByTestId(`pattern-${fingerprint.slice(0, 12)}`).getByRole("link", { name: "Draft a skill" }).click();
+    await page
+      .getByTestId(`pattern-${fingerprint.slice(0, 12)}`)
+      .getByRole("link", { name: "Draft a skill" })
+      .click();
     await expect(page.getByRole("heading", { name: "Draft a skill" })).toBeVisible();
     await expect(page.getByTestId("skill-tests")).toContainText("3 tests");
     await expect(page.getByTestId("skill-code")).toContainText("args.amountMinor");
@@ -89,7 +94,14 @@ test.describe("skills and standing approvals", () => {
     await expect(page.getByTestId("skill-status")).toHaveText("published");
   });
 
-  test("inside a standing approval's bounds run_skill runs without review; outside, and once revoked, it escalates", async ({ page, loginAs, mcpClient: agent, browser, baseURL, state }) => {
+  test("inside a standing approval's bounds run_skill runs without review; outside, and once revoked, it escalates", async ({
+    page,
+    loginAs,
+    mcpClient: agent,
+    browser,
+    baseURL,
+    state,
+  }) => {
     test.setTimeout(120_000);
     const found = await agent.callTool({ name: "search_tools", arguments: { query: skillName, detail: "full" } });
     expect((found as TextResult).content[0]!.text).toContain(`${skillName}(args: { amountMinor: number; idempotencyKey: string })`);
@@ -97,7 +109,9 @@ test.describe("skills and standing approvals", () => {
     await loginAs("admin");
     await page.goto(versionUrl);
     await page.getByLabel("Agents").fill(state.credentials.agent.name);
-    await page.getByLabel("Bounds (JSON Schema)").fill(JSON.stringify({ type: "object", properties: { amountMinor: { type: "integer", maximum: 5000 } }, required: ["amountMinor"] }));
+    await page
+      .getByLabel("Bounds (JSON Schema)")
+      .fill(JSON.stringify({ type: "object", properties: { amountMinor: { type: "integer", maximum: 5000 } }, required: ["amountMinor"] }));
     await page.getByLabel("Max uses").fill("5");
     await page.getByLabel("Reason").fill(`Goodwill up to 50 EUR (${suffix})`);
     await page.getByRole("button", { name: "Propose standing approval" }).click();
@@ -114,7 +128,9 @@ test.describe("skills and standing approvals", () => {
     await expect(row2.getByTestId("state")).toHaveText("active");
 
     const call = async (amountMinor: number, key: string) =>
-      body(await agent.callTool({ name: "run_skill", arguments: { name: skillName, arguments: { amountMinor, idempotencyKey: `skills-e2e-${suffix}-${key}` } } }));
+      body(
+        await agent.callTool({ name: "run_skill", arguments: { name: skillName, arguments: { amountMinor, idempotencyKey: `skills-e2e-${suffix}-${key}` } } }),
+      );
     const inside = await call(1500, "inside");
     expect(inside).toMatchObject({ status: "succeeded", result: { amountMinor: 1500 } });
     await admin2.reload();

@@ -31,7 +31,18 @@ export const ROLES = ["admin", "reviewer", "compliance"] as const;
 export type Role = (typeof ROLES)[number];
 
 export const ROLE_SCOPES = {
-  admin: ["dashboard:read", "runs:read", "agents:manage", "tools:read", "tools:manage", "policies:read", "policies:manage", "patterns:read", "skills:read", "skills:manage"],
+  admin: [
+    "dashboard:read",
+    "runs:read",
+    "agents:manage",
+    "tools:read",
+    "tools:manage",
+    "policies:read",
+    "policies:manage",
+    "patterns:read",
+    "skills:read",
+    "skills:manage",
+  ],
   reviewer: ["dashboard:read", "runs:read", "runs:review", "tools:read", "policies:read", "patterns:read", "skills:read", "skills:review"],
   compliance: ["dashboard:read", "runs:read", "audit:read", "audit:export", "policies:read"],
 } as const satisfies Record<Role, readonly Scope[]>;
