@@ -26,6 +26,7 @@ import type { APIRequestContext } from "@playwright/test";
 import { createAgent } from "../lib/auth/agents";
 import { DEFAULT_AGENT_SCOPES, ROLE_SCOPES, type Role, type Scope } from "../lib/contracts/scopes";
 import { createPrismaClient } from "../lib/db";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterPreview, expect, test } from "./fixtures";
 import { LoginPage } from "./pages/login-page";
 import { createReviewers } from "./reviewers";
@@ -161,6 +162,8 @@ test("each MCP tool answers exactly the agent tokens holding its scope", async (
     search_tools: { query: "invoices", detail: "name" },
     submit_run: { code: "return 1;", purpose: "matrix", language: "javascript" },
     call_tool: { server: "ledger", tool: "listInvoices", arguments: { limit: 1 } },
+    // No such skill: a token allowed to call it gets InvalidParams naming search_tools, not FORBIDDEN.
+    run_skill: { name: "noSuchSkill", arguments: {} },
     get_run: { runId: RUN },
     cancel_run: { runId: RUN },
     list_inputs: {},
@@ -170,9 +173,19 @@ test("each MCP tool answers exactly the agent tokens holding its scope", async (
   for (const scope of scopes) {
     const client = await connectMcp(tokens[scope]);
     for (const tool of MCP_TOOLS) {
-      const answer = (await client.callTool({ name: tool.name, arguments: ARGS[tool.name] })) as { content: { text: string }[]; isError?: boolean };
-      const forbidden = answer.isError === true && /"code":"FORBIDDEN"/.test(answer.content[0]!.text);
-      if (forbidden !== (tool.scope !== scope)) problems.push(`${tool.name} (${tool.scope}) with a ${scope} token: ${answer.content[0]!.text.slice(0, 160)}`);
+      let text: string;
+      let forbidden: boolean;
+      try {
+        const answer = (await client.callTool({ name: tool.name, arguments: ARGS[tool.name] })) as { content: { text: string }[]; isError?: boolean };
+        text = answer.content[0]!.text;
+        forbidden = answer.isError === true && /"code":"FORBIDDEN"/.test(text);
+      } catch (error) {
+        // A malformed call is a protocol error: the scope check let it through.
+        if (!(error instanceof McpError) || error.code !== ErrorCode.InvalidParams) throw error;
+        text = error.message;
+        forbidden = false;
+      }
+      if (forbidden !== (tool.scope !== scope)) problems.push(`${tool.name} (${tool.scope}) with a ${scope} token: ${text.slice(0, 160)}`);
     }
   }
   expect(problems).toEqual([]);
