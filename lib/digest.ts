@@ -4,11 +4,12 @@
  * whatever their key order. Used for code hashes, tool-call arguments and results, seals, dataset
  * contents, policy set ids and token hashes.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { canonicalJson } from "@/lib/canonical-json";
 
+/** One-shot (crypto.hash): about twice as fast as a Hash object for the short inputs digested here. */
 export function sha256Hex(data: string | Uint8Array): string {
-  return createHash("sha256").update(data).digest("hex");
+  return hash("sha256", data, "hex");
 }
 
 /** sha256 over the canonical JSON of `value`; `undefined` digests like `null`. */

@@ -17,7 +17,7 @@
  * verification functions accept exactly the proofs RFC 9162 §2.1.3.2 and §2.1.4.2 accept and
  * never throw on hostile input (they return false).
  */
-import { createHash } from "node:crypto";
+import { createHash, hash } from "node:crypto";
 
 export const HASH_BYTES = 32;
 const LEAF_PREFIX = Buffer.from([0x00]);
@@ -25,12 +25,13 @@ const NODE_PREFIX = Buffer.from([0x01]);
 
 export const EMPTY_ROOT = createHash("sha256").digest();
 
+// One-shot hashes (crypto.hash) of the prefixed bytes: about twice as fast as Hash objects here.
 export function leafHash(leaf: Uint8Array): Buffer {
-  return createHash("sha256").update(LEAF_PREFIX).update(leaf).digest();
+  return hash("sha256", Buffer.concat([LEAF_PREFIX, leaf]), "buffer");
 }
 
 export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
-  return createHash("sha256").update(NODE_PREFIX).update(left).update(right).digest();
+  return hash("sha256", Buffer.concat([NODE_PREFIX, left, right]), "buffer");
 }
 
 /** The leaf hash of an audit event: its chain hash (64 hex digits) as the leaf's 32 bytes. */

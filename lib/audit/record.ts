@@ -16,7 +16,7 @@
  *   write "AuditEvent" (grants in lib/db/roles.ts; triggers in the migrations). Verification is
  *   lib/audit/verify.ts.
  */
-import { createHash } from "node:crypto";
+import { sha256Hex } from "@/lib/digest";
 import type { Actor } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { Tx } from "@/lib/db";
@@ -54,7 +54,8 @@ export function canonicalEvent(event: ChainedFields): string {
 }
 
 export function chainHash(prevHash: string, event: ChainedFields): string {
-  return createHash("sha256").update(prevHash).update(canonicalEvent(event)).digest("hex");
+  // The same bytes as hashing prevHash, then the canonical text (both UTF-8).
+  return sha256Hex(prevHash + canonicalEvent(event));
 }
 
 function actorId(actor: Actor): string | null {
