@@ -34,7 +34,12 @@
  *   patterns group runs by;
  * - the same pipeline serves the direct lane (./direct.ts, `Lane`): a direct call is decided on
  *   Action::"call", stored with kind `direct`, and refused (USE_SUBMIT_RUN) where a script would
- *   wait for reviewers.
+ *   wait for reviewers;
+ * - and skills (lib/skills): a script's `skills.<name>(…)` calls are inlined before analysis, so
+ *   what is analysed, decided, stored and run covers them (`Run.skills` names the versions); a
+ *   run_skill call (./skill.ts) policy escalates is approved by a standing approval that covers
+ *   it, used in the transaction that stores the run (pending_review → approved → queued, no
+ *   preview), or else waits for reviewers like any run.
  */
 import { randomUUID } from "node:crypto";
 import type { Span } from "@opentelemetry/api";
