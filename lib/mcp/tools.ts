@@ -3,7 +3,7 @@
  * descriptions are a public contract: agents, e2e/mcp.spec.ts and the conformance suite use them.
  */
 import { z } from "zod";
-import { appRuntime, startedAppRuntime } from "@/lib/runs/runtime";
+import { appRuntime, startedAppRuntime, type Runtime } from "@/lib/runs/runtime";
 import { listDatasets } from "@/lib/runs/datasets";
 import { cancelRun } from "@/lib/runs/cancel";
 import { recordOutcome, recordOutcomeSchema } from "@/lib/runs/outcome";
@@ -61,6 +61,15 @@ function waitsForResult(call: ToolCall, view: RunView): boolean {
   return view.status === "queued" && hasScope(call.ctx.agent, "runs:read");
 }
 
+/** Submits through `submit` and, when the run was queued, waits briefly for it to settle (waitsForResult). */
+async function submitAndWait(call: ToolCall, door: ResultDoor, submit: (runtime: Runtime) => Promise<RunView>): Promise<ToolAnswer<RunView>> {
+  const runtime = await appRuntime(call.db);
+  const view = await submit(runtime);
+  if (!waitsForResult(call, view)) return runAnswer(call, view, door);
+  const settled = await getRun(runtime, call.ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, call.signal);
+  return runAnswer(call, settled, door);
+}
+
 export const searchTools = defineTool({
   name: "search_tools",
   description: "Find tools scripts call as `await tools.<server>.<tool>(args)`, and skills. detail full: TypeScript declarations.",
@@ -108,13 +117,7 @@ export const submitRunTool = defineTool({
   },
   execution: { taskSupport: "optional" },
   // submitRun validates with submitRunSchema itself: it checks the code size first and audits refusals.
-  async rawHandler(args, call) {
-    const runtime = await appRuntime(call.db);
-    const view = await submitRun(runtime, call.ctx.agent, args);
-    if (!waitsForResult(call, view)) return runAnswer(call, view, "submit_run");
-    const settled = await getRun(runtime, call.ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, call.signal);
-    return runAnswer(call, settled, "submit_run");
-  },
+  rawHandler: (args, call) => submitAndWait(call, "submit_run", (runtime) => submitRun(runtime, call.ctx.agent, args)),
 });
 
 export const callToolTool = defineTool({
@@ -124,13 +127,7 @@ export const callToolTool = defineTool({
   input: callToolSchema,
   output: directViewSchema,
   // submitDirectCall validates with callToolSchema itself and audits refusals.
-  async rawHandler(args, call) {
-    const runtime = await appRuntime(call.db);
-    const view = await submitDirectCall(runtime, call.ctx.agent, args);
-    if (!waitsForResult(call, view)) return runAnswer(call, view, "call_tool");
-    const settled = await getRun(runtime, call.ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, call.signal);
-    return runAnswer(call, settled, "call_tool");
-  },
+  rawHandler: (args, call) => submitAndWait(call, "call_tool", (runtime) => submitDirectCall(runtime, call.ctx.agent, args)),
 });
 
 export const runSkillTool = defineTool({
@@ -140,13 +137,7 @@ export const runSkillTool = defineTool({
   input: runSkillSchema,
   output: directViewSchema,
   // submitSkillRun validates with runSkillSchema itself and audits refusals.
-  async rawHandler(args, call) {
-    const runtime = await appRuntime(call.db);
-    const view = await submitSkillRun(runtime, call.ctx.agent, args);
-    if (!waitsForResult(call, view)) return runAnswer(call, view, "run_skill");
-    const settled = await getRun(runtime, call.ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, call.signal);
-    return runAnswer(call, settled, "run_skill");
-  },
+  rawHandler: (args, call) => submitAndWait(call, "run_skill", (runtime) => submitSkillRun(runtime, call.ctx.agent, args)),
 });
 
 export const getRunTool = defineTool({
