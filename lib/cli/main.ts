@@ -37,6 +37,7 @@ Commands:
   audit evidence RUN_ID > run.evidence.json | audit verify-evidence FILE [--public-key PEM]   (offline)
   doctor [--json]                                                             (checks this deployment; exit 1 on a FAIL)
   skills patterns [--min N] [--json]                                          (runs grouped by script structure)
+  skills list [--json] | skills revoke --standing ID --as ADMIN_EMAIL         (skills, standing approvals; revoke at once)
 
 Without DATABASE_URL the commands use the embedded database under AIRLOCK_DATA_DIR (default ./.airlock).
 `;
@@ -155,6 +156,8 @@ const COMMANDS: Record<string, Command> = {
   policy: async (args, io) => (await import("./policy")).policyCommand(args, io),
   audit: async (args, io) => (await import("./audit")).auditCommand(args, io),
   "skills patterns": async (args, io) => (await import("./skills")).skillsPatternsCommand(args, io),
+  "skills list": async (args, io) => (await import("./skills")).skillsListCommand(args, io),
+  "skills revoke": async (args, io) => (await import("./skills")).skillsRevokeCommand(args, io),
   doctor: async (args, io) => (await import("./doctor")).doctorCommand(args, io),
 };
 

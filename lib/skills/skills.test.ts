@@ -8,6 +8,8 @@
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
+import { runCli } from "@/lib/cli/main";
+import { setEnvForChildren } from "@/lib/env";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
 import { sequenceAudit } from "@/lib/db/audit-sequence";
@@ -383,6 +385,41 @@ describe("run_skill and standing approvals", () => {
     );
     expect(claimed).toBeNull();
     await settled(before.runId);
+  });
+
+  it("airlock skills list shows skills and standing approvals; skills revoke ends one at once, as an admin", async () => {
+    setEnvForChildren({ DATABASE_URL: ledger.db.url });
+    const io = () => {
+      const out = { text: "", err: "", stdout: (t: string) => void (out.text += t), stderr: (t: string) => void (out.err += t), readStdin: async () => "" };
+      return out;
+    };
+    const active = await proposeStandingApproval(ledger.db.prisma, admin, {
+      skillVersionId: versionId,
+      agents: ["skills-bot"],
+      bounds: { type: "object" },
+      notAfter: new Date(Date.now() + 3_600_000).toISOString(),
+      maxUses: 2,
+      reason: "cli",
+    });
+    await confirmStandingApproval(ledger.db.prisma, admin2, active);
+    const listed = io();
+    expect(await runCli(["skills", "list", "--json"], listed)).toBe(0);
+    const json = JSON.parse(listed.text) as { skills: { name: string; versions: { status: string }[] }[]; standingApprovals: { id: string; state: string }[] };
+    expect(json.skills.find((s) => s.name === "refundInvoice")?.versions[0]?.status).toBe("published");
+    expect(json.standingApprovals.find((a) => a.id === active.id)?.state).toBe("active");
+
+    const byReviewer = io();
+    expect(await runCli(["skills", "revoke", "--standing", active.id, "--as", "rita@example.com"], byReviewer)).toBe(1);
+    expect(byReviewer.err).toContain("skills:manage");
+    expect(await runCli(["skills", "revoke", "--standing", active.id, "--as", "ada@example.com"], io())).toBe(0);
+    expect((await listStandingApprovals(ledger.db.prisma, admin)).find((a) => a.id === active.id)?.state).toBe("revoked");
+    const again = io();
+    expect(await runCli(["skills", "revoke", "--standing", active.id, "--as", "ada@example.com"], again)).toBe(1);
+    expect(again.err).toContain("already revoked");
+    expect(await runCli(["skills", "revoke", "--as", "ada@example.com"], io())).toBe(2);
+    const text = io();
+    expect(await runCli(["skills", "list"], text)).toBe(0);
+    expect(text.text).toContain(`standing ${active.id}\trefundInvoice v1\trevoked`);
   });
 
   it("inlines skills.<name>(…) into a script, where policy decides on both and no standing approval applies", async () => {
