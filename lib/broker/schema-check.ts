@@ -5,11 +5,14 @@
  * formats validated, every error reported), with only own properties counting as present.
  *
  * Guarantees: `compileToolSchema` never throws — a schema Ajv cannot compile is an Error value the
- * caller reports; a check returns the issues (empty when valid) with the JSON Pointer of each,
+ * caller reports; equal schemas (by canonical JSON) are compiled once, and at most MAX_COMPILED are
+ * kept (Ajv holds every schema object it compiled, so schemas read afresh per call — a skill's
+ * input schema, a standing approval's bounds — would otherwise be compiled and kept per call); a check returns the issues (empty when valid) with the JSON Pointer of each,
  * and `issuesText` renders them exactly as the SDK's validator does ("data/x must …").
  */
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsPlugin from "ajv-formats";
+import { canonicalJson } from "@/lib/canonical-json";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 
 export type SchemaIssue = { path: string; keyword: string; message: string; params: Record<string, unknown> };
@@ -23,13 +26,40 @@ function issueOf(error: ErrorObject): SchemaIssue {
   return { path: error.instancePath, keyword: error.keyword, message: error.message ?? "is invalid", params: { ...error.params } };
 }
 
-export function compileToolSchema(schema: Record<string, unknown>): SchemaCheck | Error {
+export const MAX_COMPILED = 1_000;
+/** Canonical JSON of a schema → the schema object Ajv compiled and its check, least recently used first. */
+const compiled = new Map<string, { schema: Record<string, unknown>; check: SchemaCheck | Error }>();
+
+function compile(schema: Record<string, unknown>): SchemaCheck | Error {
   try {
     const validate = ajv.compile(schema);
     return (value) => (validate(value) ? [] : (validate.errors ?? []).map(issueOf));
   } catch (error) {
     return new Error(`the tool's schema cannot be compiled: ${sanitizeText((error as Error).message, 300)}`);
   }
+}
+
+export function compileToolSchema(schema: Record<string, unknown>): SchemaCheck | Error {
+  let key: string;
+  try {
+    key = canonicalJson(schema);
+  } catch (error) {
+    return new Error(`the tool's schema cannot be compiled: ${sanitizeText((error as Error).message, 300)}`);
+  }
+  const hit = compiled.get(key);
+  if (hit) {
+    compiled.delete(key);
+    compiled.set(key, hit);
+    return hit.check;
+  }
+  const check = compile(schema);
+  compiled.set(key, { schema, check });
+  if (compiled.size > MAX_COMPILED) {
+    const [oldestKey, oldest] = compiled.entries().next().value!;
+    compiled.delete(oldestKey);
+    ajv.removeSchema(oldest.schema);
+  }
+  return check;
 }
 
 export function issuesText(issues: readonly SchemaIssue[]): string {

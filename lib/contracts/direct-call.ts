@@ -10,7 +10,11 @@
  * - protoKeyPath(args): the path of the first `__proto__` key in the arguments, or null. Such
  *   arguments are refused: in an object literal `"__proto__": …` sets the prototype instead of a
  *   key, so the script would not say what the call sends.
+ * - toolArgumentsSchema: the `arguments` of call_tool and run_skill, a JSON object with no
+ *   `__proto__` key at any depth, looked for before zod copies the object (the copy would turn a
+ *   top-level one into its prototype, and so hide it).
  */
+import { z } from "zod";
 import { canonicalJson } from "@/lib/canonical-json";
 
 export type DirectCall = { server: string; tool: string; arguments: Record<string, unknown> };
@@ -53,3 +57,11 @@ export function protoKeyPath(value: unknown, path = "arguments"): string | null 
   }
   return null;
 }
+
+export const toolArgumentsSchema = z.preprocess((value, ctx) => {
+  const proto = protoKeyPath(value);
+  // The issue's path is the key's, below `arguments`: "filter", "__proto__" → arguments.filter.__proto__.
+  if (proto)
+    ctx.addIssue({ code: "custom", path: proto.split(".").slice(1), message: "a __proto__ key cannot be sent (it would set the prototype, not a key)" });
+  return value;
+}, z.record(z.string(), z.unknown()).default({}));

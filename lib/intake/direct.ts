@@ -20,7 +20,7 @@
  */
 import { z } from "zod";
 import { requireScope } from "@/lib/contracts/scopes";
-import { directCallScript, protoKeyPath } from "@/lib/contracts/direct-call";
+import { directCallScript, toolArgumentsSchema } from "@/lib/contracts/direct-call";
 import { isReadOnly } from "@/lib/contracts/tools";
 import { AppError, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
@@ -32,7 +32,7 @@ const DIRECT_LANE: Lane = { kind: "direct", action: "call" };
 export const callToolSchema = z.strictObject({
   server: z.string().max(64),
   tool: z.string().max(128),
-  arguments: z.record(z.string(), z.unknown()).default({}),
+  arguments: toolArgumentsSchema,
 });
 
 export type CallToolInput = z.input<typeof callToolSchema>;
@@ -40,12 +40,9 @@ export type CallToolInput = z.input<typeof callToolSchema>;
 export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
-    // Looked for before parsing: a parsed copy has turned a `__proto__` key into its prototype.
-    const proto = protoKeyPath((raw as { arguments?: unknown } | null)?.arguments);
     const parsed = callToolSchema.safeParse(raw);
     if (!parsed.success) throw invalidArguments(parsed.error);
     const { server, tool, arguments: args } = parsed.data;
-    if (proto) throw new AppError("bad_request", `${proto}: a __proto__ key cannot be sent in a direct call.`, { details: { field: proto } });
 
     // An override two admins confirmed in another process counts here too.
     await deps.registry.refresh();

@@ -16,7 +16,7 @@
  */
 import { z } from "zod";
 import { compileToolSchema, issuesText } from "@/lib/broker/schema-check";
-import { protoKeyPath } from "@/lib/contracts/direct-call";
+import { toolArgumentsSchema } from "@/lib/contracts/direct-call";
 import { requireScope } from "@/lib/contracts/scopes";
 import { AppError, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
@@ -27,18 +27,15 @@ import { parseSubmit, recordingRefusals, submitProposal } from "./submit";
 export const runSkillSchema = z.strictObject({
   name: z.string().max(64),
   version: z.number().int().min(1).max(10_000).optional(),
-  arguments: z.record(z.string(), z.unknown()).default({}),
+  arguments: toolArgumentsSchema,
 });
 
 export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
-    // Looked for before parsing: a parsed copy has turned a `__proto__` key into its prototype.
-    const proto = protoKeyPath((raw as { arguments?: unknown } | null)?.arguments);
     const parsed = runSkillSchema.safeParse(raw);
     if (!parsed.success) throw invalidArguments(parsed.error);
     const { name, version, arguments: args } = parsed.data;
-    if (proto) throw new AppError("bad_request", `${proto}: a __proto__ key cannot be passed to a skill.`, { details: { field: proto } });
     const skill = await publishedSkill(deps.db, name, version);
     if (!skill) {
       const which = version === undefined ? `published skill ${JSON.stringify(name)}` : `published version ${version} of ${JSON.stringify(name)}`;

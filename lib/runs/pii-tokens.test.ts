@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
 import { submitRun } from "@/lib/intake/submit";
-import { decideRun } from "@/lib/review/service";
+import { reviewedToEnd } from "@/lib/testing/review";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 import { purgeExpired } from "@/lib/audit/retention";
 import { RETENTION_DEFAULT_DAYS } from "@/lib/audit/retention-windows";
@@ -91,29 +91,7 @@ describe("the tokens loop", () => {
   const reviewers: Extract<Actor, { type: "user" }>[] = [];
   const conversation = { model: "m", prompt: "remind overdue customers", conversationId: "conv-remind" };
 
-  /** Approves the run whenever it waits for review (both reviewers), until it ends. */
-  async function finished(runId: string): Promise<RunView> {
-    for (let i = 0; i < 40; i++) {
-      const run = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
-      if (run.status === "pending_review") {
-        const seen = {
-          codeSha256: run.codeSha256,
-          capabilitySet: run.capabilitySet as string[],
-          inputsDigest: run.inputsDigest,
-          policyVersionId: run.policyVersionId,
-          planDigest: (run.plan as { digest: string } | null)?.digest ?? null,
-        };
-        for (const reviewer of reviewers) {
-          await decideRun({ db: ledger.db.prisma, startExecution: (id) => ledger.runtime.startExecution(id) }, reviewer, { runId, verdict: "approve", seen });
-        }
-        continue;
-      }
-      if (!["submitted", "analyzed", "previewing", "auto_approved", "approved", "queued", "running"].includes(run.status))
-        return getRun(ledger.runtime, ledger.agent, { runId });
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`run ${runId} did not finish`);
-  }
+  const finished = (runId: string): Promise<RunView> => reviewedToEnd(ledger, reviewers, runId);
 
   beforeAll(async () => {
     ledger = await startLedgerRuntime("tokens-bot");

@@ -21,7 +21,7 @@ import type { Prisma } from "@/lib/generated/prisma/client";
 import { screenJson } from "@/lib/runs/gate";
 import type { Envelope, RunRequest } from "@/lib/sandbox";
 import { skillRunScript } from "./draft";
-import { testReportOf, type SkillTest, type TestReport } from "./service";
+import type { SkillTest, TestReport } from "./service";
 
 export type ReplayDeps = { db: Db; runScript(request: RunRequest): Promise<Envelope> };
 
@@ -92,5 +92,5 @@ export async function replaySkillTests(deps: ReplayDeps, actor: Actor, versionId
       data: { name: version.skill.name, version: version.version, contentDigest: version.contentDigest, passed, failed: report.failed },
     });
   });
-  return testReportOf(report)!;
+  return report;
 }

@@ -93,21 +93,21 @@ function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
 }
 
-/** A schema the broker's Ajv compiles, describing a JSON object. */
+/** A schema the broker's Ajv compiles. */
 function checkedSchema(schema: JsonSchema, field: string): JsonSchema {
   const compiled = compileToolSchema(schema);
   if (compiled instanceof Error) throw new AppError("bad_request", `${field}: ${compiled.message}`, { details: { field } });
-  if (schema.type !== "object" && field === "inputSchema")
-    throw new AppError("bad_request", `${field}: must be an object schema ("type": "object").`, { details: { field } });
   return schema;
 }
 
-/** The input schema must be closed and name exactly the bound arguments, all required. */
+/** The input schema must be a closed object schema naming exactly the bound arguments, all required. */
 function checkInputSchema(schema: JsonSchema, inputs: readonly SkillInput[]): JsonSchema {
   checkedSchema(schema, "inputSchema");
+  if (schema.type !== "object")
+    throw new AppError("bad_request", `inputSchema: must be an object schema ("type": "object").`, { details: { field: "inputSchema" } });
   const properties = schema.properties && typeof schema.properties === "object" ? Object.keys(schema.properties) : [];
   const names = inputs.map((i) => i.name);
-  const same = (a: string[], b: string[]) => a.length === b.length && [...a].sort().every((v, i) => v === [...b].sort()[i]);
+  const same = (a: string[], b: string[]) => [...a].sort().join("\n") === [...b].sort().join("\n");
   if (schema.additionalProperties !== false || !same(properties, names) || !same(strings(schema.required), names)) {
     throw new AppError(
       "bad_request",
@@ -202,10 +202,15 @@ async function collectTests(db: Db, runs: CandidateRun[], example: CandidateRun 
     tests.push({
       runId: run.id,
       arguments: skillArguments(holes, inputs),
-      expected: (await db.run.findUniqueOrThrow({ where: { id: run.id }, select: { result: true } })).result ?? null,
+      expected: null,
       calls: calls.map((c) => ({ server: c.server, tool: c.tool, args: c.args, result: c.result })),
     });
   }
+  // Their recorded results, in one read (candidates are read without them).
+  const results = new Map(
+    (await db.run.findMany({ where: { id: { in: tests.map((t) => t.runId) } }, select: { id: true, result: true } })).map((r) => [r.id, r.result]),
+  );
+  for (const test of tests) test.expected = results.get(test.runId) ?? null;
   return { tests, skipped };
 }
 

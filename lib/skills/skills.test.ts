@@ -16,11 +16,11 @@ import { sequenceAudit } from "@/lib/db/audit-sequence";
 import { submitRun } from "@/lib/intake/submit";
 import { submitSkillRun } from "@/lib/intake/skill";
 import { listPatterns } from "@/lib/review/patterns";
-import { decideRun } from "@/lib/review/service";
-import { getRun, type RunView } from "@/lib/runs/service";
+import { getRun } from "@/lib/runs/service";
 import { createSandboxPool, type SandboxPool } from "@/lib/sandbox";
 import { fingerprintScript } from "@/lib/script-fingerprint";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
+import { reviewedToEnd } from "@/lib/testing/review";
 import { replaySkillTests } from "./replay";
 import { draftSkill, getSkillVersion, proposeSkill, reviewSkillVersion } from "./service";
 import { claimStandingApproval, confirmStandingApproval, listStandingApprovals, proposeStandingApproval, revokeStandingApproval } from "./standing";
@@ -34,29 +34,7 @@ const refund = (invoiceId: string, amountMinor: number, key: string) =>
   `const answer = await tools.ledger.issueRefund({ invoiceId: "${invoiceId}", amountMinor: ${amountMinor}, currency: "EUR", reason: "goodwill credit", idempotencyKey: "${key}" });
 return { refundId: answer.refund.id, amountMinor: answer.refund.amountMinor, replayed: answer.replayed };`;
 
-/** Approves the run (both reviewers) whenever it waits for review, until it ends. */
-async function reviewedToEnd(runId: string): Promise<RunView> {
-  for (let i = 0; i < 100; i++) {
-    const run = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
-    if (run.status === "pending_review") {
-      const seen = {
-        codeSha256: run.codeSha256,
-        capabilitySet: run.capabilitySet as string[],
-        inputsDigest: run.inputsDigest,
-        policyVersionId: run.policyVersionId,
-        planDigest: (run.plan as { digest: string } | null)?.digest ?? null,
-      };
-      for (const reviewer of [rita, rafael]) {
-        await decideRun({ db: ledger.db.prisma, startExecution: (id) => ledger.runtime.startExecution(id) }, reviewer, { runId, verdict: "approve", seen });
-      }
-      continue;
-    }
-    if (!["submitted", "analyzed", "previewing", "auto_approved", "approved", "queued", "running"].includes(run.status))
-      return getRun(ledger.runtime, ledger.agent, { runId });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`run ${runId} did not finish`);
-}
+const reviewed = (runId: string) => reviewedToEnd(ledger, [rita, rafael], runId);
 
 const settled = (runId: string) => getRun(ledger.runtime, ledger.agent, { runId, waitSeconds: 30 });
 
@@ -85,7 +63,7 @@ beforeAll(async () => {
     ["inv_0020", 4100, "skills-test-0003"],
   ] as const) {
     const view = await submitRun(ledger.runtime, ledger.agent, { code: refund(invoice, amount, key), purpose: "Goodwill refund", language: "javascript" });
-    expect((await reviewedToEnd(view.runId)).status).toBe("succeeded");
+    expect((await reviewed(view.runId)).status).toBe("succeeded");
   }
   // One more run of the pattern fails (an open invoice cannot be refunded): it is no test.
   const failing = await submitRun(ledger.runtime, ledger.agent, {
@@ -93,7 +71,7 @@ beforeAll(async () => {
     purpose: "Goodwill refund",
     language: "javascript",
   });
-  expect((await reviewedToEnd(failing.runId)).status).toBe("failed");
+  expect((await reviewed(failing.runId)).status).toBe("failed");
 }, 240_000);
 
 afterAll(async () => {
@@ -199,6 +177,20 @@ return { rows: page.invoices.length, noise: Math.random() };`;
   });
 });
 
+/** A standing approval of refundInvoice v1 for skills-bot, for an hour: proposed by one admin, confirmed by the other. */
+async function inForce(bounds: Record<string, unknown>, maxUses: number, reason: string) {
+  const proposed = await proposeStandingApproval(ledger.db.prisma, admin, {
+    skillVersionId: versionId,
+    agents: ["skills-bot"],
+    bounds,
+    notAfter: new Date(Date.now() + 3_600_000).toISOString(),
+    maxUses,
+    reason,
+  });
+  await confirmStandingApproval(ledger.db.prisma, admin2, proposed);
+  return proposed;
+}
+
 describe("run_skill and standing approvals", () => {
   const call = (invoiceId: string, amountMinor: number, key: string) =>
     submitSkillRun(ledger.runtime, ledger.agent, { name: "refundInvoice", arguments: { invoiceId, amountMinor, idempotencyKey: key } });
@@ -296,15 +288,7 @@ describe("run_skill and standing approvals", () => {
   });
 
   it("is used at most maxUses times by transactions racing from any agent", async () => {
-    const budgeted = await proposeStandingApproval(ledger.db.prisma, admin, {
-      skillVersionId: versionId,
-      agents: ["skills-bot"],
-      bounds: { type: "object" },
-      notAfter: new Date(Date.now() + 3_600_000).toISOString(),
-      maxUses: 3,
-      reason: "race",
-    });
-    await confirmStandingApproval(ledger.db.prisma, admin2, budgeted);
+    const budgeted = await inForce({ type: "object" }, 3, "race");
     const runs = await ledger.db.prisma.run.findMany({ select: { id: true }, take: 8 });
     const claims = await Promise.all(
       runs.map((run) =>
@@ -323,15 +307,7 @@ describe("run_skill and standing approvals", () => {
   });
 
   it("covers only its own agents, and arguments can neither widen the bounds nor change the code", async () => {
-    const covering = await proposeStandingApproval(ledger.db.prisma, admin, {
-      skillVersionId: versionId,
-      agents: ["skills-bot"],
-      bounds: { type: "object", properties: { amountMinor: { maximum: 5000 } } },
-      notAfter: new Date(Date.now() + 3_600_000).toISOString(),
-      maxUses: 10,
-      reason: "attacks",
-    });
-    await confirmStandingApproval(ledger.db.prisma, admin2, covering);
+    const covering = await inForce({ type: "object", properties: { amountMinor: { maximum: 5000 } } }, 10, "attacks");
     const system: Actor = { type: "system", name: "test" };
     const other = await ledger.db.prisma.$transaction((tx) => createAgent(tx, system, { name: "other-bot", ownerEmail: "owner@example.com" }));
     const { ownerId } = await ledger.db.prisma.agent.findUniqueOrThrow({ where: { id: other.agentId } });
@@ -364,15 +340,7 @@ describe("run_skill and standing approvals", () => {
   });
 
   it("stops covering calls the moment it is revoked", async () => {
-    const fresh = await proposeStandingApproval(ledger.db.prisma, admin2, {
-      skillVersionId: versionId,
-      agents: ["skills-bot"],
-      bounds: { type: "object", properties: { amountMinor: { maximum: 5000 } } },
-      notAfter: new Date(Date.now() + 3_600_000).toISOString(),
-      maxUses: 10,
-      reason: "More goodwill",
-    });
-    await confirmStandingApproval(ledger.db.prisma, admin, fresh);
+    const fresh = await inForce({ type: "object", properties: { amountMinor: { maximum: 5000 } } }, 10, "More goodwill");
     const before = await call("inv_0029", 500, "skills-rev-0001");
     expect((await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: before.runId } })).standingApprovalId).toBe(fresh.id);
     await revokeStandingApproval(ledger.db.prisma, admin, fresh);
@@ -393,15 +361,7 @@ describe("run_skill and standing approvals", () => {
       const out = { text: "", err: "", stdout: (t: string) => void (out.text += t), stderr: (t: string) => void (out.err += t), readStdin: async () => "" };
       return out;
     };
-    const active = await proposeStandingApproval(ledger.db.prisma, admin, {
-      skillVersionId: versionId,
-      agents: ["skills-bot"],
-      bounds: { type: "object" },
-      notAfter: new Date(Date.now() + 3_600_000).toISOString(),
-      maxUses: 2,
-      reason: "cli",
-    });
-    await confirmStandingApproval(ledger.db.prisma, admin2, active);
+    const active = await inForce({ type: "object" }, 2, "cli");
     const listed = io();
     expect(await runCli(["skills", "list", "--json"], listed)).toBe(0);
     const json = JSON.parse(listed.text) as { skills: { name: string; versions: { status: string }[] }[]; standingApprovals: { id: string; state: string }[] };
