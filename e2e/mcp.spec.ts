@@ -6,7 +6,7 @@ import { CallToolResultSchema, McpError } from "@modelcontextprotocol/sdk/types.
 import { CreateTaskResultSchema } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
 import { expect, test } from "./fixtures";
 
-type TextResult = { content: { type: string; text: string }[]; isError?: boolean };
+type TextResult = { content: { type: string; text: string }[]; structuredContent?: unknown; isError?: boolean };
 
 function body(result: unknown): { isError: boolean; data: Record<string, unknown> } {
   const r = result as TextResult;
@@ -31,8 +31,11 @@ test.describe("MCP endpoint", () => {
   test("search_tools finds ledger tools and returns declarations at full detail", async ({ mcpClient: client }) => {
     const summary = body(await client.callTool({ name: "search_tools", arguments: { query: "invoices" } }));
     expect(JSON.stringify(summary.data)).toContain("listInvoices");
-    const full = body(await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } }));
-    expect(JSON.stringify(full.data)).toContain("listInvoices(args");
+    // The declaration is a text block of its own, unescaped TypeScript; the structured value holds it too.
+    const full = (await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } })) as TextResult;
+    expect(JSON.parse(full.content[0]!.text)).toEqual({ tools: [{ server: "ledger", name: "listInvoices" }] });
+    expect(full.content[1]!.text).toContain('listInvoices(args: {\n      customerId?: string;\n      status?: "draft"');
+    expect(full.structuredContent).toMatchObject({ declaration: full.content[1]!.text });
   });
 
   test("a read-only script is auto-approved and its result returned", async ({ mcpClient: client }) => {
@@ -93,8 +96,8 @@ test.describe("MCP endpoint", () => {
   test("a refund whose literal idempotency key breaks the tool's schema is denied before review, naming the argument and the rule", async ({
     mcpClient: client,
   }) => {
-    const found = body(await client.callTool({ name: "search_tools", arguments: { query: "refund", detail: "full" } }));
-    expect(JSON.stringify(found.data)).toContain("@minLength 8");
+    const found = (await client.callTool({ name: "search_tools", arguments: { query: "refund", detail: "full" } })) as TextResult;
+    expect(found.content[1]!.text).toContain("@minLength 8");
     const code = 'return await tools.ledger.issueRefund({ invoiceId: "inv_0001", amountMinor: 1, reason: "duplicate charge", idempotencyKey: "cs-1042" });';
     const result = body(await client.callTool({ name: "submit_run", arguments: { code, purpose: "refund cs-1042", language: "javascript" } }));
     expect(result.isError).toBe(true);

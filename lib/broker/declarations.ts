@@ -18,9 +18,14 @@ type Schema = Record<string, unknown>;
 const MAX_DEPTH = 12;
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
+/** A comment that fits on one line is written on one (`/** text @tag value *\/`): agents read every token of it. */
+const ONE_LINE_DOC = 100;
+
 function doc(text: string | undefined, tags: string[], indent: string): string {
-  const lines = [...(text ? sanitizeText(text, 4000).split("\n") : []), ...tags].map((l) => l.replace(/\*\//g, "*\\/"));
+  const lines = [...(text ? sanitizeText(text, 4000).split("\n") : []), ...tags].map((l) => l.replace(/\*\//g, "*\\/").trimEnd());
   if (lines.length === 0) return "";
+  const oneLine = lines.join(" ");
+  if (oneLine.length <= ONE_LINE_DOC) return `${indent}/** ${oneLine} */\n`;
   return `${indent}/**\n${lines.map((l) => `${indent} * ${l}`.trimEnd()).join("\n")}\n${indent} */\n`;
 }
 
@@ -112,9 +117,15 @@ export function schemaToType(schema: unknown, root: unknown = schema, depth = 0,
   }
 }
 
+/** MCP says these hints mean something only when a tool is not read-only. */
+const WRITE_HINTS = new Set(["destructiveHint", "idempotentHint"]);
+
 function annotationTags(tool: ToolInfo): string[] {
   // The MCP hints on the data class's line: `@dataClass internal @readOnlyHint true @openWorldHint false`.
-  const hints = Object.entries(tool.annotations ?? {}).flatMap(([name, value]) => (typeof value === "boolean" ? [`@${name} ${value}`] : []));
+  const readOnly = tool.annotations?.readOnlyHint === true;
+  const hints = Object.entries(tool.annotations ?? {}).flatMap(([name, value]) =>
+    typeof value === "boolean" && !(readOnly && WRITE_HINTS.has(name)) ? [`@${name} ${value}`] : [],
+  );
   const tags: string[] = [[`@dataClass ${tool.dataClass}`, ...hints].join(" ")];
   if (tool.quarantined) tags.push("@quarantined calls are refused until an admin accepts the changed tool");
   return tags;

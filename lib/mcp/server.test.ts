@@ -304,6 +304,14 @@ describe("MCP tool contract", () => {
     }
     expect(results[2]!.structuredContent).toMatchObject({ runId: run.id, status: "succeeded", result: { customers: 3 } });
     expect(submitted.structuredContent).toMatchObject({ runId: expect.any(String), decision: expect.any(String) });
+
+    // search_tools at detail full: the declaration follows the JSON as TypeScript of its own, and only there.
+    const full = await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } });
+    const [json, declaration, ...more] = full.content as { type: string; text: string }[];
+    expect(more).toEqual([]);
+    expect(declaration!.text).toMatch(/^\/\*\* Tools available to Airlock scripts\. [^]*listInvoices\(args: \{\n/);
+    expect(json!.text).not.toContain("declare const");
+    expect(full.structuredContent).toStrictEqual({ ...JSON.parse(json!.text), declaration: declaration!.text });
     expect(results[4]!.structuredContent).toEqual({ runId: waiting.id, status: "cancelled" });
 
     // A run that did not succeed is an isError result that still carries the run.

@@ -85,6 +85,7 @@ export const searchTools = defineTool({
     declaration: z.string().optional(),
   }),
   annotations: { readOnlyHint: true },
+  textField: "declaration",
   async handler(input, { ctx, db }) {
     const { broker } = await appRuntime(db);
     const found = broker.search(input.query ?? "", input.detail, { limit: 50, server: input.server });
