@@ -6,10 +6,16 @@
  *  - toolCall: round trip of 10,000 sequential calls to a no-op tool, timed inside the script,
  *    p50/p95 (target p50 <= 0.2 ms);
  *  - throughput: completed runs per second with 2 concurrent clients on a size-2 pool vs bare
- *    `node hello.js` spawns per second with concurrency 2 (target >= 70%).
+ *    `node hello.js` spawns per second with concurrency 2 (target >= 70%);
+ *  - eventLoop: how long this process's event loop is held while sandboxes start. Baseline: the
+ *    longest synchronous `spawn()` of bare node from this process (fork copies its page tables);
+ *    Airlock: the longest event-loop delay (monitorEventLoopDelay) while a pool runs 10 jobs and
+ *    refills, its members started by the spawn helper (lib/sandbox/spawner.ts). Both as the process
+ *    is and with 512 MiB more resident, the size of a host process with Next and Prisma loaded.
  * Run: `tsx bench/sandbox.ts` (with Node 26 first in PATH).
  */
 import { spawn } from "node:child_process";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +28,7 @@ const pct = (xs: number[], p: number) => {
   return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 1000) / 1000;
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const round = (x: number) => Math.round(x * 100) / 100;
 
 async function bare(node: string, script: string): Promise<number> {
   const t0 = performance.now();
@@ -101,10 +108,41 @@ async function main() {
   await sleep(1000);
   const bareRate = await throughput(() => bare(host.nodePath, hello));
 
+  /** The loop's longest hold: a bare spawn's synchronous part, and the pool's runs and refills. */
+  const eventLoop = async () => {
+    let spawnMaxMs = 0;
+    for (let i = 0; i < 10; i++) {
+      const t0 = performance.now();
+      const child = spawn(host.nodePath, [hello], { env: EMPTY_ENV, stdio: ["ignore", "ignore", "ignore"] });
+      spawnMaxMs = Math.max(spawnMaxMs, performance.now() - t0);
+      await new Promise((resolve) => child.on("close", resolve));
+    }
+    const loopPool = createSandboxPool({ size: 2 });
+    await sleep(1500);
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    delay.enable();
+    for (let i = 0; i < 10; i++) {
+      const env = await loopPool.run({ code: "return 1;", allowedTools: [], callTool: noop });
+      if (env.status !== "succeeded") throw new Error(`event-loop run failed: ${JSON.stringify(env.error)}`);
+      await sleep(400);
+    }
+    delay.disable();
+    await loopPool.close();
+    return {
+      rssMb: Math.round(process.memoryUsage().rss / 2 ** 20),
+      bareSpawnHoldMaxMs: round(spawnMaxMs),
+      poolLoopDelayMaxMs: round(delay.max / 1e6),
+      poolLoopDelayP99Ms: round(delay.percentile(99) / 1e6),
+    };
+  };
+  const loopAsIs = await eventLoop();
+  const ballast = Buffer.alloc(512 * 2 ** 20, 1);
+  const loopLarge = await eventLoop();
+  ballast.fill(0);
+
   rmSync(benchDir, { recursive: true, force: true });
   const coldP50 = pct(cold, 50);
   const bareP50 = pct(bareTimes, 50);
-  const round = (x: number) => Math.round(x * 100) / 100;
   console.log(
     JSON.stringify(
       {
@@ -133,6 +171,7 @@ async function main() {
           ratio: round(sandboxRate / bareRate),
           target: ">= 0.7",
         },
+        eventLoop: { asIs: loopAsIs, plus512MiB: loopLarge },
       },
       null,
       2,

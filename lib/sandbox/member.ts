@@ -21,7 +21,6 @@
  * (RPC_VIOLATION); any frame before its job other than `ready` (the member is killed). A member
  * that exits or cannot start before it is ready fails with SandboxUnavailable, never a downgrade.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { constants } from "node:os";
 import { join } from "node:path";
 import type { RunErrorCode } from "@/lib/errors";
@@ -31,6 +30,7 @@ import { procTreeStats, type ProcessUsage } from "./process-stats";
 import { RpcSession, type Outcome, type SessionChannel, type SessionPolicy } from "./rpc-session";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 import { ALLOWED_BUILTINS } from "./script";
+import { spawnRemote, type RemoteChild } from "./spawner";
 import { SCRATCH_ENTRIES, createMemberDirs, measureScratch, removeMemberDirs, stageInputs, writeStagedFile, type MemberDirs, type ScratchUsage } from "./stage";
 import { readLines } from "./stdout-lines";
 import type { Envelope, IsolationReport, SandboxLimits, StagedInput } from "./types";
@@ -68,8 +68,6 @@ function tracked(teardown: Promise<void>): Promise<void> {
 export class SandboxMember implements SessionChannel {
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
-  private readonly child: ChildProcess;
-  private readonly layout: Layout;
   private used = false;
   private dead = false;
   private readyResolve!: () => void;
@@ -87,15 +85,14 @@ export class SandboxMember implements SessionChannel {
     private readonly facts: HostFacts,
     private readonly opts: MemberOptions,
     private readonly dirs: MemberDirs,
+    private readonly layout: Layout,
+    private readonly child: RemoteChild,
   ) {
-    const cmd = buildCommand(facts, opts, dirs);
-    this.layout = cmd.layout;
     this.ready = new Promise<void>((resolve, reject) => {
       this.readyResolve = resolve;
       this.readyReject = reject;
     });
     this.ready.catch(() => undefined);
-    this.child = spawn(cmd.file, cmd.args, { cwd: cmd.cwd, env: cmd.env, stdio: ["pipe", "pipe", "pipe"], detached: true, ...cmd.identity });
     this.exited = new Promise<void>((resolve) => this.child.once("close", () => resolve()));
     // A member that dies unused (start-up failure, killed while waiting) cleans up after itself.
     void this.exited.then(() => {
@@ -105,24 +102,20 @@ export class SandboxMember implements SessionChannel {
       this.dead = true;
       this.readyReject(new SandboxUnavailable(`sandbox exited during start-up: ${this.startupRefusal ?? sanitizeText(this.stderr, 2000)}`));
     });
-    this.child.once("error", (error) => {
-      this.dead = true;
-      this.readyReject(new SandboxUnavailable(`sandbox could not start: ${error.message}`, { cause: error }));
-    });
-    this.child.stdin!.on("error", () => undefined);
+    this.child.stdin.on("error", () => undefined);
     const maxStderr = opts.limits.maxStderrBytes;
-    this.child.stderr!.on("data", (chunk: Buffer) => {
+    this.child.stderr.on("data", (chunk: Buffer) => {
       this.stderrBytes += chunk.length;
       if (this.stderr.length < maxStderr) this.stderr += chunk.toString("utf8").slice(0, maxStderr - this.stderr.length);
       if (this.stderrBytes > maxStderr) {
         // Stop reading: a child must not make the host read (or buffer) an endless stream.
-        this.child.stderr!.destroy();
+        this.child.stderr.destroy();
         this.fail("OUTPUT_LIMIT", `the script wrote more than ${maxStderr} bytes to stderr`);
       }
     });
     // Lines are never held beyond maxFrameBytes; an overflow fails the run (or kills a waiting member).
     readLines(
-      this.child.stdout!,
+      this.child.stdout,
       opts.limits,
       (line, bytes) => this.onLine(line, bytes),
       (message) => this.fail("OUTPUT_LIMIT", message),
@@ -138,7 +131,10 @@ export class SandboxMember implements SessionChannel {
       throw new SandboxUnavailable(`the sandbox's directories could not be prepared: ${(cause as Error).message}`, { cause });
     }
     try {
-      return new SandboxMember(facts, opts, dirs);
+      const cmd = buildCommand(facts, opts, dirs);
+      // Started by the spawn helper (./spawner.ts): a fork of this process would hold its event loop.
+      const child = await spawnRemote({ file: cmd.file, args: cmd.args, cwd: cmd.cwd, env: cmd.env, ...cmd.identity });
+      return new SandboxMember(facts, opts, dirs, cmd.layout, child);
     } catch (cause) {
       await tracked(removeMemberDirs(dirs));
       throw new SandboxUnavailable(`the sandbox could not be started: ${(cause as Error).message}`, { cause });
@@ -189,12 +185,10 @@ export class SandboxMember implements SessionChannel {
   }
 
   kill(): void {
-    if (this.child.pid !== undefined) {
-      try {
-        process.kill(-this.child.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
+    try {
+      process.kill(-this.child.pid, "SIGKILL");
+    } catch {
+      // already gone
     }
     this.dead = true;
   }
@@ -236,7 +230,6 @@ export class SandboxMember implements SessionChannel {
     let usage: ProcessUsage = { cpuMs: 0, peakRssMb: 0 };
     // A tree that is gone reads as zero: keep the highest figures seen.
     const sample = () => {
-      if (this.child.pid === undefined) return;
       const now = procTreeStats(this.child.pid);
       usage = { cpuMs: Math.max(usage.cpuMs, now.cpuMs), peakRssMb: Math.max(usage.peakRssMb, now.peakRssMb) };
     };
@@ -344,11 +337,11 @@ export class SandboxMember implements SessionChannel {
   sendLine(line: string): void {
     if (this.dead) return;
     // A child that stops reading its tool results must not make the host buffer them forever.
-    if (this.child.stdin!.writableLength > this.opts.limits.maxRpcBytes * 4) {
+    if (this.child.stdin.writableLength > this.opts.limits.maxRpcBytes * 4) {
       this.streamFailure?.("RPC_VIOLATION", "the sandbox stopped reading tool results");
       return;
     }
-    this.child.stdin!.write(`${line}\n`);
+    this.child.stdin.write(`${line}\n`);
   }
 }
 

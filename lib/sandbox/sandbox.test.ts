@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool, runInSandbox, type CallTool, type ToolCallRecord } from "./index";
 import { BOOTSTRAP_PATH, EMPTY_ENV, detectHost, versionAtLeast } from "./host";
 import { prepareScript } from "./script";
+import { spawnHelperPid } from "./spawner";
 
 const echo: CallTool = async (server, tool, args) => ({ server, tool, args });
 const dir = mkdtempSync(join(tmpdir(), "airlock-test-sandbox-"));
@@ -243,10 +244,12 @@ describe("warm pool", () => {
   const pool = createSandboxPool({ size: 2 });
   afterAll(() => pool.close());
 
+  /** Members are children of the spawn helper (./spawner.ts). */
   function sandboxPids(): number[] {
     const pids: number[] = [];
-    for (const tid of readdirSync(`/proc/${process.pid}/task`)) {
-      for (const pid of readFileSync(`/proc/${process.pid}/task/${tid}/children`, "utf8").trim().split(" ").filter(Boolean)) {
+    const helper = spawnHelperPid()!;
+    for (const tid of readdirSync(`/proc/${helper}/task`)) {
+      for (const pid of readFileSync(`/proc/${helper}/task/${tid}/children`, "utf8").trim().split(" ").filter(Boolean)) {
         if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("bootstrap.mjs")) pids.push(Number(pid));
       }
     }

@@ -17,7 +17,6 @@
  * Directories are named after the host process, so what a crashed process left behind (its
  * directories, its scratch mounts) is removed by the next process that creates a member.
  */
-import { execFile } from "node:child_process";
 import {
   chmodSync,
   chownSync,
@@ -38,8 +37,8 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { promisify } from "node:util";
 import { EMPTY_ENV, REPO_ROOT, SANDBOX_GID, SANDBOX_UID, type HostFacts } from "./host";
+import { execRemote } from "./spawner";
 import type { StagedInput } from "./types";
 
 export class StagingError extends Error {
@@ -59,7 +58,6 @@ export const SCRATCH_INODES = SCRATCH_ENTRIES + 2;
 const DIR_PREFIX = "airlock-sbx-";
 /** A member's directory: the prefix, the host process's pid, mkdtemp's suffix. */
 const MEMBER_DIR = new RegExp(`^${DIR_PREFIX}(\\d+)-[A-Za-z0-9]{6}$`);
-const run = promisify(execFile);
 
 export type MemberDirs = {
   root: string;
@@ -90,7 +88,7 @@ export async function createMemberDirs(facts: MountFacts, scratchBytes: number):
       if (!facts.mountPath || !facts.umountPath) throw new StagingError("mount and umount are needed to mount the scratch");
       dirs.umount = facts.umountPath;
       const options = `size=${scratchBytes},nr_inodes=${SCRATCH_INODES},uid=${owner.uid},gid=${owner.gid},mode=0700,nosuid,nodev,noexec`;
-      await run(facts.mountPath, ["-t", "tmpfs", "-o", options, "airlock-scratch", dirs.work], { env: EMPTY_ENV, timeout: 10_000 });
+      await execRemote(facts.mountPath, ["-t", "tmpfs", "-o", options, "airlock-scratch", dirs.work], { env: EMPTY_ENV, timeout: 10_000 });
       for (const dir of [dirs.code, dirs.inputs, root]) {
         chownSync(dir, owner.uid, owner.gid);
         chmodSync(dir, 0o500);
@@ -112,7 +110,7 @@ export async function removeMemberDirs(dirs: MemberDirs): Promise<void> {
 async function unmount(umount: string, dir: string): Promise<void> {
   try {
     // Lazy: detached at once; the kernel frees the tmpfs when the last process inside is gone.
-    await run(umount, ["--lazy", dir], { env: EMPTY_ENV, timeout: 10_000 });
+    await execRemote(umount, ["--lazy", dir], { env: EMPTY_ENV, timeout: 10_000 });
   } catch (error) {
     // Not mounted (the mount failed) is fine; anything else must not be hidden by the rm below.
     if (!/not mounted|no mount point/i.test(String((error as { stderr?: string }).stderr))) throw error;
