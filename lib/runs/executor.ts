@@ -9,7 +9,7 @@
  * - a run decided at `strict` never executes below it: an executor that runs at permission-only
  *   (started degraded, lib/runs/isolation.ts) fails such a run with SANDBOX_UNAVAILABLE unrun;
  * - the sandbox gets exactly what was approved: the capability set, the JavaScript analysis
- *   produced, copies of the datasets named at intake (verified by sha256 here), and the limits
+ *   produced, the datasets named at intake (files verified against their approved sha256 on every use, ./staged-datasets.ts), and the limits
  *   policy decided (`Run.limits`: wall clock, CPU, heap, total tool calls, per-tool caps for tools
  *   that are not read-only);
  * - a run with an approved plan (lib/runs/preview.ts) follows it: every call to a tool that is not
@@ -38,15 +38,11 @@
  * - while it runs, the executor heartbeats and polls `cancelRequestedAt`, aborting the sandbox when
  *   a cancel arrives from any process.
  */
-import { randomUUID } from "node:crypto";
 import type { Span } from "@opentelemetry/api";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { Db } from "@/lib/db";
 import { runColumn, runColumnValue } from "@/lib/contracts/run-columns";
-import { jsonDigest, sha256Hex } from "@/lib/digest";
+import { jsonDigest } from "@/lib/digest";
 import type { Prisma, Run } from "@/lib/generated/prisma/client";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import type { ToolInfo } from "@/lib/broker/types";
@@ -58,6 +54,7 @@ import { RUN_ID, contextOf, contextWith, inSpan } from "@/lib/tracing";
 import { artifactRecords, storeArtifacts } from "./artifacts";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
 import { parseRunLimits } from "./limits";
+import { stagedDatasets } from "./staged-datasets";
 import { screenEnvelope, screenJson, screenMessage, type Redaction } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type PiiValue, type TokenDecision } from "./pii-tokens";
 import { PlanFollower } from "./plan";
@@ -101,21 +98,6 @@ async function claim(db: Db, runId: string, executorId: string) {
     });
     return claimed ? tx.run.findUniqueOrThrow({ where: { id: runId } }) : null;
   });
-}
-
-/** Copies of the run's datasets in a fresh directory, each verified against the sha256 approved at intake. */
-export async function stageInputs(db: Db, inputs: { name: string; datasetId: string; sha256: string }[]) {
-  const dir = await mkdtemp(join(tmpdir(), "airlock-inputs-"));
-  const staged = [];
-  for (const input of inputs) {
-    const dataset = await db.dataset.findUniqueOrThrow({ where: { id: input.datasetId } });
-    const actual = sha256Hex(dataset.content);
-    if (actual !== input.sha256) throw new Error(`dataset ${input.name} changed since the run was approved`);
-    const path = join(dir, randomUUID());
-    await writeFile(path, dataset.content, { mode: 0o400 });
-    staged.push({ name: input.name, path });
-  }
-  return { dir, staged };
 }
 
 function failedEnvelope(code: "SANDBOX_UNAVAILABLE" | "STORAGE_REJECTED", message: string, toolCalls: number): Envelope {
@@ -325,7 +307,6 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, span: Span, shutdown
   };
 
   let envelope: Envelope;
-  let stagingDir: string | null = null;
   const decidedAt = decidedIsolation(run);
   try {
     if (run.kind === "direct") {
@@ -334,15 +315,13 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, span: Span, shutdown
       if (decidedAt === "strict" && deps.isolation !== "strict") {
         throw new Error(`the run was decided for strict isolation, and this executor runs at ${deps.isolation}; it was not run`);
       }
-      const { dir, staged } = await stageInputs(db, runColumn(run, "inputs") ?? []);
-      stagingDir = dir;
+      const staged = await stagedDatasets(db, runColumn(run, "inputs") ?? []);
       envelope = await deps.runScript(approvedRequest(run, staged, callTool, controller.signal));
     }
   } catch (error) {
     envelope = failedEnvelope("SANDBOX_UNAVAILABLE", error instanceof Error ? error.message : String(error), calls);
   } finally {
     stopHeartbeat();
-    if (stagingDir) await rm(stagingDir, { recursive: true, force: true });
   }
   shutdown?.removeEventListener("abort", onShutdown);
   try {

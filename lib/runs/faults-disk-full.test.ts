@@ -1,6 +1,6 @@
 /**
- * Fault: the filesystem that holds the run staging directories is full. The executor stages a
- * run's inputs, and the sandbox its member directories, under os.tmpdir(); the test starts a real
+ * Fault: the filesystem that holds the run staging directories is full. The sandbox stages its
+ * member directories (and a copy of each input) under os.tmpdir(); the test starts a real
  * worker (`scripts/worker.ts`) with TMPDIR on a 2 MiB tmpfs it mounts itself, proves a run stages
  * and succeeds there, fills the mount to the last byte, and submits runs.
  * Proves: every run submitted while the disk is full ends in a terminal state with a typed error

@@ -20,7 +20,6 @@
  *   while it runs, and stops when the run is cancelled; a preview whose executor was lost is run
  *   again by the maintenance sweep (it made no writes).
  */
-import { rm } from "node:fs/promises";
 import type { Span } from "@opentelemetry/api";
 import type { Db } from "@/lib/db";
 import type { Run } from "@/lib/generated/prisma/client";
@@ -33,7 +32,8 @@ import { RUN_ID, contextOf, contextWith, inSpan } from "@/lib/tracing";
 import { screenJson, screenMessage } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
 import type { ToolInfo } from "@/lib/broker/types";
-import { approvedRequest, keep, stageInputs, startHeartbeat } from "./executor";
+import { approvedRequest, keep, startHeartbeat } from "./executor";
+import { stagedDatasets } from "./staged-datasets";
 import { parseRunLimits } from "./limits";
 import { moneyOf, planDigest, previewAnswer } from "./plan";
 import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease } from "./release-decision";
@@ -158,10 +158,8 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
 
   let envelope: Envelope | null = null;
   let failure: string | null = null;
-  let stagingDir: string | null = null;
   try {
-    const { dir, staged } = await stageInputs(db, runColumn(run, "inputs") ?? []);
-    stagingDir = dir;
+    const staged = await stagedDatasets(db, runColumn(run, "inputs") ?? []);
     envelope = await deps.runScript(approvedRequest(run, staged, callTool, controller.signal));
     if (exfiltration) failure = `CAPABILITY_DENIED: ${exfiltration}`;
     else if (envelope.status !== "succeeded") failure = `${envelope.error?.code ?? "SCRIPT_ERROR"}: ${envelope.error?.message ?? "the preview did not finish"}`;
@@ -170,7 +168,6 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   } finally {
     stopHeartbeat();
     shutdown?.removeEventListener("abort", onShutdown);
-    if (stagingDir) await rm(stagingDir, { recursive: true, force: true });
   }
   // A shutdown leaves the run previewing with a stale heartbeat: the sweep runs it again.
   if (shutdown?.aborted) return true;
