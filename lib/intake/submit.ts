@@ -166,29 +166,40 @@ const IN_FLIGHT = ["auto_approved", "approved", "queued", "running"] as const;
 /** What the run being submitted would add: its CPU limit, and whether it would wait for review (unknown before policy decides). */
 type Proposed = { cpuSeconds: number; escalates: boolean };
 
+/** Statuses waiting for reviewers: the budget of pending reviews. */
+const PENDING = ["previewing", "pending_review", "pending_release"] as const;
+/** Endings the loop breaker counts for the same script. */
+const FAILED = ["denied", "failed", "timed_out", "check_failed", "withheld", "rejected", "changes_requested"] as const;
+
+type BudgetFigures = { lastHour: number; active: number; pending: number; failures: number; usedMs: number; reservedMs: number };
+
+/**
+ * Every figure the budgets need, in one statement over the agent's runs: inside intake's
+ * transaction each statement is a round trip of its own.
+ */
+async function budgetFigures(db: Db | Tx, agentId: string, codeSha256: string): Promise<BudgetFigures> {
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  const loopWindowStart = new Date(Date.now() - env().AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES * 60_000);
+  const [figures] = await db.$queryRaw<BudgetFigures[]>`
+    SELECT
+      count(*) FILTER (WHERE "createdAt" >= ${hourAgo}::timestamptz)::int AS "lastHour",
+      count(*) FILTER (WHERE status::text = ANY(${[...IN_FLIGHT]}::text[]))::int AS active,
+      count(*) FILTER (WHERE status::text = ANY(${[...PENDING]}::text[]))::int AS pending,
+      count(*) FILTER (WHERE "codeSha256" = ${codeSha256} AND status::text = ANY(${[...FAILED]}::text[]) AND "createdAt" >= ${loopWindowStart}::timestamptz)::int AS failures,
+      -- Finished runs count what they used; runs in flight reserve their whole CPU limit.
+      COALESCE(SUM((execution->>'cpuMs')::numeric)
+        FILTER (WHERE NOT status::text = ANY(${[...IN_FLIGHT]}::text[]) AND "finishedAt" >= now() - interval '1 day'), 0)::float8 AS "usedMs",
+      COALESCE(SUM(COALESCE((limits->>'cpuSeconds')::numeric, ${RUN_LIMIT_DEFAULTS.cpuSeconds}) * 1000)
+        FILTER (WHERE status::text = ANY(${[...IN_FLIGHT]}::text[])), 0)::float8 AS "reservedMs"
+    FROM "Run"
+    WHERE "agentId" = ${agentId}::uuid
+      AND ("createdAt" >= LEAST(${hourAgo}::timestamptz, ${loopWindowStart}::timestamptz) OR status::text = ANY(${[...IN_FLIGHT, ...PENDING]}::text[]) OR "finishedAt" >= now() - interval '1 day')`;
+  return figures!;
+}
+
 async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, proposed: Proposed): Promise<void> {
   const config = env();
-  const hourAgo = new Date(Date.now() - 3_600_000);
-  const [lastHour, active, pending, failures, cpu] = await Promise.all([
-    db.run.count({ where: { agentId, createdAt: { gte: hourAgo } } }),
-    db.run.count({ where: { agentId, status: { in: [...IN_FLIGHT] } } }),
-    db.run.count({ where: { agentId, status: { in: ["previewing", "pending_review", "pending_release"] } } }),
-    db.run.count({
-      where: {
-        agentId,
-        codeSha256,
-        status: { in: ["denied", "failed", "timed_out", "check_failed", "withheld", "rejected", "changes_requested"] },
-        createdAt: { gte: new Date(Date.now() - config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES * 60_000) },
-      },
-    }),
-    // Finished runs count what they used; runs in flight reserve their whole CPU limit.
-    db.$queryRaw<{ usedMs: number; reservedMs: number }[]>`
-      SELECT
-        COALESCE(SUM((execution->>'cpuMs')::numeric) FILTER (WHERE NOT status::text = ANY(${[...IN_FLIGHT]}::text[])), 0)::float8 AS "usedMs",
-        COALESCE(SUM(COALESCE((limits->>'cpuSeconds')::numeric, ${RUN_LIMIT_DEFAULTS.cpuSeconds}) * 1000) FILTER (WHERE status::text = ANY(${[...IN_FLIGHT]}::text[])), 0)::float8 AS "reservedMs"
-      FROM "Run"
-      WHERE "agentId" = ${agentId}::uuid AND ("finishedAt" >= now() - interval '1 day' OR status::text = ANY(${[...IN_FLIGHT]}::text[]))`,
-  ]);
+  const { lastHour, active, pending, failures, usedMs, reservedMs } = await budgetFigures(db, agentId, codeSha256);
   if (lastHour >= config.AIRLOCK_BUDGET_RUNS_PER_HOUR) {
     throw new BudgetExceeded(`This agent submitted ${lastHour} runs in the last hour; the budget is ${config.AIRLOCK_BUDGET_RUNS_PER_HOUR}.`);
   }
@@ -205,8 +216,8 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, 
       `This exact script failed or was refused ${failures} times in the last ${config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES} minutes; change the approach instead of resubmitting it.`,
     );
   }
-  const used = (cpu[0]?.usedMs ?? 0) / 1000;
-  const reserved = (cpu[0]?.reservedMs ?? 0) / 1000;
+  const used = usedMs / 1000;
+  const reserved = reservedMs / 1000;
   if (used + reserved + proposed.cpuSeconds > config.AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY) {
     throw new BudgetExceeded(
       `This agent used ${Math.round(used)} sandbox CPU-seconds today and its runs not finished yet may use ${Math.round(reserved)} more; ` +
