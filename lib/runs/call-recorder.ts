@@ -6,9 +6,11 @@
  *   `outcome: "started"` before it is forwarded (`start`), in a transaction that holds the run's
  *   row lock and only succeeds while this executor still holds this attempt of the run. If that
  *   write fails the call must not be made (the caller gets StorageRejected);
- * - completed calls are written in small batches in completion order (a "started" row is
- *   completed once, the trigger allows nothing else), so a run whose executor dies still has its
- *   calls on record; a failed batch is kept, never an unhandled rejection, and `flush` reports it;
+ * - completed calls are written in completion order as they complete: at once when no write is
+ *   in flight, else together once it is done (at most 100 a batch), so the writes overlap the
+ *   script and a run whose executor dies still has its calls on record (a "started" row is
+ *   completed once, the trigger allows nothing else); a failed batch is kept, never an unhandled
+ *   rejection, and `flush` reports it;
  * - what is stored is already normalized (lib/storable-text.ts) and size-capped by the caller.
  */
 import type { Db } from "@/lib/db";
@@ -46,7 +48,7 @@ const errorText = (error: unknown) => (error instanceof Error ? error.message : 
 export class CallRecorder {
   private pending: CallRow[] = [];
   private chain: Promise<void> = Promise.resolve();
-  private timer: NodeJS.Timeout | null = null;
+  private writing = false;
   private failure: unknown = null;
 
   constructor(
@@ -86,16 +88,14 @@ export class CallRecorder {
   /** Queues a completed call (started or not) for writing. */
   add(row: CallRow): void {
     this.pending.push(row);
-    if (this.pending.length >= 100) this.writePending();
-    else this.timer ??= setTimeout(() => this.writePending(), 200);
+    if (!this.writing || this.pending.length >= 100) this.writePending();
   }
 
   private writePending(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     const batch = this.pending;
     this.pending = [];
     if (batch.length === 0) return;
+    this.writing = true;
     this.chain = this.chain
       .then(async () => {
         if (this.failure) return;
@@ -120,13 +120,21 @@ export class CallRecorder {
       })
       .catch((error: unknown) => {
         this.failure ??= error;
+      })
+      .finally(() => {
+        this.writing = false;
+        // What completed during this write goes next, in one batch.
+        this.writePending();
       });
   }
 
   /** Resolves when every added call is in the database; throws StorageRejected if a write failed. */
   async flush(): Promise<void> {
     this.writePending();
-    await this.chain;
+    for (let written = this.chain; ; written = this.chain) {
+      await written;
+      if (written === this.chain) break;
+    }
     if (this.failure) throw new StorageRejected(`tool call records could not be stored (${errorText(this.failure)})`, { cause: this.failure });
   }
 }
