@@ -1,8 +1,8 @@
 /**
  * One sandbox process, used for exactly one run and then destroyed (the warm pool keeps a few
- * started ones waiting for their job). This module runs its life on the host side: spawn (with
- * the command from member-command.ts, where the isolation layers are chosen), stdout/stderr
- * framing, run(job), destroy.
+ * started ones waiting for their job). This module runs its life on the host side: spawn (by the
+ * spawn helper, ./spawner.ts, with the command from member-command.ts, where the isolation layers
+ * are chosen), stdout/stderr framing, run(job), destroy.
  *
  * Guarantees: a job's outcome is always an envelope, built by RpcSession, which validates every
  * frame from the hostile child; the host-side part of L2: a wall-clock kill of the whole process
