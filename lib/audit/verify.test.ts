@@ -4,7 +4,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoints, writeCheckpoint, type CheckpointConfig } from "./checkpoints";
 import { CompactRange, eventLeafHash } from "./merkle";
-import { chainHash } from "./record";
+import type { PrismaClient } from "@/lib/db";
+import { chainHash, recordAudit } from "./record";
+import { storedContentDigests } from "./run-content";
 import { checkpointAudited, runVerification } from "./service";
 import { append, seedRun, SYSTEM, tamper, tempCheckpoints } from "./testing";
 import { verifyAuditChain } from "./verify";
@@ -274,5 +276,73 @@ describe("verifyAuditChain", () => {
     await expect(db.prisma.$executeRawUnsafe(`UPDATE "RunToolCall" SET tool = 'x' WHERE "runId" = '${run.runId}'`)).rejects.toThrow(/append-only/);
     await expect(db.prisma.$executeRawUnsafe(`DELETE FROM "RunToolCall"`)).rejects.toThrow(/append-only/);
     await expect(db.prisma.$executeRawUnsafe(`TRUNCATE "RunToolCall" CASCADE`)).rejects.toThrow(/append-only/);
+  });
+});
+
+describe("verifyAuditChain's reads ahead of the walk", () => {
+  /** What the walk reads besides the events, by the text of its query. */
+  const READS = {
+    "the tool calls of a batch's runs": 'FROM "RunToolCall" WHERE',
+    "the rows of a batch's runs": 'FROM "Run" WHERE',
+    "the search for unsealed tool calls": 'FROM "RunToolCall" t',
+  };
+
+  /** The database, except that the raw reads whose text contains `query` fail. */
+  function failingReads(db: PrismaClient, query: string): PrismaClient {
+    return new Proxy(db, {
+      get(target, prop) {
+        if (prop !== "$queryRaw") return Reflect.get(target, prop);
+        return (sql: TemplateStringsArray, ...values: unknown[]) =>
+          sql.join("?").includes(query) ? Promise.reject(new Error(`the read failed: ${query}`)) : target.$queryRaw(sql, ...values);
+      },
+    });
+  }
+
+  /** Rejections nobody handled while `body` ran (a read ahead that failed and was dropped). */
+  async function unhandledDuring(body: () => Promise<void>): Promise<unknown[]> {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      await body();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      process.off("unhandledRejection", record);
+    }
+    return unhandled;
+  }
+
+  it("fails the verification when a read it checks against fails", async () => {
+    const { db, checkpoints, run } = await freshLog();
+    await db.prisma.$transaction(async (tx) =>
+      recordAudit(tx, {
+        actor: SYSTEM,
+        action: "run.noted",
+        subject: { type: "run", id: run.runId },
+        data: { contentDigests: await storedContentDigests(tx, run.runId, ["code"]) },
+      }),
+    );
+    expect(await verify(db, checkpoints)).toMatchObject({ ok: true, sealsChecked: 1, runsContentChecked: 1 });
+    for (const [read, query] of Object.entries(READS)) {
+      const unhandled = await unhandledDuring(async () => {
+        const verification = verifyAuditChain(failingReads(db.prisma, query), { checkpoints, batchSize: 4 });
+        await expect(verification, read).rejects.toThrow(`the read failed: ${query}`);
+      });
+      expect(unhandled, read).toEqual([]);
+    }
+  });
+
+  it("ignores the failed reads of what it never checks after the first break", async () => {
+    const { db, checkpoints, ids } = await freshLog();
+    await tamper(db.prisma, `UPDATE "AuditEvent" SET data = '{"n": 999}' WHERE id = ${ids[1]}`);
+    // The seal is in a later batch than the break: its tool calls are read ahead, as is the search
+    // for unsealed ones, and both reads fail.
+    for (const [read, query] of Object.entries(READS)) {
+      const unhandled = await unhandledDuring(async () => {
+        const report = await verifyAuditChain(failingReads(db.prisma, query), { checkpoints, batchSize: 4 });
+        expect(report.broken, read).toMatchObject({ eventId: ids[1]!.toString(), reason: "hash_mismatch" });
+      });
+      expect(unhandled, read).toEqual([]);
+    }
   });
 });

@@ -2,14 +2,16 @@
  * Verification of the audit log (docs/audit.md, "Verification").
  *
  * verifyAuditChain(db, {from?}) walks "AuditEvent" in id order, in batches (keyset on id, never
- * the whole table in memory), and checks, in one pass:
+ * the whole table in memory: the batch it checks and the next, each with the tool calls and run rows
+ * its events name, which are read while the batch before is checked), and checks, in one pass:
  * - the chain: each event's prevHash is the previous event's hash (GENESIS_HASH for the first),
  *   and its hash is sha256(prevHash || canonicalJson(event)) recomputed from the stored fields;
  * - tool-call seals: for each run event carrying data.toolCallsDigest, the digest recomputed from
  *   that run's "RunToolCall" rows (ordered by seq, lib/audit/seal.ts `toolCallsDigest`), the call
  *   count, and each stored argument/result against its own digest (unless stored truncated);
  *   after a full walk, tool calls that no event seals are a break too — unless their run is still
- *   in flight (not in a terminal state, lib/runs/states.ts): its terminal event seals them later;
+ *   in flight (not in a terminal state, lib/runs/states.ts): its terminal event seals them later
+ *   (PostgreSQL searches for them while the walk runs, from the same start);
  * - run content: for each run event carrying data.contentDigests (lib/audit/run-content.ts), each
  *   field's digest recomputed from the run's row as it is now; the first run whose content differs
  *   is `run_content_mismatch`, naming the run and the field (or that the row is gone). Runs whose
@@ -42,16 +44,17 @@
  *
  * Read-only: it writes nothing; service.ts records the verification and writes checkpoints.
  */
+import { Prisma } from "@/lib/generated/prisma/client";
 import { sequenceAudit } from "@/lib/db/audit-sequence";
 import type { Db } from "@/lib/db";
 import { toolCallsDigest } from "@/lib/audit/seal";
 import { NEXT_STATES, isTerminal } from "@/lib/contracts/run-states";
 import { CHECKPOINT_INTERVAL_MINUTES, CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoints, treeStateOf, type CheckpointConfig, type TreeState } from "./checkpoints";
 import { CompactRange, eventLeafHash } from "./merkle";
-import { jsonDigest } from "@/lib/digest";
-import { GENESIS_HASH, chainHash } from "./record";
-import { RUN_CONTENT_FIELDS, contentDigests, isRunContentField, purgeRecords, type PurgeRecord } from "./run-content";
-import { artifactsProblem, loadArtifactEvidence } from "./artifact-evidence";
+import { GENESIS_HASH } from "./record";
+import { RUN_CONTENT_FIELDS, isRunContentField, purgeRecords, type PurgeRecord, type RunContentField } from "./run-content";
+import { artifactsProblem, loadArtifactEvidence, type ArtifactEvidence } from "./artifact-evidence";
+import { parsedChainHash, parsedJsonDigest } from "./verify-digest";
 
 export const BREAK_REASONS = [
   "hash_mismatch",
@@ -159,6 +162,28 @@ async function fetchBatch(db: Db, cursor: bigint, limit: number): Promise<EventR
   });
 }
 
+/** Whether an event seals its run's tool calls. */
+function isSeal(row: EventRow): boolean {
+  return row.subjectType === "run" && typeof row.data.toolCallsDigest === "string";
+}
+
+/** The content digests an event carries for its run, or null. */
+function contentDigestsOf(row: EventRow): Record<string, unknown> | null {
+  const digests = row.data.contentDigests;
+  return row.subjectType === "run" && digests && typeof digests === "object" ? (digests as Record<string, unknown>) : null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The run an event names, lowercased as PostgreSQL writes a uuid (a subject that is not one names no row). */
+function runIdOf(event: EventRow): string {
+  return (event.subjectId ?? "").toLowerCase();
+}
+
+function runIdsOf(events: readonly EventRow[]): string[] {
+  return [...new Set(events.map(runIdOf).filter((id) => UUID.test(id)))];
+}
+
 type CallRow = {
   runId: string;
   seq: number;
@@ -172,6 +197,88 @@ type CallRow = {
   purged: boolean;
 };
 
+/** The "RunToolCall" rows of runs, by run, each run's in seq order. */
+async function fetchCalls(db: Db, runIds: string[]): Promise<Map<string, CallRow[]>> {
+  const byRun = new Map<string, CallRow[]>();
+  if (runIds.length === 0) return byRun;
+  const rows = await db.$queryRaw<CallRow[]>`
+    SELECT "runId"::text AS "runId", seq, server, tool, "argsDigest", "resultDigest", outcome,
+           args::text AS args, result::text AS result, "purgedAt" IS NOT NULL AS purged
+    FROM "RunToolCall" WHERE "runId" = ANY(${runIds}::uuid[]) ORDER BY "runId", seq`;
+  for (const row of rows) {
+    const list = byRun.get(row.runId) ?? [];
+    list.push(row);
+    byRun.set(row.runId, list);
+  }
+  return byRun;
+}
+
+/**
+ * A run's row as content verification reads it: each content column as the app reads it back
+ * (text as a string, JSON as JSON.parse returns it, NULL as null), and each field's digest once
+ * computed (several events of a run digest the same field).
+ */
+type RunRow = { id: string; purged: boolean; content: Record<RunContentField, unknown>; digests: Partial<Record<RunContentField, string>> };
+type RunRows = { byId: Map<string, RunRow>; artifacts: Map<string, ArtifactEvidence[]> };
+
+/** The id, whether retention purged the row, and the content columns in RUN_CONTENT_FIELDS order. */
+const RUN_LINE = Prisma.raw(["id", `"purgedAt" IS NOT NULL`, ...RUN_CONTENT_FIELDS.map((field) => `"${field}"`)].join(", "));
+
+/** The rows of runs, and their artifacts' evidence. Like fetchBatch, one JSON array text per row. */
+async function fetchRuns(db: Db, ids: string[]): Promise<RunRows> {
+  const byId = new Map<string, RunRow>();
+  if (ids.length === 0) return { byId, artifacts: new Map() };
+  const lines = await db.$queryRaw<{ line: string }[]>`
+    SELECT json_build_array(${RUN_LINE})::text AS line FROM "Run" WHERE id = ANY(${ids}::uuid[])`;
+  for (const { line } of lines) {
+    const [id, purged, ...values] = JSON.parse(line) as [string, boolean, ...unknown[]];
+    const content = Object.fromEntries(RUN_CONTENT_FIELDS.map((field, i) => [field, values[i]])) as Record<RunContentField, unknown>;
+    byId.set(id, { id, purged, content, digests: {} });
+  }
+  const executed = [...byId.values()].filter((row) => row.content.execution !== null).map((row) => row.id);
+  return { byId, artifacts: await loadArtifactEvidence(db, executed) };
+}
+
+function contentDigest(row: RunRow, field: RunContentField): string {
+  return (row.digests[field] ??= parsedJsonDigest(row.content[field]));
+}
+
+/**
+ * A batch of events and the rows its checks compare them with: the tool calls of the runs its seals
+ * name, and the rows of the runs its content digests name. Those reads depend only on the events, so
+ * they start as soon as the events arrive, and PostgreSQL answers them while the walk checks the
+ * chain (and, one batch ahead, the batch before). They read every such run of the batch; the checks
+ * use those of the events before a chain break. A walk that stops before a batch's checks never
+ * awaits its reads, so their failures are marked handled here; awaited, they reject.
+ */
+type Batch = { rows: EventRow[]; calls: Promise<Map<string, CallRow[]>>; runs: Promise<RunRows> };
+
+const NO_BATCH: Batch = { rows: [], calls: Promise.resolve(new Map()), runs: Promise.resolve({ byId: new Map(), artifacts: new Map() }) };
+
+async function readBatch(db: Db, cursor: bigint, limit: number): Promise<Batch> {
+  const rows = await fetchBatch(db, cursor, limit);
+  const calls = fetchCalls(db, runIdsOf(rows.filter(isSeal)));
+  const runs = fetchRuns(db, runIdsOf(rows.filter((row) => contentDigestsOf(row) !== null)));
+  calls.catch(() => undefined);
+  runs.catch(() => undefined);
+  return { rows, calls, runs };
+}
+
+/** Steps of a check between two pauses (pacer): about 10 ms of work each. */
+const EVENTS_PER_PAUSE = 1000;
+const CALLS_PER_PAUSE = 100;
+
+/**
+ * A pause every `every` steps of a long check, to let the event loop run: the reads ahead of the
+ * walk (readBatch) stream in only while their rows are taken off the socket, so a check that kept
+ * the thread for a whole batch would stall PostgreSQL until it ended (measured: the walk then
+ * waited for the tool calls about a quarter of its time).
+ */
+function pacer(every: number): () => Promise<void> | null {
+  let steps = 0;
+  return () => (++steps % every === 0 ? new Promise((resolve) => setImmediate(resolve)) : null);
+}
+
 /** The purge events of runs, read only for the runs whose rows differ from a digest. */
 function purgeLookup(db: Db): (runId: string) => Promise<PurgeRecord[]> {
   const cache = new Map<string, Promise<PurgeRecord[]>>();
@@ -182,8 +289,6 @@ function purgeLookup(db: Db): (runId: string) => Promise<PurgeRecord[]> {
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** The executor keeps `{truncated: true, bytes}` instead of values over its size cap. */
 function isTruncationMarker(value: unknown): boolean {
   if (!value || typeof value !== "object" || Array.isArray(value)) return false;
@@ -193,30 +298,19 @@ function isTruncationMarker(value: unknown): boolean {
 
 function storedValueMatches(stored: string | null, digest: string): boolean {
   const value: unknown = stored === null ? null : JSON.parse(stored);
-  return jsonDigest(value) === digest || isTruncationMarker(value);
+  return parsedJsonDigest(value) === digest || isTruncationMarker(value);
 }
 
+/** `calls` counts the tool calls of the sealed runs (each run once), as they were read. */
 async function checkSeals(
-  db: Db,
   seals: { event: EventRow; data: Record<string, unknown> }[],
+  byRun: Map<string, CallRow[]>,
   purges: (runId: string) => Promise<PurgeRecord[]>,
 ): Promise<{ broken: ChainBreak | null; calls: number }> {
-  if (seals.length === 0) return { broken: null, calls: 0 };
-  const runIds = [...new Set(seals.map((s) => s.event.subjectId).filter((id): id is string => !!id && UUID.test(id)))];
-  const rows = runIds.length
-    ? await db.$queryRaw<CallRow[]>`
-        SELECT "runId"::text AS "runId", seq, server, tool, "argsDigest", "resultDigest", outcome,
-               args::text AS args, result::text AS result, "purgedAt" IS NOT NULL AS purged
-        FROM "RunToolCall" WHERE "runId" = ANY(${runIds}::uuid[]) ORDER BY "runId", seq`
-    : [];
-  const byRun = new Map<string, CallRow[]>();
-  for (const row of rows) {
-    const list = byRun.get(row.runId) ?? [];
-    list.push(row);
-    byRun.set(row.runId, list);
-  }
+  const read = runIdsOf(seals.map((s) => s.event)).reduce((sum, id) => sum + (byRun.get(id)?.length ?? 0), 0);
+  const pace = pacer(CALLS_PER_PAUSE);
   for (const { event, data } of seals) {
-    const calls = byRun.get((event.subjectId ?? "").toLowerCase()) ?? [];
+    const calls = byRun.get(runIdOf(event)) ?? [];
     if (toolCallsDigest(calls) !== data.toolCallsDigest || (typeof data.toolCalls === "number" && data.toolCalls !== calls.length)) {
       return {
         broken: {
@@ -224,10 +318,12 @@ async function checkSeals(
           reason: "tool_calls_mismatch",
           detail: `the ${calls.length} recorded tool call(s) of run ${event.subjectId} no longer match the digest sealed by event #${event.id} (${event.action})`,
         },
-        calls: rows.length,
+        calls: read,
       };
     }
     for (const call of calls) {
+      const pause = pace();
+      if (pause) await pause;
       const argsOk = storedValueMatches(call.args, call.argsDigest);
       const resultOk = call.resultDigest === null ? call.result === null : storedValueMatches(call.result, call.resultDigest);
       if (!argsOk || !resultOk) {
@@ -243,38 +339,26 @@ async function checkSeals(
             reason: "tool_call_digest_mismatch",
             detail: `tool call #${call.seq} (${call.server}.${call.tool}) of run ${event.subjectId}: stored ${argsOk ? "result" : "arguments"} no longer match their digest`,
           },
-          calls: rows.length,
+          calls: read,
         };
       }
     }
   }
-  return { broken: null, calls: rows.length };
+  return { broken: null, calls: read };
 }
 
 type ContentEvent = { event: EventRow; digests: Record<string, unknown> };
 
 /** Compares each event's content digests with the run's row as it is now; the first difference, in event order. */
 async function checkContent(
-  db: Db,
   events: ContentEvent[],
+  runs: RunRows,
   covered: Set<string>,
   purges: (runId: string) => Promise<PurgeRecord[]>,
 ): Promise<ChainBreak | null> {
-  if (events.length === 0) return null;
-  const ids = [...new Set(events.map((e) => (e.event.subjectId ?? "").toLowerCase()).filter((id) => UUID.test(id)))];
-  const select = Object.fromEntries([["id", true], ["purgedAt", true], ...RUN_CONTENT_FIELDS.map((field) => [field, true])]) as Record<
-    "id" | "purgedAt" | (typeof RUN_CONTENT_FIELDS)[number],
-    true
-  >;
-  const rows = ids.length ? await db.run.findMany({ where: { id: { in: ids } }, select }) : [];
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  const artifacts = await loadArtifactEvidence(
-    db,
-    rows.filter((row) => row.execution !== null).map((row) => row.id),
-  );
   for (const { event, digests } of events) {
-    const runId = (event.subjectId ?? "").toLowerCase();
-    const row = byId.get(runId);
+    const runId = runIdOf(event);
+    const row = runs.byId.get(runId);
     const at = { eventId: event.id.toString(), reason: "run_content_mismatch" as const };
     if (!row)
       return {
@@ -284,8 +368,8 @@ async function checkContent(
       };
     covered.add(runId);
     for (const [field, digest] of Object.entries(digests)) {
-      if (isRunContentField(field) && contentDigests(row, [field])[field] === digest) continue;
-      if (row.purgedAt && (await purges(row.id)).some((p) => p.eventId > event.id && p.fields.includes(field))) continue;
+      if (isRunContentField(field) && contentDigest(row, field) === digest) continue;
+      if (row.purged && (await purges(row.id)).some((p) => p.eventId > event.id && p.fields.includes(field))) continue;
       return {
         ...at,
         run: { id: row.id, field },
@@ -293,12 +377,26 @@ async function checkContent(
       };
     }
     // The sealed execution lists the run's artifacts: their rows and bytes must agree with it.
-    const artifactsPurged = row.purgedAt !== null && (await purges(row.id)).some((p) => p.eventId >= event.id && p.fields.includes("artifacts"));
-    const artifactProblem = "execution" in digests ? artifactsProblem(row.execution, artifacts.get(row.id) ?? [], artifactsPurged) : null;
+    const artifactsPurged = row.purged && (await purges(row.id)).some((p) => p.eventId >= event.id && p.fields.includes("artifacts"));
+    const artifactProblem = "execution" in digests ? artifactsProblem(row.content.execution, runs.artifacts.get(row.id) ?? [], artifactsPurged) : null;
     if (artifactProblem)
       return { ...at, run: { id: row.id, field: "artifacts" }, detail: `run ${row.id}: ${artifactProblem} (sealed by event #${event.id}, ${event.action})` };
   }
   return null;
+}
+
+/** A run that is over (or gone) with tool calls that no audit event seals, if any. */
+async function findUnsealed(db: Db): Promise<{ runId: string; status: string | null } | undefined> {
+  // A run still in flight has tool calls its terminal event has not sealed yet.
+  const [unsealed] = await db.$queryRaw<{ runId: string; status: string | null }[]>`
+    SELECT DISTINCT t."runId"::text AS "runId", r.status::text AS status FROM "RunToolCall" t
+    LEFT JOIN "Run" r ON r.id = t."runId"
+    WHERE (r.id IS NULL OR r.status::text = ANY(${TERMINAL_STATUSES}::text[]))
+      AND NOT EXISTS (
+        SELECT 1 FROM "AuditEvent" e
+        WHERE e."subjectType" = 'run' AND e."subjectId" = t."runId"::text AND e.data ->> 'toolCallsDigest' IS NOT NULL)
+    LIMIT 1`;
+  return unsealed;
 }
 
 function earlier(a: ChainBreak | null, b: ChainBreak | null): ChainBreak | null {
@@ -375,19 +473,28 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
   const contentRuns = new Set<string>();
   const purges = purgeLookup(db);
 
-  let next = fetchBatch(db, cursor, batchSize);
+  // Tool calls no event seals do not depend on the walk: PostgreSQL looks for them while it runs
+  // (after the sequencing above, like the walk's first read). Only a whole walk without a break
+  // reports them, so a walk that stops early never awaits the search, whose failure is marked handled.
+  const unsealed = options.from === undefined ? findUnsealed(db) : null;
+  unsealed?.catch(() => undefined);
+  let next = readBatch(db, cursor, batchSize);
   for (;;) {
-    const rows = await next;
+    const batch = await next;
+    const { rows } = batch;
     if (rows.length === 0) break;
     // The next batch is read while this one is checked: it starts after this one's last id. A walk
     // that stops early never awaits it, so its failure is marked handled here.
-    next = rows.length < batchSize ? Promise.resolve([]) : fetchBatch(db, rows[rows.length - 1]!.id, batchSize);
+    next = rows.length < batchSize ? Promise.resolve(NO_BATCH) : readBatch(db, rows[rows.length - 1]!.id, batchSize);
     next.catch(() => undefined);
 
     let chainBreak: ChainBreak | null = null;
+    const pace = pacer(EVENTS_PER_PAUSE);
     const seals: { event: EventRow; data: Record<string, unknown> }[] = [];
     const content: ContentEvent[] = [];
     for (const row of rows) {
+      const pause = pace();
+      if (pause) await pause;
       while (pending[0] && pending[0].id < row.id) {
         const missing = pending.shift()!;
         chainBreak = {
@@ -418,8 +525,7 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
         }
         break;
       }
-      const data = row.data;
-      const recomputed = chainHash(row.prevHash, { ...row, at: new Date(row.at) });
+      const recomputed = parsedChainHash(row.prevHash, row);
       if (recomputed !== row.hash) {
         chainBreak = {
           eventId: row.id.toString(),
@@ -453,10 +559,9 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
         if (checkpoint.tree && !tree) tree = CompactRange.fromFrontier(checkpoint.tree.size, checkpoint.tree.frontier);
         lastMatchedCheckpoint = row.id;
       }
-      if (row.subjectType === "run" && typeof data.toolCallsDigest === "string") seals.push({ event: row, data });
-      if (row.subjectType === "run" && data.contentDigests && typeof data.contentDigests === "object") {
-        content.push({ event: row, digests: data.contentDigests as Record<string, unknown> });
-      }
+      if (isSeal(row)) seals.push({ event: row, data: row.data });
+      const digests = contentDigestsOf(row);
+      if (digests) content.push({ event: row, digests });
       report.eventsChecked++;
       report.head = { id: row.id.toString(), hash: row.hash, at: row.at };
       beforePrev = expectedPrev;
@@ -464,10 +569,10 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
       previous = row;
     }
 
-    const sealed = await checkSeals(db, seals, purges);
+    const sealed = seals.length ? await checkSeals(seals, await batch.calls, purges) : { broken: null, calls: 0 };
     report.sealsChecked += seals.length;
     report.toolCallsChecked += sealed.calls;
-    const contentBroken = await checkContent(db, content, contentRuns, purges);
+    const contentBroken = content.length ? await checkContent(content, await batch.runs, contentRuns, purges) : null;
     report.runsContentChecked = contentRuns.size;
     const broken = earlier(earlier(chainBreak, sealed.broken), contentBroken);
     if (broken) return done(broken);
@@ -485,17 +590,9 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
 
   if (options.from === undefined) {
     report.runsNotCovered = (await db.run.count()) - contentRuns.size;
-    // A run still in flight has tool calls its terminal event has not sealed yet.
-    const unsealed = await db.$queryRaw<{ runId: string; status: string | null }[]>`
-      SELECT DISTINCT t."runId"::text AS "runId", r.status::text AS status FROM "RunToolCall" t
-      LEFT JOIN "Run" r ON r.id = t."runId"
-      WHERE (r.id IS NULL OR r.status::text = ANY(${TERMINAL_STATUSES}::text[]))
-        AND NOT EXISTS (
-          SELECT 1 FROM "AuditEvent" e
-          WHERE e."subjectType" = 'run' AND e."subjectId" = t."runId"::text AND e.data ->> 'toolCallsDigest' IS NOT NULL)
-      LIMIT 1`;
-    if (unsealed[0]) {
-      const { runId, status } = unsealed[0];
+    const found = await unsealed;
+    if (found) {
+      const { runId, status } = found;
       return done({
         eventId: null,
         reason: "unsealed_tool_calls",
