@@ -4,7 +4,8 @@
  * - tokens of the whole `tools/list` answer (eight tools, input and output schemas generated from
  *   zod) and of a `search_tools` detail=full answer for one tool, counted with a real tokenizer
  *   (gpt-tokenizer, o200k_base), with the 1,100-token budget for tools/list (`withinBudget`); the
- *   search answer whole (text and structuredContent) and its text alone;
+ *   search answer whole (text and structuredContent), its text blocks alone (the JSON, then the
+ *   declaration unescaped) and its structuredContent alone;
  * - submit → decision latency through the MCP endpoint (SDK client → HTTP → auth → intake →
  *   analysis → Cedar → PostgreSQL), p50/p95, for a script that policy escalates (no execution);
  *   the baseline in the same run is a `tools/list` round trip over the same connection, so the
@@ -270,8 +271,10 @@ async function main() {
   const toolsListTokens = encode(JSON.stringify(list)).length;
   const full = await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } });
   const fullTokens = encode(JSON.stringify(full)).length;
-  // The text alone: a client that hands the model either structuredContent or the text pays this.
-  const fullTextTokens = encode((full.content as { type: string; text: string }[])[0]!.text).length;
+  // What a client that hands the model the text blocks pays (the declaration is a block of its own,
+  // unescaped), and what one that hands it structuredContent pays.
+  const fullTextTokens = encode((full.content as { type: string; text: string }[]).map((block) => block.text).join("")).length;
+  const fullStructuredTokens = encode(JSON.stringify(full.structuredContent)).length;
 
   const baseline: number[] = [];
   const submits: number[] = [];
@@ -310,6 +313,7 @@ async function main() {
           withOutputSchemas: list.tools.every((tool) => tool.outputSchema !== undefined),
           searchToolsFullOneTool: fullTokens,
           searchToolsFullOneToolText: fullTextTokens,
+          searchToolsFullOneToolStructured: fullStructuredTokens,
         },
         submitToDecisionMs: summarize(submits),
         baselineToolsListRoundTripMs: summarize(baseline),
