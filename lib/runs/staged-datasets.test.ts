@@ -2,7 +2,7 @@
  * Staged datasets (./staged-datasets.ts) on a real PostgreSQL: a file per approved digest, whose
  * bytes are checked on every use, so neither a changed file nor a changed row reaches a run.
  */
-import { chmod, mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, realpath, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -57,6 +57,19 @@ describe("staged datasets", () => {
     const input = await dataset("c.csv", "before\n");
     await db.prisma.dataset.update({ where: { id: input.datasetId }, data: { content: Buffer.from("after\n") } });
     await expect(stagedDatasets(db.prisma, [input])).rejects.toThrow(/c\.csv changed since the run was approved/);
+  });
+
+  it("returns a real path when the data directory is reached through a symlink", async () => {
+    const linked = join(await mkdtemp(join(tmpdir(), "airlock-staged-link-")), "data");
+    await symlink(dataDir, linked);
+    setEnvForChildren({ AIRLOCK_DATA_DIR: linked });
+    try {
+      const input = await dataset("f.csv", "linked\n");
+      const [staged] = await stagedDatasets(db.prisma, [input]);
+      expect(staged!.path).toBe(join(await realpath(dataDir), "staged-datasets", input.sha256));
+    } finally {
+      setEnvForChildren({ AIRLOCK_DATA_DIR: dataDir });
+    }
   });
 
   it("removes the files of datasets that are gone, and refuses a digest that is not a sha256", async () => {

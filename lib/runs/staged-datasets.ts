@@ -19,7 +19,7 @@
  * Refuses: a name that is not a sha256 in hex (never used as a path).
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Db } from "@/lib/db";
 import { sha256Hex } from "@/lib/digest";
@@ -45,7 +45,9 @@ export async function stagedDatasets(db: Db, inputs: readonly { name: string; da
 
 async function datasetFile(db: Db, input: { name: string; datasetId: string; sha256: string }): Promise<string> {
   if (!SHA256.test(input.sha256)) throw new Error(`dataset ${input.name}: its approved digest is not a sha256`);
-  const dir = cacheDir();
+  // Its real path: the sandbox's staging refuses a path through a symlink.
+  await mkdir(cacheDir(), { recursive: true, mode: 0o700 });
+  const dir = await realpath(cacheDir());
   const path = join(dir, input.sha256);
   const kept = await readFile(path).catch(() => null);
   if (kept && sha256Hex(kept) === input.sha256) return path;
@@ -53,7 +55,6 @@ async function datasetFile(db: Db, input: { name: string; datasetId: string; sha
 
   const dataset = await db.dataset.findUniqueOrThrow({ where: { id: input.datasetId }, select: { content: true } });
   if (sha256Hex(dataset.content) !== input.sha256) throw new Error(`dataset ${input.name} changed since the run was approved`);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
   const partial = join(dir, `.${input.sha256}.${randomUUID()}`);
   await writeFile(partial, dataset.content, { mode: 0o400, flag: "wx" });
   await rename(partial, path);
