@@ -9,9 +9,9 @@
  * - a run decided at `strict` never executes below it: an executor that runs at permission-only
  *   (started degraded, lib/runs/isolation.ts) fails such a run with SANDBOX_UNAVAILABLE unrun;
  * - the sandbox gets exactly what was approved: the capability set, the JavaScript analysis
- *   produced, the datasets named at intake (files verified against their approved sha256 on every use, ./staged-datasets.ts), and the limits
- *   policy decided (`Run.limits`: wall clock, CPU, heap, total tool calls, per-tool caps for tools
- *   that are not read-only);
+ *   produced, the datasets named at intake (files checked against their approved sha256 on every
+ *   use, ./staged-datasets.ts), and the limits policy decided (`Run.limits`: wall clock, CPU,
+ *   heap, total tool calls, per-tool caps for tools that are not read-only);
  * - a run with an approved plan (lib/runs/preview.ts) follows it: every call to a tool that is not
  *   read-only must be the next planned write with the same arguments (lib/runs/plan.ts); otherwise
  *   the call is not made, the run stops and ends `failed` with PLAN_DIVERGED, listing the calls
