@@ -16,7 +16,7 @@
  * Nothing else in the codebase writes `Run.status`.
  */
 import { recordAudit } from "@/lib/audit/record";
-import { TRANSITION_CONTENT, storedContentDigests } from "@/lib/audit/run-content";
+import { TRANSITION_CONTENT, contentDigests, type RunContentDigests, type RunContentField } from "@/lib/audit/run-content";
 import { sealToolCalls } from "@/lib/audit/seal";
 import type { Actor } from "@/lib/contracts/scopes";
 import { afterCommit, type Tx } from "@/lib/db";
@@ -52,14 +52,24 @@ export type Transition = {
 export async function transitionRun(tx: Tx, actor: Actor, t: Transition): Promise<boolean> {
   const from: readonly RunStatus[] = typeof t.from === "string" ? [t.from] : t.from;
   if (from.length === 0 || !from.every((status) => canTransition(status, t.to))) throw new IllegalTransition(from, t.to);
-  const moved = await tx.run.updateMany({ where: { ...t.where, id: t.runId, status: { in: [...from] } }, data: { ...t.data, status: t.to } });
-  if (moved.count === 0) return false;
   const terminal = isTerminal(t.to);
   const digested = terminal ? TRANSITION_CONTENT : TRANSITION_CONTENT.filter((field) => t.data?.[field] !== undefined);
+  const where = { ...t.where, id: t.runId, status: { in: [...from] } };
+  const written = { ...t.data, status: t.to };
+  let stored: RunContentDigests | null = null;
+  if (digested.length > 0) {
+    // The fields to digest come back with the update (RETURNING): as stored, in one round trip.
+    const select = Object.fromEntries(digested.map((field) => [field, true])) as Record<RunContentField, true>;
+    const [row] = await tx.run.updateManyAndReturn({ where, data: written, select });
+    if (!row) return false;
+    stored = contentDigests(row, digested);
+  } else if ((await tx.run.updateMany({ where, data: written })).count === 0) {
+    return false;
+  }
   const data = {
     ...t.audit,
     ...(terminal ? await sealToolCalls(tx, t.runId) : {}),
-    ...(digested.length > 0 ? { contentDigests: await storedContentDigests(tx, t.runId, digested) } : {}),
+    ...(stored ? { contentDigests: stored } : {}),
   };
   await recordAudit(tx, { actor, action: t.action ?? `run.${t.to}`, subject: { type: "run", id: t.runId }, data });
   // Built now, so the hook holds ids and codes only, not the transition's content.
