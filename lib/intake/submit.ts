@@ -495,7 +495,7 @@ async function storeProposal(
           decision: decision.decision,
           policyVersion: policy?.version ?? null,
           // The policy text and the reasons as stored, so a run's evidence proves them (lib/audit/evidence.ts).
-          policyTextDigest: policy ? sha256Hex((await tx.policyVersion.findUniqueOrThrow({ where: { id: policy.id }, select: { text: true } })).text) : null,
+          policyTextDigest: policy?.textDigest ?? null,
           decisionReasonsDigest: jsonDigest(runColumnValue("decisionReasons", decision.reasons)),
           reasons: decision.reasons.map((r) => r.policyId),
           approvalsRequired: decision.approvalsRequired,

@@ -2,8 +2,8 @@
  * Policy versions in the database: the published one decides every proposal.
  *
  * Guarantees: exactly one version is published at a time (publishing retires the previous one in
- * the same transaction, audited); a prepared Cedar set is cached per version id, so deciding costs
- * one indexed read; with no published version every proposal is denied with a reason (fail closed).
+ * the same transaction, audited); a prepared Cedar set (with its text's sha256) is cached per
+ * version id, so deciding costs one indexed read of the id; with no published version every proposal is denied with a reason (fail closed).
  * Four eyes: a person never publishes alone. An admin proposes a version (`policy.proposed`); a
  * different admin approves it, which publishes it (`policy.published`, naming both).
  *
@@ -16,22 +16,26 @@ import { recordAudit } from "@/lib/audit/record";
 import type { Actor } from "@/lib/contracts/scopes";
 import { requireScope } from "@/lib/contracts/scopes";
 import type { Db, Tx } from "@/lib/db";
+import { sha256Hex } from "@/lib/digest";
 import { AppError } from "@/lib/errors";
 import { preparePolicySet, type PreparedPolicySet } from "./policy-set";
 
-export type PublishedPolicy = { id: string; version: number; prepared: PreparedPolicySet };
+/** The published version: its prepared set, and the sha256 of the text that set was prepared from (what decides). */
+export type PublishedPolicy = { id: string; version: number; prepared: PreparedPolicySet; textDigest: string };
 
-const prepared = new Map<string, PreparedPolicySet>();
+const prepared = new Map<string, { set: PreparedPolicySet; textDigest: string }>();
 
 export async function publishedPolicy(db: Db | Tx): Promise<PublishedPolicy | null> {
-  const row = await db.policyVersion.findFirst({ where: { status: "published" }, orderBy: { version: "desc" } });
+  const row = await db.policyVersion.findFirst({ where: { status: "published" }, orderBy: { version: "desc" }, select: { id: true, version: true } });
   if (!row) return null;
-  let set = prepared.get(row.id);
-  if (!set) {
-    set = preparePolicySet(row.text);
-    prepared.set(row.id, set);
+  let cached = prepared.get(row.id);
+  if (!cached) {
+    // The text is read once per version, not once per decision.
+    const { text } = await db.policyVersion.findUniqueOrThrow({ where: { id: row.id }, select: { text: true } });
+    cached = { set: preparePolicySet(text), textDigest: sha256Hex(text) };
+    prepared.set(row.id, cached);
   }
-  return { id: row.id, version: row.version, prepared: set };
+  return { id: row.id, version: row.version, prepared: cached.set, textDigest: cached.textDigest };
 }
 
 /** Serializes new versions and publications (an arbitrary constant naming the advisory lock). */
