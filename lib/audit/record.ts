@@ -30,7 +30,7 @@ export type AuditEventInput = {
   data?: Record<string, unknown>;
 };
 
-type ChainedFields = {
+export type ChainedFields = {
   at: Date;
   actorType: string;
   actorId: string | null;

@@ -20,6 +20,7 @@
  */
 import { canonicalJson } from "@/lib/canonical-json";
 import { sha256Hex } from "@/lib/digest";
+import type { ChainedFields } from "./record";
 
 /** canonicalJson(value) for a value JSON.parse returned. */
 export function parsedCanonicalJson(value: unknown): string {
@@ -33,15 +34,7 @@ export function parsedJsonDigest(value: unknown): string {
 }
 
 /** An event as verification reads it back: `at` as text (read with new Date, as chainHash's callers do), `data` as JSON.parse returned it. */
-export type ParsedEvent = {
-  at: string;
-  actorType: string;
-  actorId: string | null;
-  action: string;
-  subjectType: string;
-  subjectId: string | null;
-  data: unknown;
-};
+export type ParsedEvent = Omit<ChainedFields, "at"> & { at: string };
 
 /**
  * chainHash(prevHash, {...event, at: new Date(event.at)}): the fields of record.ts canonicalEvent,
