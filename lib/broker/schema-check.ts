@@ -7,8 +7,9 @@
  * Guarantees: `compileToolSchema` never throws — a schema Ajv cannot compile is an Error value the
  * caller reports; equal schemas (by canonical JSON) are compiled once, and at most MAX_COMPILED are
  * kept (Ajv holds every schema object it compiled, so schemas read afresh per call — a skill's
- * input schema, a standing approval's bounds — would otherwise be compiled and kept per call); a check returns the issues (empty when valid) with the JSON Pointer of each,
- * and `issuesText` renders them exactly as the SDK's validator does ("data/x must …").
+ * input schema, a standing approval's bounds — would otherwise be compiled and kept per call); a
+ * check returns the issues (empty when valid) with the JSON Pointer of each, and `issuesText`
+ * renders them exactly as the SDK's validator does ("data/x must …").
  */
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsPlugin from "ajv-formats";

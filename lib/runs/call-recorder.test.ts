@@ -4,31 +4,14 @@
  * fails is reported by flush, never lost silently.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAgent } from "@/lib/auth/agents";
-import { createUser } from "@/lib/auth/users";
-import type { Actor } from "@/lib/contracts/scopes";
-import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import type { TestDatabase } from "@/lib/testing/db";
+import { databaseWithAgent, insertRun } from "@/lib/testing/run-rows";
 import { CallRecorder, StorageRejected, type CallRow } from "./call-recorder";
 
-const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
 let agentId: string;
 
-async function runningRun(): Promise<string> {
-  const run = await db.prisma.run.create({
-    data: {
-      agentId,
-      status: "running",
-      language: "javascript",
-      code: "return 1;",
-      codeSha256: "x",
-      purpose: "recorder test",
-      inputsDigest: "x",
-      requestDigest: "x",
-    },
-  });
-  return run.id;
-}
+const runningRun = () => insertRun(db, agentId, { status: "running", purpose: "recorder test" });
 
 const call = (seq: number): CallRow => ({
   seq,
@@ -49,9 +32,7 @@ const recorded = async (runId: string) =>
   (await db.prisma.runToolCall.findMany({ where: { runId }, orderBy: { id: "asc" }, select: { seq: true } })).map((c) => c.seq);
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  await db.prisma.$transaction((tx) => createUser(tx, system, { email: "owner@example.com", role: "admin" }));
-  agentId = (await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "recorder", ownerEmail: "owner@example.com" }))).agentId;
+  ({ db, agentId } = await databaseWithAgent("recorder"));
 }, 60_000);
 
 afterAll(async () => {

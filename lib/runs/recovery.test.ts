@@ -7,15 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toolCallsDigest } from "@/lib/audit/seal";
 import { verifyAuditChain } from "@/lib/audit/verify";
 import { canonicalJson } from "@/lib/canonical-json";
-import { createAgent } from "@/lib/auth/agents";
 import type { Actor } from "@/lib/contracts/scopes";
-import { createUser } from "@/lib/auth/users";
-import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import type { TestDatabase } from "@/lib/testing/db";
+import { databaseWithAgent, insertRun } from "@/lib/testing/run-rows";
 import { cancelRun } from "./cancel";
 import { executeRun } from "./executor";
 import { recoverLostRun } from "./recovery";
 
-const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
 let agentId: string;
 const EMPTY_ARGS_DIGEST = createHash("sha256").update(canonicalJson({})).digest("hex");
@@ -23,26 +21,18 @@ const longAgo = new Date(Date.now() - 3_600_000);
 const cutoff = new Date(Date.now() - 60_000);
 
 async function lostRun(options: { attempt?: number; cancelRequested?: boolean; calls?: { readOnly: boolean; outcome: string }[] } = {}): Promise<string> {
-  const run = await db.prisma.run.create({
-    data: {
-      agentId,
-      status: "running",
-      language: "javascript",
-      code: "return 1;",
-      codeSha256: "x",
-      purpose: "lost",
-      inputsDigest: "x",
-      requestDigest: "x",
-      attempt: options.attempt ?? 1,
-      executorId: "gone-1",
-      heartbeatAt: longAgo,
-      cancelRequestedAt: options.cancelRequested ? longAgo : null,
-    },
+  const runId = await insertRun(db, agentId, {
+    status: "running",
+    purpose: "lost",
+    attempt: options.attempt ?? 1,
+    executorId: "gone-1",
+    heartbeatAt: longAgo,
+    cancelRequestedAt: options.cancelRequested ? longAgo : null,
   });
   for (const [i, call] of (options.calls ?? []).entries()) {
     await db.prisma.runToolCall.create({
       data: {
-        runId: run.id,
+        runId,
         seq: i + 1,
         server: "ledger",
         tool: call.readOnly ? "listRefunds" : "issueRefund",
@@ -54,15 +44,13 @@ async function lostRun(options: { attempt?: number; cancelRequested?: boolean; c
       },
     });
   }
-  return run.id;
+  return runId;
 }
 
 const events = (runId: string) => db.prisma.auditEvent.findMany({ where: { subjectId: runId }, orderBy: { id: "asc" } });
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  await db.prisma.$transaction((tx) => createUser(tx, system, { email: "owner@example.com", role: "admin" }));
-  agentId = (await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "lost", ownerEmail: "owner@example.com" }))).agentId;
+  ({ db, agentId } = await databaseWithAgent("lost"));
 }, 60_000);
 
 afterAll(async () => {

@@ -5,11 +5,10 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAgent } from "@/lib/auth/agents";
 import type { Actor } from "@/lib/contracts/scopes";
 import { recordAudit } from "@/lib/audit/record";
-import { createUser } from "@/lib/auth/users";
-import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import type { TestDatabase } from "@/lib/testing/db";
+import { databaseWithAgent, insertRun } from "@/lib/testing/run-rows";
 import { NEXT_STATES, RUN_STATUSES, TERMINAL_STATUSES, canTransition, type RunStatus } from "@/lib/contracts/run-states";
 import { IllegalTransition, transitionRun } from "./states";
 
@@ -17,17 +16,10 @@ const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
 let agentId: string;
 
-async function runIn(status: RunStatus): Promise<string> {
-  const run = await db.prisma.run.create({
-    data: { agentId, status, language: "javascript", code: "return 1;", codeSha256: "x", purpose: "state test", inputsDigest: "x", requestDigest: "x" },
-  });
-  return run.id;
-}
+const runIn = (status: RunStatus) => insertRun(db, agentId, { status, purpose: "state test" });
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  await db.prisma.$transaction((tx) => createUser(tx, system, { email: "owner@example.com", role: "admin" }));
-  agentId = (await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "states", ownerEmail: "owner@example.com" }))).agentId;
+  ({ db, agentId } = await databaseWithAgent("states"));
 }, 60_000);
 
 afterAll(async () => {

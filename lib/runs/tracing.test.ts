@@ -14,8 +14,8 @@ import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
 import { setEnvForChildren } from "@/lib/env";
 import { submitRun } from "@/lib/intake/submit";
-import { decideRun } from "@/lib/review/service";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
+import { reviewedToEnd } from "@/lib/testing/review";
 import { contextOf, traceparentOf } from "@/lib/tracing";
 import { startTracing, stopTracing, tracingConfigured } from "@/lib/tracing-sdk";
 import { context, trace } from "@opentelemetry/api";
@@ -108,17 +108,7 @@ describe("a traced run", () => {
     expect(pending.status).toBe("pending_review");
     const row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
     expect(row.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
-    const seen = {
-      codeSha256: row.codeSha256,
-      capabilitySet: row.capabilitySet as string[],
-      inputsDigest: row.inputsDigest,
-      policyVersionId: row.policyVersionId,
-      planDigest: (row.plan as { digest: string } | null)?.digest ?? null,
-    };
-    for (const reviewer of reviewers) {
-      await decideRun({ db: ledger.db.prisma, startExecution: (id) => ledger.runtime.startExecution(id) }, reviewer, { runId, verdict: "approve", seen });
-    }
-    expect((await getRun(ledger.runtime, ledger.agent, { runId, waitSeconds: 30 })).status).toBe("succeeded");
+    expect((await reviewedToEnd(ledger, reviewers, runId)).status).toBe("succeeded");
     await stopTracing(); // flushes every span to the receiver
 
     const mine = spans().filter((s) => attribute(s, "airlock.run_id") === runId);
