@@ -18,6 +18,7 @@ import type pg from "pg";
 import { chainHash, GENESIS_HASH } from "@/lib/audit/record";
 import { TRANSITION_CONTENT } from "@/lib/audit/run-content";
 import { canonicalJson } from "@/lib/canonical-json";
+import { storedJson } from "@/lib/audit/stored-calls";
 import { toolCallsDigest } from "@/lib/audit/seal";
 import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { seedWorkload } from "./audit-workload";
@@ -266,22 +267,18 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
           push(next(), system, "run.queued", id, {});
           push(next(), system, "run.running", id, { executorId: "bench" });
           const sealed = calls.map((c, i) => {
-            const row = {
-              seq: i + 1,
-              server: c.server,
-              tool: c.tool,
-              argsDigest: sha256(canonicalJson(c.args)),
-              resultDigest: sha256(canonicalJson(c.result)),
-              outcome: "ok",
-            };
+            // Stored as the recorder stores them (lib/runs/call-recorder.ts).
+            const args = storedJson(c.args);
+            const result = storedJson(c.result);
+            const row = { seq: i + 1, server: c.server, tool: c.tool, argsDigest: args.digest, resultDigest: result.digest, outcome: "ok" };
             call.runId.push(id);
             call.seq.push(row.seq);
             call.server.push(row.server);
             call.tool.push(row.tool);
             call.argsDigest.push(row.argsDigest);
             call.resultDigest.push(row.resultDigest);
-            call.args.push(JSON.stringify(c.args));
-            call.result.push(JSON.stringify(c.result));
+            call.args.push(args.text);
+            call.result.push(result.text);
             call.readOnly.push(!(work.writes && c.tool === "issueRefund"));
             return row;
           });
@@ -334,8 +331,8 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
     if (call.runId.length) {
       await client.query(
         `INSERT INTO "RunToolCall" ("runId", seq, server, tool, "argsDigest", "resultDigest", args, result, "durationMs", outcome, "readOnly")
-         SELECT r, s, sv, tl, ad, rd, a, re, 3, 'ok', ro
-         FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], $9::boolean[]) AS t(r, s, sv, tl, ad, rd, a, re, ro)`,
+         SELECT r, s, sv, tl, ad, rd, a::json, re::json, 3, 'ok', ro
+         FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::boolean[]) AS t(r, s, sv, tl, ad, rd, a, re, ro)`,
         [call.runId, call.seq, call.server, call.tool, call.argsDigest, call.resultDigest, call.args, call.result, call.readOnly],
       );
       toolCallCount += call.runId.length;

@@ -1,5 +1,6 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { CompactRange, EMPTY_ROOT, MerkleLevels, leafHash, nodeHash, rootFromInclusionProof, verifyConsistency, verifyInclusion } from "./merkle";
+import { CompactRange, EMPTY_ROOT, MerkleLevels, eventLeafHash, leafHash, nodeHash, rootFromInclusionProof, verifyConsistency, verifyInclusion } from "./merkle";
 
 // The reference tree of Certificate Transparency and Trillian (RFC 6962): eight leaves, the root
 // of each prefix, and known inclusion and consistency proofs.
@@ -190,5 +191,21 @@ describe("merkle (RFC 6962)", () => {
     expect(resumed.frontier()).toHaveLength(6); // 1000 = 0b1111101000
     expect(CompactRange.fromFrontier(615, part.frontier())).toBeNull();
     expect(CompactRange.fromFrontier(613, [...part.frontier().slice(1), Buffer.alloc(3)])).toBeNull();
+  });
+
+  it("hashes leaves and nodes as the RFC defines them, whatever the length of their input and the input before", () => {
+    const sha256 = (...parts: Buffer[]) => createHash("sha256").update(Buffer.concat(parts)).digest();
+    const chain = "ab".repeat(32);
+    // Each case after a valid one, so that bytes left in a reused input would show.
+    for (const text of ["0f".repeat(32), "zz" + "0f".repeat(31), "0f".repeat(31) + "g0", "0f".repeat(16), "0f".repeat(33), ""]) {
+      expect(eventLeafHash(chain)).toEqual(sha256(Buffer.from([0]), Buffer.from(chain, "hex")));
+      expect(eventLeafHash(text)).toEqual(sha256(Buffer.from([0]), Buffer.from(text, "hex")));
+    }
+    const a = sha256(Buffer.from("a"));
+    const b = sha256(Buffer.from("b"));
+    for (const [left, right] of [[a, b], [b, a], [a.subarray(1), b], [a, Buffer.concat([b, a])], [Buffer.alloc(0), a]] as const) {
+      expect(nodeHash(a, b)).toEqual(sha256(Buffer.from([1]), a, b));
+      expect(nodeHash(left, right)).toEqual(sha256(Buffer.from([1]), left, right));
+    }
   });
 });

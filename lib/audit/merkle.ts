@@ -25,17 +25,32 @@ const NODE_PREFIX = Buffer.from([0x01]);
 
 export const EMPTY_ROOT = createHash("sha256").digest();
 
+/**
+ * The prefixed input of a node hash and of an event's leaf hash, written in place: a tree of a
+ * million events hashes about two million of them, and a new buffer for each is a fifth of the time.
+ * Hashing is synchronous, so no two hashes share them at once.
+ */
+const nodeInput = Buffer.alloc(1 + 2 * HASH_BYTES, 0x01);
+const eventLeafInput = Buffer.alloc(1 + HASH_BYTES, 0x00);
+
 // One-shot hashes (crypto.hash) of the prefixed bytes: about twice as fast as Hash objects here.
 export function leafHash(leaf: Uint8Array): Buffer {
   return hash("sha256", Buffer.concat([LEAF_PREFIX, leaf]), "buffer");
 }
 
 export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
-  return hash("sha256", Buffer.concat([NODE_PREFIX, left, right]), "buffer");
+  if (left.length !== HASH_BYTES || right.length !== HASH_BYTES) return hash("sha256", Buffer.concat([NODE_PREFIX, left, right]), "buffer");
+  nodeInput.set(left, 1);
+  nodeInput.set(right, 1 + HASH_BYTES);
+  return hash("sha256", nodeInput, "buffer");
 }
 
-/** The leaf hash of an audit event: its chain hash (64 hex digits) as the leaf's 32 bytes. */
+/**
+ * The leaf hash of an audit event: its chain hash (64 hex digits) as the leaf's 32 bytes. Text that
+ * is not 64 hex digits hashes the bytes Buffer.from(text, "hex") makes of it, as a leaf of that length.
+ */
 export function eventLeafHash(chainHashHex: string): Buffer {
+  if (chainHashHex.length === 2 * HASH_BYTES && eventLeafInput.write(chainHashHex, 1, "hex") === HASH_BYTES) return hash("sha256", eventLeafInput, "buffer");
   return leafHash(Buffer.from(chainHashHex, "hex"));
 }
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { PrismaClient } from "@/lib/db";
 import { toolCallsDigest } from "@/lib/audit/seal";
 import type { CheckpointConfig } from "./checkpoints";
-import { canonicalJson } from "@/lib/canonical-json";
+import { insertToolCalls, storedJson } from "./stored-calls";
 import { recordAudit } from "./record";
 import { createHash } from "node:crypto";
 
@@ -83,29 +83,27 @@ export async function seedRun(
   });
   const subject = { type: "run", id: run.id };
   await append(db, "run.submitted", subject, { codeSha256: run.codeSha256 });
-  const calls = Array.from({ length: options.calls ?? 0 }, (_, i) => {
-    const args = { status: "open", page: i };
-    const result = { invoices: [{ id: `inv-${i}` }] };
-    return {
-      seq: i + 1,
-      server: "ledger",
-      tool: "listInvoices",
-      argsDigest: sha256(canonicalJson(args)),
-      resultDigest: sha256(canonicalJson(result)),
-      args,
-      result,
-      durationMs: 3,
-      outcome: "ok",
-    };
-  });
+  const calls = Array.from({ length: options.calls ?? 0 }, (_, i) => ({
+    seq: i + 1,
+    server: "ledger",
+    tool: "listInvoices",
+    readOnly: true,
+    phase: "apply" as const,
+    args: storedJson({ status: "open", page: i }),
+    result: storedJson({ invoices: [{ id: `inv-${i}` }] }),
+    durationMs: 3,
+    outcome: "ok" as const,
+    error: null,
+  }));
+  const sealed = calls.map((c) => ({ ...c, argsDigest: c.args.digest, resultDigest: c.result.digest }));
   if (options.calls !== undefined) {
     await db.$transaction(async (tx) => {
-      if (calls.length) await tx.runToolCall.createMany({ data: calls.map((c) => ({ ...c, runId: run.id })) });
+      if (calls.length) await insertToolCalls(tx, run.id, calls);
       await recordAudit(tx, {
         actor: SYSTEM,
         action: `run.${run.status}`,
         subject,
-        data: { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(calls) },
+        data: { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(sealed) },
       });
     });
   }

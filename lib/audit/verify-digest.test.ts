@@ -94,4 +94,16 @@ describe("parsedChainHash", () => {
       { seed: 20261202, numRuns: 2000 },
     );
   });
+
+  it("hashes a time in another form through a Date, and one in toISOString's form as written", () => {
+    const event = { actorType: "system", actorId: "bench", action: "a", subjectType: "run", subjectId: null, data: { b: 1, a: [2] } };
+    const prevHash = "0".repeat(64);
+    for (const at of ["2026-03-01 10:00:00+00", "2026-03-01T10:00:00Z", "2026-03-01T11:00:00.000+01:00"]) {
+      expect(parsedChainHash(prevHash, { ...event, at })).toBe(chainHash(prevHash, { ...event, at: new Date("2026-03-01T10:00:00.000Z") }));
+    }
+    // February 30th is March 2nd to a Date: in toISOString's form it is no event's time.
+    const impossible = { ...event, at: "2026-02-30T00:00:00.000Z" };
+    expect(parsedChainHash(prevHash, impossible)).not.toBe(chainHash(prevHash, { ...event, at: new Date(impossible.at) }));
+  });
 });
+

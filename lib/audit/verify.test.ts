@@ -155,6 +155,17 @@ describe("verifyAuditChain", () => {
     expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: sealId.toString(), reason: "tool_call_digest_mismatch" });
   });
 
+  it("accepts a tool call's arguments stored in another form of the same value, and names a changed value in either form", async () => {
+    const { db, checkpoints, run, sealId } = await freshLog();
+    const [stored] = await db.prisma.$queryRaw<{ args: string }[]>`SELECT args::text AS args FROM "RunToolCall" WHERE "runId" = ${run.runId}::uuid AND seq = 1`;
+    expect(stored!.args).toBe('{"page":0,"status":"open"}'); // the canonical text its digest covers
+    // As jsonb wrote it before the text was kept (migration 20261202232335): parsed, then digested.
+    await tamper(db.prisma, `UPDATE "RunToolCall" SET args = '{"status": "open", "page": 0}' WHERE "runId" = '${run.runId}' AND seq = 1`);
+    expect(await verify(db, checkpoints)).toMatchObject({ ok: true, toolCallsChecked: 3 });
+    await tamper(db.prisma, `UPDATE "RunToolCall" SET args = '{"page":1,"status":"open"}' WHERE "runId" = '${run.runId}' AND seq = 1`);
+    expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: sealId.toString(), reason: "tool_call_digest_mismatch" });
+  });
+
   it("detects a deleted or added tool call", async () => {
     const { db, checkpoints, run, sealId } = await freshLog();
     await tamper(db.prisma, `DELETE FROM "RunToolCall" WHERE "runId" = '${run.runId}' AND seq = 3`);

@@ -47,6 +47,7 @@
 import { Prisma } from "@/lib/generated/prisma/client";
 import { sequenceAudit } from "@/lib/db/audit-sequence";
 import type { Db } from "@/lib/db";
+import { sha256Hex } from "@/lib/digest";
 import { toolCallsDigest } from "@/lib/audit/seal";
 import { NEXT_STATES, isTerminal } from "@/lib/contracts/run-states";
 import { CHECKPOINT_INTERVAL_MINUTES, CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoints, treeStateOf, type CheckpointConfig, type TreeState } from "./checkpoints";
@@ -296,7 +297,14 @@ function isTruncationMarker(value: unknown): boolean {
   return keys.length === 2 && keys[0] === "bytes" && keys[1] === "truncated" && (value as { truncated: unknown }).truncated === true;
 }
 
+/**
+ * Whether a stored argument or result is what its digest covers. The recorder stores the canonical
+ * text itself (lib/runs/call-recorder.ts), which hashes to the digest as it is: no parse, no copy
+ * (about a quarter of a walk's time). Text in any other form (rows stored before that, as jsonb
+ * wrote them, or by another writer) is parsed and its canonical form digested.
+ */
 function storedValueMatches(stored: string | null, digest: string): boolean {
+  if (stored !== null && sha256Hex(stored) === digest) return true;
   const value: unknown = stored === null ? null : JSON.parse(stored);
   return parsedJsonDigest(value) === digest || isTruncationMarker(value);
 }

@@ -11,20 +11,20 @@
  *   script and a run whose executor dies still has its calls on record (a "started" row is
  *   completed once, the trigger allows nothing else); a failed batch is kept, never an unhandled
  *   rejection, and `flush` reports it;
- * - what is stored is already normalized (lib/storable-text.ts) and size-capped by the caller.
+ * - arguments and results are stored as lib/audit/stored-calls.ts `storedJson` makes them (the
+ *   canonical text their digests cover, size-capped); they are already normalized and screened by
+ *   the caller (lib/untrusted/storable-text.ts, ./gate.ts).
  */
+import { insertToolCalls, type StoredJson } from "@/lib/audit/stored-calls";
 import type { Db } from "@/lib/db";
-import type { Prisma } from "@/lib/generated/prisma/client";
 
 export type CallRow = {
   seq: number;
   server: string;
   tool: string;
   readOnly: boolean;
-  argsDigest: string;
-  resultDigest: string | null;
-  args: Prisma.InputJsonValue;
-  result: Prisma.InputJsonValue | null;
+  args: StoredJson;
+  result: StoredJson | null;
   durationMs: number;
   /** "refused": not made (it left the approved plan); written once, like a completed call. */
   outcome: "ok" | "error" | "refused";
@@ -64,19 +64,7 @@ export class CallRecorder {
         const held = await tx.$queryRaw<{ id: string }[]>`
           SELECT id FROM "Run" WHERE id = ${runId}::uuid AND status = 'running' AND "executorId" = ${executorId} AND attempt = ${attempt} FOR UPDATE`;
         if (held.length === 0) throw new StorageRejected("this executor no longer holds the run");
-        await tx.runToolCall.create({
-          data: {
-            runId,
-            seq: row.seq,
-            server: row.server,
-            tool: row.tool,
-            readOnly: row.readOnly,
-            argsDigest: row.argsDigest,
-            args: row.args,
-            durationMs: 0,
-            outcome: "started",
-          },
-        });
+        await insertToolCalls(tx, runId, [{ ...row, result: null, durationMs: 0, outcome: "started", error: null, phase: "apply" }]);
       });
       row.started = true;
     } catch (error) {
@@ -100,23 +88,13 @@ export class CallRecorder {
       .then(async () => {
         if (this.failure) return;
         const fresh = batch.filter((c) => !c.started);
-        if (fresh.length > 0) {
-          await this.db.runToolCall.createMany({
-            data: fresh.map((c) => ({
-              runId: this.fence.runId,
-              ...completion(c),
-              seq: c.seq,
-              server: c.server,
-              tool: c.tool,
-              readOnly: c.readOnly,
-              argsDigest: c.argsDigest,
-              args: c.args,
-            })),
-          });
-        }
-        for (const c of batch.filter((x) => x.started)) {
-          await this.db.runToolCall.updateMany({ where: { runId: this.fence.runId, seq: c.seq, outcome: "started" }, data: completion(c) });
-        }
+        if (fresh.length > 0)
+          await insertToolCalls(
+            this.db,
+            this.fence.runId,
+            fresh.map((c) => ({ ...c, phase: "apply" })),
+          );
+        for (const c of batch.filter((x) => x.started)) await completeToolCall(this.db, this.fence.runId, c);
       })
       .catch((error: unknown) => {
         this.failure ??= error;
@@ -139,12 +117,10 @@ export class CallRecorder {
   }
 }
 
-function completion(c: CallRow) {
-  return {
-    resultDigest: c.resultDigest,
-    result: c.result === null ? undefined : c.result,
-    durationMs: c.durationMs,
-    outcome: c.outcome,
-    error: c.error,
-  };
+/** Completes a "started" call once (the append-only trigger allows nothing else). */
+async function completeToolCall(db: Db, runId: string, c: CallRow): Promise<void> {
+  await db.$executeRaw`
+    UPDATE "RunToolCall" SET "resultDigest" = ${c.result?.digest ?? null}, result = ${c.result?.text ?? null}::json,
+           "durationMs" = ${c.durationMs}, outcome = ${c.outcome}, error = ${c.error}
+    WHERE "runId" = ${runId}::uuid AND seq = ${c.seq} AND outcome = 'started'`;
 }

@@ -39,7 +39,6 @@
  *   a cancel arrives from any process.
  */
 import type { Span } from "@opentelemetry/api";
-import { canonicalJson } from "@/lib/canonical-json";
 import type { Db } from "@/lib/db";
 import { runColumn, runColumnValue } from "@/lib/contracts/run-columns";
 import { jsonDigest } from "@/lib/digest";
@@ -52,6 +51,7 @@ import { jsonLooksLikeInstructions, looksLikeInstructions } from "@/lib/untruste
 import { normalizeContent } from "@/lib/untrusted/storable-text";
 import { RUN_ID, contextOf, contextWith, inSpan } from "@/lib/tracing";
 import { artifactRecords, storeArtifacts } from "./artifacts";
+import { storedJson } from "@/lib/audit/stored-calls";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
 import { parseRunLimits } from "./limits";
 import { stagedDatasets } from "./staged-datasets";
@@ -76,15 +76,7 @@ export type ExecutorDeps = {
   heartbeatMs?: number;
 };
 
-/** Bytes of one call's args or result kept in RunToolCall; digests always cover all of it. */
-const MAX_STORED_CALL_BYTES = 64 * 1024;
 const SYSTEM = { type: "system", name: "executor" } as const;
-
-/** A call's args or result as stored: canonical JSON, replaced by its size past MAX_STORED_CALL_BYTES. */
-export function keep(value: unknown): Prisma.InputJsonValue {
-  const text = canonicalJson(value ?? null);
-  return (Buffer.byteLength(text) <= MAX_STORED_CALL_BYTES ? JSON.parse(text) : { truncated: true, bytes: Buffer.byteLength(text) }) as Prisma.InputJsonValue;
-}
 
 async function claim(db: Db, runId: string, executorId: string) {
   return db.$transaction(async (tx) => {
@@ -212,9 +204,7 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, span: Span, shutdown
       tool,
       // A run stored before limits were decided treats every tool as one that may have an effect.
       readOnly: limits !== null && !Object.hasOwn(limits.writeCaps, `${server}.${tool}`),
-      argsDigest: jsonDigest(storedArgs.value),
-      resultDigest: null,
-      args: keep(storedArgs.value),
+      args: storedJson(storedArgs.value),
       result: null,
       durationMs: 0,
       outcome: "ok",
@@ -263,8 +253,7 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, span: Span, shutdown
     const upstreamArgs = tokens.restored ? tokens.args : args;
     if (tokens.restored) {
       const stored = screenJson(upstreamArgs, `toolCall[${seq}].arguments`);
-      row.args = keep(stored.value);
-      row.argsDigest = jsonDigest(stored.value);
+      row.args = storedJson(stored.value);
     }
     marked.note(info?.piiFields, upstreamArgs);
     if (!row.readOnly) {
@@ -286,8 +275,7 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, span: Span, shutdown
       toolRedactions.push(...result.redactions);
       upstreamInstructions ||= jsonLooksLikeInstructions(result.value);
       marked.note(info?.piiFields, result.value);
-      row.resultDigest = jsonDigest(result.value);
-      row.result = keep(result.value);
+      row.result = storedJson(result.value);
       if (plannedSeq !== null) follower?.made(plannedSeq, result.value as JsonValue);
       return result.value;
     } catch (error) {

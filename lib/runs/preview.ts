@@ -24,7 +24,6 @@ import type { Span } from "@opentelemetry/api";
 import type { Db } from "@/lib/db";
 import type { Run } from "@/lib/generated/prisma/client";
 import { runColumn, runColumnValue, type PlanWrite } from "@/lib/contracts/run-columns";
-import { jsonDigest } from "@/lib/digest";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import { jsonLooksLikeInstructions, looksLikeInstructions } from "@/lib/untrusted/sanitize";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
@@ -32,7 +31,8 @@ import { RUN_ID, contextOf, contextWith, inSpan } from "@/lib/tracing";
 import { screenJson, screenMessage } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
 import type { ToolInfo } from "@/lib/broker/types";
-import { approvedRequest, keep, startHeartbeat } from "./executor";
+import { approvedRequest, startHeartbeat } from "./executor";
+import { insertToolCalls, storedJson } from "@/lib/audit/stored-calls";
 import { stagedDatasets } from "./staged-datasets";
 import { parseRunLimits } from "./limits";
 import { moneyOf, planDigest, previewAnswer } from "./plan";
@@ -185,23 +185,11 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
     const held = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM "Run" WHERE id = ${runId}::uuid AND status = 'previewing' AND "executorId" = ${deps.executorId} FOR UPDATE`;
     if (held.length === 0) return false; // cancelled, or taken over after a lost heartbeat
-    await tx.runToolCall.createMany({
-      data: calls.map((call) => ({
-        runId,
-        seq: call.seq,
-        server: call.server,
-        tool: call.tool,
-        readOnly: call.readOnly,
-        phase: "preview",
-        argsDigest: jsonDigest(call.args),
-        args: keep(call.args),
-        resultDigest: call.result === null ? null : jsonDigest(call.result),
-        result: call.result === null ? undefined : keep(call.result),
-        durationMs: call.durationMs,
-        outcome: call.outcome,
-        error: call.error,
-      })),
-    });
+    await insertToolCalls(
+      tx,
+      runId,
+      calls.map((call) => ({ ...call, phase: "preview", args: storedJson(call.args), result: call.result === null ? null : storedJson(call.result) })),
+    );
     if (failureMessage !== null) {
       const failed = await transitionRun(tx, SYSTEM, {
         runId,
