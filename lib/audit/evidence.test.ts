@@ -15,7 +15,7 @@ import { setEnvForChildren } from "@/lib/env";
 import { submitRun } from "@/lib/intake/submit";
 import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { publishPolicyText } from "@/lib/policy/store";
-import { decideRun } from "@/lib/review/service";
+import { decideRun, reviewBinding } from "@/lib/review/service";
 import { recordOutcome } from "@/lib/runs/outcome";
 import { createRuntime, demoConfig, type Runtime } from "@/lib/runs/runtime";
 import { getRun, type AgentActor } from "@/lib/runs/service";
@@ -72,13 +72,7 @@ beforeAll(async () => {
   runId = view.runId;
   expect(await getRun(runtime, agent, { runId, waitSeconds: 30 })).toMatchObject({ status: "pending_review" });
   const run = await db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
-  const seen = {
-    codeSha256: run.codeSha256,
-    capabilitySet: run.capabilitySet as string[],
-    inputsDigest: run.inputsDigest,
-    policyVersionId: run.policyVersionId,
-    planDigest: (run.plan as { digest: string }).digest,
-  };
+  const seen = reviewBinding(run);
   const deps = { db: db.prisma, startExecution: (id: string) => runtime.startExecution(id) };
   await decideRun(deps, alice, { runId, verdict: "approve", comment: "Amount checked against the invoice.", seen });
   await decideRun(deps, bob, { runId, verdict: "approve", seen });

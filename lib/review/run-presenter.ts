@@ -18,6 +18,7 @@ import { countRunTokens } from "@/lib/runs/pii-tokens";
 import { parseRunLimits } from "@/lib/runs/limits";
 import { moneyTotals } from "@/lib/runs/plan";
 import { inertText } from "@/lib/untrusted/inert";
+import { reviewBinding } from "./service";
 import { toolUses } from "./tool-uses";
 import { riskOf, runFacts } from "./risk";
 import type { PlanView, RunDetail } from "./run-dto";
@@ -192,13 +193,7 @@ export async function runDetail(db: Db, id: string, viewer: UserActor): Promise<
     release: releaseView(loaded, viewer),
     agentOutcomes: agentOutcomeItems(run.outcomes),
     toolCalls: toolCallItems(run.toolCalls),
-    binding: {
-      codeSha256: run.codeSha256,
-      capabilitySet,
-      inputsDigest: run.inputsDigest,
-      policyVersionId: run.policyVersionId,
-      planDigest: plan?.digest ?? null,
-    },
+    binding: reviewBinding(run),
     viewer: viewerView(run, viewer),
   };
 }

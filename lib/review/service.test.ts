@@ -19,7 +19,8 @@ import { getRun, type AgentActor } from "@/lib/runs/service";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { notifyEscalation } from "@/lib/runs/notify";
 import { expireReviews } from "@/lib/runs/expiry";
-import { decideRun, type ReviewDeps } from "./service";
+import type { DecisionBinding } from "./run-dto";
+import { decideRun, reviewBinding, type ReviewDeps } from "./service";
 
 type User = Extract<Actor, { type: "user" }>;
 const system: Actor = { type: "system", name: "test" };
@@ -43,7 +44,7 @@ async function user(email: string, role: User["role"]): Promise<User> {
 /** A fresh pending run (two approvals: it emails a customer, pii + open world). */
 async function pendingRun(): Promise<{
   runId: string;
-  seen: { codeSha256: string; capabilitySet: string[]; inputsDigest: string; policyVersionId: string | null; planDigest: string | null };
+  seen: DecisionBinding;
 }> {
   nonce++;
   const view = await submitRun(runtime, agent, {
@@ -60,13 +61,7 @@ async function pendingRun(): Promise<{
   const run = await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } });
   return {
     runId: run.id,
-    seen: {
-      codeSha256: run.codeSha256,
-      capabilitySet: run.capabilitySet as string[],
-      inputsDigest: run.inputsDigest,
-      policyVersionId: run.policyVersionId,
-      planDigest: (run.plan as { digest: string }).digest,
-    },
+    seen: reviewBinding(run),
   };
 }
 

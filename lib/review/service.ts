@@ -38,6 +38,7 @@ import type { RunDeps } from "@/lib/runs/service";
 import { transitionRun } from "@/lib/runs/states";
 import { RUN_ID, contextOf, inSpan } from "@/lib/tracing";
 import { storableString } from "@/lib/untrusted/storable-schema";
+import type { DecisionBinding } from "./run-dto";
 import { decisionBlocker, decisionRefusal } from "./decision-rules";
 import { notifyDecision } from "@/lib/runs/notify";
 
@@ -115,8 +116,21 @@ function sameSet(a: readonly string[], b: readonly string[]): boolean {
   return x.length === y.length && x.every((value, i) => value === y[i]);
 }
 
+type BoundFacts = Pick<Run, "id" | "codeSha256" | "capabilitySet" | "inputsDigest" | "policyVersionId" | "plan">;
+
+/** The facts an approval of the run as it is now is bound to: what the run page sends back as `seen`. */
+export function reviewBinding(run: BoundFacts): DecisionBinding {
+  return {
+    codeSha256: run.codeSha256,
+    capabilitySet: runColumn(run, "capabilitySet") ?? [],
+    inputsDigest: run.inputsDigest,
+    policyVersionId: run.policyVersionId ?? null,
+    planDigest: runColumn(run, "plan")?.digest ?? null,
+  };
+}
+
 /** The fields of `seen` that no longer match the run (empty when the binding holds). */
-export function bindingChanges(run: Pick<Run, "id" | "codeSha256" | "capabilitySet" | "inputsDigest" | "policyVersionId" | "plan">, seen: SeenFacts): string[] {
+export function bindingChanges(run: BoundFacts, seen: SeenFacts): string[] {
   const changed: string[] = [];
   if (run.codeSha256 !== seen.codeSha256) changed.push("codeSha256");
   if (!sameSet(runColumn(run, "capabilitySet") ?? [], seen.capabilitySet)) changed.push("capabilitySet");

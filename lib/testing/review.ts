@@ -4,7 +4,7 @@
  * until it ends or its result is held; then the agent's view of it. Throws when it does not end in ten seconds of waiting.
  */
 import type { Actor } from "@/lib/contracts/scopes";
-import { decideRun } from "@/lib/review/service";
+import { decideRun, reviewBinding } from "@/lib/review/service";
 import { getRun, type RunView } from "@/lib/runs/service";
 import type { LedgerRuntime } from "./ledger-runtime";
 
@@ -15,13 +15,7 @@ export async function reviewedToEnd(ledger: LedgerRuntime, reviewers: readonly E
   for (let i = 0; i < 100; i++) {
     const run = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
     if (run.status === "pending_review") {
-      const seen = {
-        codeSha256: run.codeSha256,
-        capabilitySet: run.capabilitySet as string[],
-        inputsDigest: run.inputsDigest,
-        policyVersionId: run.policyVersionId,
-        planDigest: (run.plan as { digest: string } | null)?.digest ?? null,
-      };
+      const seen = reviewBinding(run);
       for (const reviewer of reviewers) {
         await decideRun({ db: ledger.db.prisma, startExecution: (id) => ledger.runtime.startExecution(id) }, reviewer, { runId, verdict: "approve", seen });
       }
