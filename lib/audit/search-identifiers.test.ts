@@ -7,7 +7,10 @@ let db: TestDatabase;
 let agentId: string;
 let n = 0;
 
-async function run(code: string, extra: { purpose?: string; provenance?: object; result?: object; execution?: object; agentId?: string } = {}) {
+async function run(
+  code: string,
+  extra: { purpose?: string; provenance?: object; result?: object; execution?: object; agentId?: string; status?: "running" | "succeeded" } = {},
+) {
   n++;
   const row = await db.prisma.run.create({
     data: {
@@ -19,7 +22,7 @@ async function run(code: string, extra: { purpose?: string; provenance?: object;
       provenance: extra.provenance ?? {},
       inputsDigest: sha256("[]"),
       requestDigest: sha256(`search-${n}`),
-      status: "succeeded",
+      status: extra.status ?? "succeeded",
       decision: "allow",
       ...(extra.result ? { result: extra.result } : {}),
       ...(extra.execution ? { execution: extra.execution } : {}),
@@ -104,6 +107,18 @@ describe("identifiers match by their parts", () => {
     await db.prisma.$executeRawUnsafe(`ALTER TABLE "RunToolCall" ENABLE TRIGGER "RunToolCall_no_update_delete"`);
     expect(await ids("wombat")).toEqual([]);
     expect(await ids("getCustomer")).toEqual([id]);
+  });
+
+  it("indexes the tool calls a run makes while running once, when it leaves running", async () => {
+    const id = await run(`return await tools.ledger.getCustomer({ id: "c-2" });`, { status: "running" });
+    await call(id, 1, { customerId: "c-2", note: "numbat escalation" }, { tier: "goldTier" });
+    await call(id, 2, { customerId: "c-2", note: "quoll follow-up" }, null);
+    // A batch of calls does not rebuild a running run's document: its end does, with every call.
+    expect(await ids("numbat")).toEqual([]);
+    await db.prisma.run.update({ where: { id }, data: { status: "succeeded" } });
+    expect(await ids("numbat")).toEqual([id]);
+    expect(await ids("quoll")).toEqual([id]);
+    expect(await ids("goldTier")).toEqual([id]);
   });
 
   it("caps a huge run's document so its transaction still commits", async () => {
