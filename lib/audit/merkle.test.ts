@@ -1,6 +1,16 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { CompactRange, EMPTY_ROOT, MerkleLevels, eventLeafHash, leafHash, nodeHash, rootFromInclusionProof, verifyConsistency, verifyInclusion } from "./merkle";
+import {
+  CompactRange,
+  EMPTY_ROOT,
+  MerkleLevels,
+  eventLeafHash,
+  leafHash,
+  nodeHash,
+  rootFromInclusionProof,
+  verifyConsistency,
+  verifyInclusion,
+} from "./merkle";
 
 // The reference tree of Certificate Transparency and Trillian (RFC 6962): eight leaves, the root
 // of each prefix, and known inclusion and consistency proofs.
@@ -203,7 +213,13 @@ describe("merkle (RFC 6962)", () => {
     }
     const a = sha256(Buffer.from("a"));
     const b = sha256(Buffer.from("b"));
-    for (const [left, right] of [[a, b], [b, a], [a.subarray(1), b], [a, Buffer.concat([b, a])], [Buffer.alloc(0), a]] as const) {
+    for (const [left, right] of [
+      [a, b],
+      [b, a],
+      [a.subarray(1), b],
+      [a, Buffer.concat([b, a])],
+      [Buffer.alloc(0), a],
+    ] as const) {
       expect(nodeHash(a, b)).toEqual(sha256(Buffer.from([1]), a, b));
       expect(nodeHash(left, right)).toEqual(sha256(Buffer.from([1]), left, right));
     }

@@ -106,4 +106,3 @@ describe("parsedChainHash", () => {
     expect(parsedChainHash(prevHash, impossible)).not.toBe(chainHash(prevHash, { ...event, at: new Date(impossible.at) }));
   });
 });
-
