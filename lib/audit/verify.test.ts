@@ -7,6 +7,7 @@ import { CompactRange, eventLeafHash } from "./merkle";
 import type { PrismaClient } from "@/lib/db";
 import { chainHash, recordAudit } from "./record";
 import { storedContentDigests } from "./run-content";
+import { MAX_STORED_CALL_BYTES } from "./stored-calls";
 import { checkpointAudited, runVerification } from "./service";
 import { append, seedRun, SYSTEM, tamper, tempCheckpoints } from "./testing";
 import { verifyAuditChain } from "./verify";
@@ -155,15 +156,41 @@ describe("verifyAuditChain", () => {
     expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: sealId.toString(), reason: "tool_call_digest_mismatch" });
   });
 
-  it("accepts a tool call's arguments stored in another form of the same value, and names a changed value in either form", async () => {
+  it("accepts a tool call's arguments as their canonical text or as jsonb wrote them, and no other text of the same value", async () => {
     const { db, checkpoints, run, sealId } = await freshLog();
-    const [stored] = await db.prisma.$queryRaw<{ args: string }[]>`SELECT args::text AS args FROM "RunToolCall" WHERE "runId" = ${run.runId}::uuid AND seq = 1`;
-    expect(stored!.args).toBe('{"page":0,"status":"open"}'); // the canonical text its digest covers
-    // As jsonb wrote it before the text was kept (migration 20261202232335): parsed, then digested.
-    await tamper(db.prisma, `UPDATE "RunToolCall" SET args = '{"status": "open", "page": 0}' WHERE "runId" = '${run.runId}' AND seq = 1`);
+    const argsOf = async () =>
+      (await db.prisma.$queryRaw<{ args: string }[]>`SELECT args::text AS args FROM "RunToolCall" WHERE "runId" = ${run.runId}::uuid AND seq = 1`)[0]!.args;
+    const setArgs = (sql: string) => tamper(db.prisma, `UPDATE "RunToolCall" SET args = ${sql} WHERE "runId" = '${run.runId}' AND seq = 1`);
+    expect(await argsOf()).toBe('{"page":0,"status":"open"}'); // the canonical text its digest covers
+    // A row from before the text was kept: the migration cast jsonb's text to json.
+    await setArgs(`'{"status":"open","page":0}'::jsonb::json`);
+    expect(await argsOf()).toBe('{"page": 0, "status": "open"}');
     expect(await verify(db, checkpoints)).toMatchObject({ ok: true, toolCallsChecked: 3 });
-    await tamper(db.prisma, `UPDATE "RunToolCall" SET args = '{"page":1,"status":"open"}' WHERE "runId" = '${run.runId}' AND seq = 1`);
+    // The same value in texts neither writer makes: a reader of the text could see another value.
+    for (const text of [
+      '{"page":1,"page":0,"status":"open"}',
+      '{"status": "open", "page": 0}',
+      '{"page":0.0,"status":"open"}',
+      '{"page":0,"status":"op\\u0065n"}',
+    ]) {
+      await setArgs(`'${text}'`);
+      expect((await verify(db, checkpoints)).broken, text).toMatchObject({ eventId: sealId.toString(), reason: "tool_call_digest_mismatch" });
+    }
+    await setArgs(`'{"page":1,"status":"open"}'`);
     expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: sealId.toString(), reason: "tool_call_digest_mismatch" });
+  });
+
+  it("accepts the size cap's marker only for a value past the cap", async () => {
+    const { db, checkpoints, run, sealId } = await freshLog();
+    const setResult = (text: string) => tamper(db.prisma, `UPDATE "RunToolCall" SET result = '${text}' WHERE "runId" = '${run.runId}' AND seq = 2`);
+    // The seeded result is a few bytes: its marker cannot stand for it.
+    await setResult('{"bytes":40,"truncated":true}');
+    expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: sealId.toString(), reason: "tool_call_digest_mismatch" });
+    await setResult(`{"bytes":${MAX_STORED_CALL_BYTES + 1},"truncated":true,"note":"x"}`);
+    expect((await verify(db, checkpoints)).broken).toMatchObject({ eventId: sealId.toString(), reason: "tool_call_digest_mismatch" });
+    // The marker of a value past the cap names a size only: the digest's value was not kept.
+    await setResult(`{"bytes":${MAX_STORED_CALL_BYTES + 1},"truncated":true}`);
+    expect(await verify(db, checkpoints)).toMatchObject({ ok: true });
   });
 
   it("detects a deleted or added tool call", async () => {

@@ -55,7 +55,9 @@ import { CompactRange, eventLeafHash } from "./merkle";
 import { GENESIS_HASH } from "./record";
 import { RUN_CONTENT_FIELDS, isRunContentField, purgeRecords, type PurgeRecord, type RunContentField } from "./run-content";
 import { artifactsProblem, loadArtifactEvidence, type ArtifactEvidence } from "./artifact-evidence";
-import { parsedChainHash, parsedJsonDigest } from "./verify-digest";
+import { jsonbText } from "./jsonb-text";
+import { MAX_STORED_CALL_BYTES } from "./stored-calls";
+import { parsedCanonicalJson, parsedChainHash, parsedJsonDigest } from "./verify-digest";
 
 export const BREAK_REASONS = [
   "hash_mismatch",
@@ -290,23 +292,32 @@ function purgeLookup(db: Db): (runId: string) => Promise<PurgeRecord[]> {
   };
 }
 
-/** The executor keeps `{truncated: true, bytes}` instead of values over its size cap. */
-function isTruncationMarker(value: unknown): boolean {
-  if (!value || typeof value !== "object" || Array.isArray(value)) return false;
-  const keys = Object.keys(value).sort();
-  return keys.length === 2 && keys[0] === "bytes" && keys[1] === "truncated" && (value as { truncated: unknown }).truncated === true;
-}
-
 /**
- * Whether a stored argument or result is what its digest covers. The recorder stores the canonical
- * text itself (lib/runs/call-recorder.ts), which hashes to the digest as it is: no parse, no copy
- * (about a quarter of a walk's time). Text in any other form (rows stored before that, as jsonb
- * wrote them, or by another writer) is parsed and its canonical form digested.
+ * Whether a stored argument or result is what its digest covers. Only three texts are accepted,
+ * each with one reading for every JSON reader (an export, the search index, a person):
+ * - the canonical text itself, as the recorder stores it (./stored-calls.ts), which hashes to the
+ *   digest as it is: no parse, no copy (about a quarter of a walk's time);
+ * - jsonb's text of the digested value (./jsonb-text.ts), as rows stored before the text was kept
+ *   read back: parsed, and its canonical form digested;
+ * - the size cap's marker `{"bytes":n,"truncated":true}` in either form, naming a size n past the
+ *   cap: the digest covers a value that was not kept, so nothing more can be checked (a value past
+ *   the cap could be replaced by its marker unnoticed; a smaller one cannot).
+ * Any other text — duplicate keys, another spacing or order, a number spelled another way — is a
+ * mismatch even when it parses to the digested value.
  */
 function storedValueMatches(stored: string | null, digest: string): boolean {
-  if (stored !== null && sha256Hex(stored) === digest) return true;
-  const value: unknown = stored === null ? null : JSON.parse(stored);
-  return parsedJsonDigest(value) === digest || isTruncationMarker(value);
+  if (stored === null) return parsedJsonDigest(null) === digest;
+  if (sha256Hex(stored) === digest) return true;
+  const value: unknown = JSON.parse(stored);
+  if (isTruncationMarker(value)) return stored === parsedCanonicalJson(value) || stored === jsonbText(value);
+  return stored === jsonbText(value) && parsedJsonDigest(value) === digest;
+}
+
+/** The marker the recorder keeps instead of a value past MAX_STORED_CALL_BYTES. */
+function isTruncationMarker(value: unknown): boolean {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return false;
+  const { bytes, truncated, ...rest } = value as Record<string, unknown>;
+  return truncated === true && Number.isSafeInteger(bytes) && (bytes as number) > MAX_STORED_CALL_BYTES && Object.keys(rest).length === 0;
 }
 
 /** `calls` counts the tool calls of the sealed runs (each run once), as they were read. */
