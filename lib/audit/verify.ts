@@ -55,7 +55,7 @@ import { CompactRange, eventLeafHash } from "./merkle";
 import { GENESIS_HASH } from "./record";
 import { RUN_CONTENT_FIELDS, isRunContentField, purgeRecords, type PurgeRecord, type RunContentField } from "./run-content";
 import { artifactsProblem, loadArtifactEvidence, type ArtifactEvidence } from "./artifact-evidence";
-import { jsonbText } from "./jsonb-text";
+import { isJsonbText } from "./jsonb-text";
 import { MAX_STORED_CALL_BYTES } from "./stored-calls";
 import { parsedCanonicalJson, parsedChainHash, parsedJsonDigest } from "./verify-digest";
 
@@ -309,8 +309,8 @@ function storedValueMatches(stored: string | null, digest: string): boolean {
   if (stored === null) return parsedJsonDigest(null) === digest;
   if (sha256Hex(stored) === digest) return true;
   const value: unknown = JSON.parse(stored);
-  if (isTruncationMarker(value)) return stored === parsedCanonicalJson(value) || stored === jsonbText(value);
-  return stored === jsonbText(value) && parsedJsonDigest(value) === digest;
+  if (isTruncationMarker(value)) return stored === parsedCanonicalJson(value) || isJsonbText(stored, value);
+  return isJsonbText(stored, value) && parsedJsonDigest(value) === digest;
 }
 
 /** The marker the recorder keeps instead of a value past MAX_STORED_CALL_BYTES. */
