@@ -267,7 +267,7 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
           push(next(), system, "run.queued", id, {});
           push(next(), system, "run.running", id, { executorId: "bench" });
           const sealed = calls.map((c, i) => {
-            // Stored as the recorder stores them (lib/runs/call-recorder.ts).
+            // Stored as the recorder stores them (lib/audit/stored-calls.ts).
             const args = storedJson(c.args);
             const result = storedJson(c.result);
             const row = { seq: i + 1, server: c.server, tool: c.tool, argsDigest: args.digest, resultDigest: result.digest, outcome: "ok" };

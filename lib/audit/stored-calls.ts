@@ -9,7 +9,8 @@
  *   verification hashes them without parsing;
  * - past MAX_STORED_CALL_BYTES the text is the marker `{"bytes":n,"truncated":true}`, and the digest
  *   is still of the whole value;
- * - the value is written as text once: its digest is of that text, and the text (when kept) is it.
+ * - each value is written as canonical text once: the digest is of that text, and what is stored is
+ *   that text or, past the cap, the marker.
  * Refused: nothing here screens or normalizes a value; the callers do (lib/runs/gate.ts).
  */
 import { canonicalJson } from "@/lib/canonical-json";
