@@ -6,19 +6,17 @@
 import { NextRequest } from "next/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stageAuditEvent } from "@/lib/audit/record";
-import { createAgent } from "@/lib/auth/agents";
-import { createUser } from "@/lib/auth/users";
 import { setEnvForChildren } from "@/lib/env";
-import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import type { TestDatabase } from "@/lib/testing/db";
+import { databaseWithAgent } from "@/lib/testing/run-rows";
 
 const system = { type: "system", name: "test" } as const;
 let db: TestDatabase;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
+  let agentId: string;
+  ({ db, agentId } = await databaseWithAgent("metrics-bot"));
   setEnvForChildren({ DATABASE_URL: db.url, AIRLOCK_METRICS_TOKEN: "" });
-  await db.prisma.$transaction((tx) => createUser(tx, system, { email: "owner@example.com", role: "admin" }));
-  const { agentId } = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "metrics-bot", ownerEmail: "owner@example.com" }));
   await db.prisma.run.create({
     data: {
       agentId,

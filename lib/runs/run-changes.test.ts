@@ -4,10 +4,9 @@
  * leaves waits hanging; a forged notification only makes the caller read again.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAgent } from "@/lib/auth/agents";
-import { createUser } from "@/lib/auth/users";
 import { DEFAULT_AGENT_SCOPES, type Actor } from "@/lib/contracts/scopes";
-import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import type { TestDatabase } from "@/lib/testing/db";
+import { databaseWithAgent } from "@/lib/testing/run-rows";
 import { CHANNEL, listenRunChanges, type RunChanges } from "./run-changes";
 import { getRun, type AgentActor } from "./service";
 import { transitionRun } from "./states";
@@ -49,10 +48,9 @@ async function listening(): Promise<void> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  await db.prisma.$transaction((tx) => createUser(tx, system, { email: "owner@example.com", role: "admin" }));
-  const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "changes", ownerEmail: "owner@example.com" }));
-  agent = { type: "agent", id: created.agentId, name: "changes", ownerId: "", scopes: DEFAULT_AGENT_SCOPES };
+  let agentId: string;
+  ({ db, agentId } = await databaseWithAgent("changes"));
+  agent = { type: "agent", id: agentId, name: "changes", ownerId: "", scopes: DEFAULT_AGENT_SCOPES };
   changes = listenRunChanges(db.url);
   await listening();
 }, 60_000);
