@@ -22,6 +22,7 @@ import { RETENTION_ACTOR, purgeExpired } from "./retention";
 import { DAY_MS, RETENTION_DEFAULT_DAYS } from "./retention-windows";
 import { SUBMITTED_CONTENT, TRANSITION_CONTENT, storedContentDigests } from "./run-content";
 import { toolCallsDigest } from "./seal";
+import { insertToolCalls, storedJson } from "./stored-calls";
 import { SYSTEM, tamper } from "./testing";
 import { verifyAuditChain } from "./verify";
 
@@ -83,21 +84,19 @@ async function seed(options: { classes: string[]; endedDaysAgo: number; calls?: 
       finishedAt: ended,
     },
   });
-  const calls = (options.calls ?? []).map((call, i) => {
-    const args = { id: `${word}-${i}` };
-    const result = { name: `${word}secret` };
-    return {
-      seq: i + 1,
-      server: "ledger",
-      tool: call.tool,
-      argsDigest: jsonDigest(args),
-      resultDigest: jsonDigest(result),
-      args,
-      result,
-      durationMs: 1,
-      outcome: "ok",
-    };
-  });
+  const calls = (options.calls ?? []).map((call, i) => ({
+    seq: i + 1,
+    server: "ledger",
+    tool: call.tool,
+    readOnly: true,
+    phase: "apply" as const,
+    args: storedJson({ id: `${word}-${i}` }),
+    result: storedJson({ name: `${word}secret` }),
+    durationMs: 1,
+    outcome: "ok" as const,
+    error: null,
+  }));
+  const sealed = calls.map((c) => ({ ...c, argsDigest: c.args.digest, resultDigest: c.result.digest }));
   await db.prisma.$transaction(async (tx) => {
     const subject = { type: "run", id: run.id };
     await recordAudit(tx, {
@@ -106,13 +105,13 @@ async function seed(options: { classes: string[]; endedDaysAgo: number; calls?: 
       subject,
       data: { contentDigests: await storedContentDigests(tx, run.id, SUBMITTED_CONTENT) },
     });
-    if (calls.length) await tx.runToolCall.createMany({ data: calls.map((c) => ({ ...c, runId: run.id })) });
+    if (calls.length) await insertToolCalls(tx, run.id, calls);
     for (const artifact of artifacts) await tx.runArtifact.create({ data: { ...artifact, runId: run.id } });
     await recordAudit(tx, {
       actor: SYSTEM,
       action: "run.succeeded",
       subject,
-      data: { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(calls), contentDigests: await storedContentDigests(tx, run.id, TRANSITION_CONTENT) },
+      data: { toolCalls: calls.length, toolCallsDigest: toolCallsDigest(sealed), contentDigests: await storedContentDigests(tx, run.id, TRANSITION_CONTENT) },
     });
   });
   return { id: run.id, word };

@@ -3,7 +3,8 @@
  *
  * Guarantees: exactly one version is published at a time (publishing retires the previous one in
  * the same transaction, audited); a prepared Cedar set (with its text's sha256) is cached per
- * version id, so deciding costs one indexed read of the id; with no published version every proposal is denied with a reason (fail closed).
+ * version id, so deciding costs one indexed read of the id; with no published version every
+ * proposal is denied with a reason (fail closed).
  * Four eyes: a person never publishes alone. An admin proposes a version (`policy.proposed`); a
  * different admin approves it, which publishes it (`policy.published`, naming both).
  *
