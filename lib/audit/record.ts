@@ -20,6 +20,7 @@ import { sha256Hex } from "@/lib/digest";
 import type { Actor } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { Tx } from "@/lib/db";
+import { Prisma } from "@/lib/generated/prisma/client";
 
 export const GENESIS_HASH = "0".repeat(64);
 
@@ -62,23 +63,33 @@ function actorId(actor: Actor): string | null {
   return actor.type === "system" ? actor.name : actor.id;
 }
 
-/** Stages an event with the given time (recordAudit stamps now; tests backdate). */
-export async function stageAuditEvent(tx: Pick<Tx, "$executeRaw">, input: AuditEventInput, at: Date): Promise<void> {
-  const data = canonicalJson(input.data ?? {});
-  const event = {
-    at,
-    actorType: input.actor.type,
-    actorId: actorId(input.actor),
-    action: input.action,
-    subjectType: input.subject.type,
-    subjectId: input.subject.id ?? null,
-    data: JSON.parse(data) as unknown,
-  };
+/** Stages events, in this order, with the given time (recordAudit stamps now; tests backdate). */
+export async function stageAuditEvents(tx: Pick<Tx, "$executeRaw">, inputs: readonly AuditEventInput[], at: Date): Promise<void> {
+  if (inputs.length === 0) return;
+  const rows = inputs.map((input) => {
+    const data = canonicalJson(input.data ?? {});
+    const event = {
+      at,
+      actorType: input.actor.type,
+      actorId: actorId(input.actor),
+      action: input.action,
+      subjectType: input.subject.type,
+      subjectId: input.subject.id ?? null,
+      data: JSON.parse(data) as unknown,
+    };
+    return Prisma.sql`(${at.toISOString()}::timestamptz, ${event.actorType}, ${event.actorId}, ${event.action}, ${event.subjectType}, ${event.subjectId}, ${data}::jsonb, ${canonicalEvent(event)})`;
+  });
+  // One VALUES list: its rows take their ids (the chain's order) in the order written.
   await tx.$executeRaw`
     INSERT INTO "AuditPending" ("at", "actorType", "actorId", "action", "subjectType", "subjectId", "data", "canonical")
-    VALUES (${event.at.toISOString()}::timestamptz, ${event.actorType}, ${event.actorId}, ${event.action}, ${event.subjectType}, ${event.subjectId}, ${data}::jsonb, ${canonicalEvent(event)})`;
+    VALUES ${Prisma.join(rows)}`;
 }
 
 export async function recordAudit(tx: Tx, input: AuditEventInput): Promise<void> {
-  await stageAuditEvent(tx, input, new Date());
+  await stageAuditEvents(tx, [input], new Date());
+}
+
+/** Several events of one change, staged in one statement, in this order. */
+export async function recordAuditEvents(tx: Tx, inputs: readonly AuditEventInput[]): Promise<void> {
+  await stageAuditEvents(tx, inputs, new Date());
 }

@@ -26,8 +26,9 @@
  *   escalate;
  * - analysis and policy see only server-side facts (the tool registry, dataset classes), never the
  *   agent's claims; the decision, its reasons, the policy version and the Cedar request are stored
- *   with the run, with the limits it is decided on (lib/runs/limits.ts), and every state
- *   transition goes through transitionRun (lib/runs/states.ts);
+ *   with the run, with the limits it is decided on (lib/runs/limits.ts), and the run is stored
+ *   where intake's steps take it by createRun (lib/runs/states.ts), one insert with every step's
+ *   event;
  * - an allowed run is queued in that transaction and handed to the executor afterwards; an
  *   escalated one is announced to the review webhook, if configured (never with code or data);
  * - every stored run carries its structural fingerprint (lib/script-fingerprint.ts), which
@@ -45,7 +46,6 @@ import { randomUUID } from "node:crypto";
 import type { Span } from "@opentelemetry/api";
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
-import { SUBMITTED_CONTENT, contentDigests } from "@/lib/audit/run-content";
 import { requireScope, type Actor } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { DataClass } from "@/lib/contracts/data-classes";
@@ -67,7 +67,7 @@ import { publishedPolicy } from "@/lib/policy/store";
 import { notifyEscalation } from "@/lib/runs/notify";
 import { decideRunLimits } from "@/lib/runs/limits";
 import { presentRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
-import { transitionRun } from "@/lib/runs/states";
+import { createRun, type CreationStep } from "@/lib/runs/states";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 import { findUnstorable, normalizeText } from "@/lib/untrusted/storable-text";
 
@@ -419,50 +419,9 @@ async function storeProposal(
       cpuSeconds: limits.cpuSeconds,
       escalates: !standing && (status === "pending_review" || status === "previewing"),
     });
-    const created = await tx.run.create({
-      data: {
-        id: runId,
-        traceparent: traceparentOf(span),
-        agentId: actor.id,
-        status: "submitted",
-        kind: lane.kind,
-        language: input.language,
-        code: input.code,
-        codeSha256,
-        purpose: input.purpose,
-        provenance: runColumnValue("provenance", input.provenance),
-        inputs: runColumnValue("inputs", inputs),
-        inputsDigest,
-        idempotencyKey: input.idempotencyKey ?? null,
-        requestDigest,
-        fingerprint: shape.fingerprint,
-        fingerprintHoles: shape.holes,
-        skills: skills,
-        standingApprovalId: standing?.id ?? null,
-      },
-    });
-    await recordAudit(tx, {
-      actor,
-      action: "run.submitted",
-      subject: { type: "run", id: runId },
-      data: {
-        codeSha256,
-        purpose: input.purpose,
-        inputsDigest,
-        language: input.language,
-        provenance: provenanceSeal(input.provenance),
-        contentDigests: contentDigests(created, SUBMITTED_CONTENT),
-        ...(lane.kind === "direct" ? { kind: lane.kind } : {}),
-        ...(skills.length > 0 ? { skills } : {}),
-        ...(options.via ? { via: { door: options.via.door, ...actorRef(options.via.by) } } : {}),
-      },
-    });
-    await transitionRun(
-      tx,
-      { type: "system", name: "analysis" },
+    const steps: CreationStep[] = [
       {
-        runId,
-        from: "submitted",
+        actor: { type: "system", name: "analysis" },
         to: "analyzed",
         data: {
           capabilitySet: runColumnValue("capabilitySet", analysis.capabilitySet),
@@ -472,13 +431,8 @@ async function storeProposal(
         },
         audit: { capabilitySet: analysis.capabilitySet, facts: analysis.facts, findings: analysis.findings.map((f) => f.code) },
       },
-    );
-    await transitionRun(
-      tx,
-      { type: "system", name: "policy" },
       {
-        runId,
-        from: "analyzed",
+        actor: { type: "system", name: "policy" },
         to: status,
         data: {
           decision: decision.decision,
@@ -502,17 +456,55 @@ async function storeProposal(
           limits,
         },
       },
-    );
-    if (status === "auto_approved") await transitionRun(tx, { type: "system", name: "runs" }, { runId, from: "auto_approved", to: "queued" });
+    ];
+    if (status === "auto_approved") steps.push({ actor: { type: "system", name: "runs" }, to: "queued" });
     if (standing) {
-      await transitionRun(
-        tx,
-        { type: "system", name: "standing-approval" },
-        { runId, from: "pending_review", to: "approved", audit: { standingApproval: standing, approvalsRequired: decision.approvalsRequired } },
+      steps.push(
+        {
+          actor: { type: "system", name: "standing-approval" },
+          to: "approved",
+          audit: { standingApproval: standing, approvalsRequired: decision.approvalsRequired },
+        },
+        { actor: { type: "system", name: "runs" }, to: "queued" },
       );
-      await transitionRun(tx, { type: "system", name: "runs" }, { runId, from: "approved", to: "queued" });
     }
-    return { run: await tx.run.findUniqueOrThrow({ where: { id: runId } }), created: true };
+    const run = await createRun(
+      tx,
+      {
+        actor,
+        data: {
+          id: runId,
+          traceparent: traceparentOf(span),
+          agentId: actor.id,
+          kind: lane.kind,
+          language: input.language,
+          code: input.code,
+          codeSha256,
+          purpose: input.purpose,
+          provenance: runColumnValue("provenance", input.provenance),
+          inputs: runColumnValue("inputs", inputs),
+          inputsDigest,
+          idempotencyKey: input.idempotencyKey ?? null,
+          requestDigest,
+          fingerprint: shape.fingerprint,
+          fingerprintHoles: shape.holes,
+          skills: skills,
+          standingApprovalId: standing?.id ?? null,
+        },
+        audit: {
+          codeSha256,
+          purpose: input.purpose,
+          inputsDigest,
+          language: input.language,
+          provenance: provenanceSeal(input.provenance),
+          ...(lane.kind === "direct" ? { kind: lane.kind } : {}),
+          ...(skills.length > 0 ? { skills } : {}),
+          ...(options.via ? { via: { door: options.via.door, ...actorRef(options.via.by) } } : {}),
+        },
+      },
+      steps,
+    );
+    return { run, created: true };
   });
   const { run } = stored;
   span.setAttribute("airlock.status", run.status);

@@ -5,7 +5,7 @@
  */
 import { NextRequest } from "next/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stageAuditEvent } from "@/lib/audit/record";
+import { stageAuditEvents } from "@/lib/audit/record";
 import { setEnvForChildren } from "@/lib/env";
 import type { TestDatabase } from "@/lib/testing/db";
 import { databaseWithAgent } from "@/lib/testing/run-rows";
@@ -49,7 +49,7 @@ describe("/api/health", () => {
 describe("/api/metrics", () => {
   it("counts queued runs, their wait and the staged audit events, in the exposition format, with no run content", async () => {
     await db.prisma.$transaction((tx) =>
-      stageAuditEvent(tx, { actor: system, action: "test.waiting", subject: { type: "thing" } }, new Date(Date.now() - 30_000)),
+      stageAuditEvents(tx, [{ actor: system, action: "test.waiting", subject: { type: "thing" } }], new Date(Date.now() - 30_000)),
     );
     const { GET } = await import("@/app/api/metrics/route");
     const response = await GET(get("/api/metrics"));

@@ -2,6 +2,8 @@
  * The run state machine against a real PostgreSQL: every transition in the table moves a run and
  * writes its audit event in the same transaction; every transition outside it is refused before
  * the database is touched; a run no longer in `from` is not moved (false), whatever `to` is.
+ * createRun stores a new run with the same row and the same events, in the same order, as
+ * inserting it submitted and moving it along each step would.
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,7 +12,8 @@ import { recordAudit } from "@/lib/audit/record";
 import type { TestDatabase } from "@/lib/testing/db";
 import { databaseWithAgent, insertRun } from "@/lib/testing/run-rows";
 import { NEXT_STATES, RUN_STATUSES, TERMINAL_STATUSES, canTransition, type RunStatus } from "@/lib/contracts/run-states";
-import { IllegalTransition, transitionRun } from "./states";
+import { SUBMITTED_CONTENT, contentDigests } from "@/lib/audit/run-content";
+import { createRun, IllegalTransition, transitionRun, type CreationStep } from "./states";
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
@@ -107,5 +110,74 @@ describe("run state machine", () => {
     expect(moved).toBe(false);
     expect((await db.prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("succeeded");
     expect(await db.prisma.auditEvent.count({ where: { subjectId: runId } })).toBe(0);
+  });
+
+  describe("createRun", () => {
+    const submitted = (purpose: string) => ({
+      actor: system,
+      data: { agentId, language: "javascript" as const, code: "return 1;", codeSha256: "c", purpose, inputsDigest: "i", requestDigest: "r", inputs: [] },
+      audit: { codeSha256: "c", purpose },
+    });
+    const intake = (last: RunStatus): CreationStep[] => [
+      { actor: { type: "system", name: "analysis" }, to: "analyzed", data: { javascript: "return 1;", capabilitySet: [] }, audit: { facts: "read_only" } },
+      { actor: { type: "system", name: "policy" }, to: last, data: { decision: "allow", limits: { timeoutMs: 1000 } }, audit: { decision: "allow" } },
+      ...(last === "auto_approved" ? [{ actor: { type: "system", name: "runs" }, to: "queued" } as const] : []),
+    ];
+    const eventsOf = async (runId: string) =>
+      (await db.prisma.auditEvent.findMany({ where: { subjectId: runId }, orderBy: { id: "asc" } })).map(({ action, actorType, actorId, data }) => ({
+        action,
+        actorType,
+        actorId,
+        data,
+      }));
+
+    /** The same run the long way: inserted submitted, then one transitionRun per step. */
+    async function walked(purpose: string, steps: CreationStep[]): Promise<string> {
+      return db.prisma.$transaction(async (tx) => {
+        const base = submitted(purpose);
+        const run = await tx.run.create({ data: { ...base.data, status: "submitted" } });
+        await recordAudit(tx, {
+          actor: system,
+          action: "run.submitted",
+          subject: { type: "run", id: run.id },
+          data: { ...base.audit, contentDigests: contentDigests(run, SUBMITTED_CONTENT) },
+        });
+        let from: RunStatus = "submitted";
+        for (const step of steps) {
+          expect(await transitionRun(tx, step.actor, { runId: run.id, from, to: step.to, data: step.data, audit: step.audit })).toBe(true);
+          from = step.to;
+        }
+        return run.id;
+      });
+    }
+
+    for (const last of ["auto_approved", "denied"] as const) {
+      it(`stores the run and its events exactly as the step-by-step path does (ending ${last})`, async () => {
+        const steps = intake(last);
+        const created = await db.prisma.$transaction((tx) => createRun(tx, submitted(`one write ${last}`), steps));
+        const stepwise = await walked(`one write ${last}`, steps);
+        const one = await db.prisma.run.findUniqueOrThrow({ where: { id: created.id } });
+        const other = await db.prisma.run.findUniqueOrThrow({ where: { id: stepwise } });
+        expect(one.status).toBe(steps.at(-1)!.to);
+        const comparable = ({ id: _id, createdAt: _c, updatedAt: _u, ...rest }: Record<string, unknown>) => rest;
+        expect(comparable(one)).toEqual(comparable(other));
+        const events = await eventsOf(created.id);
+        expect(events.map((e) => e.action)).toEqual(["run.submitted", ...steps.map((s) => `run.${s.to}`)]);
+        expect(events).toEqual(await eventsOf(stepwise));
+        // A terminal step seals the run's (no) tool calls, as transitionRun does.
+        if (last === "denied") expect(events.at(-1)!.data).toHaveProperty("toolCalls");
+      });
+    }
+
+    it("refuses a path outside the table before writing anything", async () => {
+      const before = await db.prisma.run.count();
+      await expect(db.prisma.$transaction((tx) => createRun(tx, submitted("skips analysis"), [{ actor: system, to: "queued" }]))).rejects.toBeInstanceOf(
+        IllegalTransition,
+      );
+      await expect(
+        db.prisma.$transaction((tx) => createRun(tx, submitted("leaves a terminal state"), [...intake("denied"), { actor: system, to: "queued" }])),
+      ).rejects.toBeInstanceOf(IllegalTransition);
+      expect(await db.prisma.run.count()).toBe(before);
+    });
   });
 });

@@ -1,27 +1,34 @@
 /**
- * The run state machine's one writer: `transitionRun`. The table of allowed transitions is
+ * The run state machine's writers: `createRun`, which stores a new run where intake's steps take
+ * it, and `transitionRun`, which moves a stored one. The table of allowed transitions is
  * lib/contracts/run-states.ts (docs/run-states.md publishes it, with the states later work adds).
  *
  * Guarantees:
- * - `transitionRun` refuses a transition outside the table before touching the database;
- * - the change is a conditional update (`WHERE status IN from`), so of two racing writers exactly
+ * - both refuse a transition outside the table before touching the database;
+ * - `createRun` writes what `submitted` and then each step in turn would have written, in one
+ *   insert, with the events of `run.submitted` and of every step, in order, in one statement: the
+ *   log reads exactly as if each step had been its own update (no one else can see the run before
+ *   its transaction commits, so there is nothing to race);
+ * - a transition is a conditional update (`WHERE status IN from`), so of two racing writers exactly
  *   one moves the run and the other learns it lost (false), never a read-check-then-write;
  * - the audit event is written in the same transaction as the change, or the change fails; the
  *   event of a terminal state seals every tool call the run has on record (lib/audit/seal.ts),
  *   whoever ends it (executor, cancel, the maintenance sweep);
- * - the event carries, in `contentDigests`, the digests of the run's content columns the
- *   transition writes (javascript, limits, plan, result, error, execution), read back as stored;
- *   a terminal event digests all of them, written or not (lib/audit/run-content.ts).
- * - once the change commits, it is logged (lib/log.ts): one line, by the process that made it.
+ * - the event carries, in `contentDigests`, the digests of the run's content columns its write sets
+ *   (run.submitted: the submitted ones; a step or transition: javascript, limits, plan, result,
+ *   error, execution), read back as stored; a terminal event digests all of the latter, written or
+ *   not (lib/audit/run-content.ts);
+ * - once the change commits, each transition is logged (lib/log.ts): one line, by the process that
+ *   made it.
  * Nothing else in the codebase writes `Run.status`.
  */
-import { recordAudit } from "@/lib/audit/record";
-import { TRANSITION_CONTENT, contentDigests, type RunContentDigests, type RunContentField } from "@/lib/audit/run-content";
+import { recordAudit, recordAuditEvents, type AuditEventInput } from "@/lib/audit/record";
+import { SUBMITTED_CONTENT, TRANSITION_CONTENT, contentDigests, type RunContentDigests, type RunContentField } from "@/lib/audit/run-content";
 import { sealToolCalls } from "@/lib/audit/seal";
 import type { Actor } from "@/lib/contracts/scopes";
 import { afterCommit, type Tx } from "@/lib/db";
 import { logRunChange, type RunChangeLine } from "@/lib/log";
-import type { Prisma } from "@/lib/generated/prisma/client";
+import type { Prisma, Run } from "@/lib/generated/prisma/client";
 import { canTransition, isTerminal, type RunStatus } from "@/lib/contracts/run-states";
 
 export class IllegalTransition extends Error {
@@ -78,8 +85,55 @@ export async function transitionRun(tx: Tx, actor: Actor, t: Transition): Promis
   return true;
 }
 
+/** One of intake's steps after `submitted`: the status it moves to, the columns it writes, its event's data. */
+export type CreationStep = {
+  actor: Actor;
+  to: RunStatus;
+  data?: Partial<Omit<Prisma.RunUncheckedCreateInput, "status" | "id">>;
+  audit?: Record<string, unknown>;
+};
+
+/**
+ * Stores a new run as `submitted` followed by `steps`: one insert of the columns they write
+ * together, at the last step's status, and the events run.submitted (`submitted.audit` with the
+ * digests of the submitted content) and `run.<to>` of each step, staged in that order.
+ */
+export async function createRun(
+  tx: Tx,
+  submitted: { actor: Actor; data: Omit<Prisma.RunUncheckedCreateInput, "status">; audit: Record<string, unknown> },
+  steps: readonly CreationStep[],
+): Promise<Run> {
+  let status: RunStatus = "submitted";
+  for (const step of steps) {
+    if (!canTransition(status, step.to)) throw new IllegalTransition([status], step.to);
+    status = step.to;
+  }
+  const run = await tx.run.create({ data: Object.assign({}, submitted.data, ...steps.map((step) => step.data ?? {}), { status }) });
+  const subject = { type: "run", id: run.id };
+  const events: AuditEventInput[] = [
+    { actor: submitted.actor, action: "run.submitted", subject, data: { ...submitted.audit, contentDigests: contentDigests(run, SUBMITTED_CONTENT) } },
+  ];
+  const lines: RunChangeLine[] = [];
+  let from: RunStatus = "submitted";
+  for (const step of steps) {
+    const terminal = isTerminal(step.to);
+    const digested = terminal ? TRANSITION_CONTENT : TRANSITION_CONTENT.filter((field) => step.data?.[field] !== undefined);
+    const data = {
+      ...step.audit,
+      ...(terminal ? await sealToolCalls(tx, run.id) : {}),
+      ...(digested.length > 0 ? { contentDigests: contentDigests(run, digested) } : {}),
+    };
+    events.push({ actor: step.actor, action: `run.${step.to}`, subject, data });
+    lines.push({ runId: run.id, from: [from], to: step.to, actor: step.actor, decision: loggedDecision(step), code: loggedCode(step) });
+    from = step.to;
+  }
+  await recordAuditEvents(tx, events);
+  afterCommit(() => lines.forEach(logRunChange));
+  return run;
+}
+
 /** The policy's decision, when this transition records it (intake's analyzed → …). */
-function loggedDecision(t: Transition): RunChangeLine["decision"] {
+function loggedDecision(t: Pick<Transition, "audit"> & { data?: { approvalsRequired?: unknown } }): RunChangeLine["decision"] {
   const decision = t.audit?.decision;
   if (typeof decision !== "string") return undefined;
   const reasons = Array.isArray(t.audit?.reasons) ? t.audit.reasons.filter((r): r is string => typeof r === "string") : [];
@@ -87,6 +141,6 @@ function loggedDecision(t: Transition): RunChangeLine["decision"] {
   return { decision, reasons, approvalsRequired };
 }
 
-function loggedCode(t: Transition): string | null {
+function loggedCode(t: Pick<Transition, "audit">): string | null {
   return typeof t.audit?.errorCode === "string" ? t.audit.errorCode : null;
 }

@@ -6,11 +6,11 @@
  */
 import type { PrismaClient } from "@/lib/db";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { stageAuditEvent } from "@/lib/audit/record";
+import { stageAuditEvents } from "@/lib/audit/record";
 import { sequenceAudit } from "@/lib/db/audit-sequence";
 
 export async function appendBackdated(db: PrismaClient, at: Date, action = "test.old", data: Prisma.InputJsonObject = {}): Promise<bigint> {
-  await stageAuditEvent(db, { actor: { type: "system", name: "test" }, action, subject: { type: "thing" }, data }, at);
+  await stageAuditEvents(db, [{ actor: { type: "system", name: "test" }, action, subject: { type: "thing" }, data }], at);
   await sequenceAudit(db);
   const row = await db.auditEvent.findFirstOrThrow({ orderBy: { id: "desc" }, select: { id: true } });
   return row.id;
