@@ -24,7 +24,7 @@ import { directCallScript, toolArgumentsSchema } from "@/lib/contracts/direct-ca
 import { isReadOnly } from "@/lib/contracts/tools";
 import { AppError, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
-import { DirectCallRefused, parseSubmit, recordingRefusals, submitProposal, type Lane } from "./submit";
+import { DirectCallRefused, parseSubmit, recordingRefusals, submitProposal, type Lane, type SubmitOptions } from "./submit";
 
 const DIRECT_LANE: Lane = { kind: "direct", action: "call" };
 
@@ -37,7 +37,7 @@ export const callToolSchema = z.strictObject({
 
 export type CallToolInput = z.input<typeof callToolSchema>;
 
-export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
+export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: unknown, options: Pick<SubmitOptions, "wait"> = {}): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
     const parsed = callToolSchema.safeParse(raw);
@@ -58,6 +58,6 @@ export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: un
       language: "javascript",
       inputs: [],
     });
-    return submitProposal(deps, actor, input, {}, DIRECT_LANE);
+    return submitProposal(deps, actor, input, options, DIRECT_LANE);
   });
 }

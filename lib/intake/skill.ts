@@ -22,7 +22,7 @@ import { AppError, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
 import { skillRunScript } from "@/lib/skills/draft";
 import { publishedSkill } from "@/lib/skills/service";
-import { parseSubmit, recordingRefusals, submitProposal } from "./submit";
+import { parseSubmit, recordingRefusals, submitProposal, type SubmitOptions } from "./submit";
 
 export const runSkillSchema = z.strictObject({
   name: z.string().max(64),
@@ -30,7 +30,7 @@ export const runSkillSchema = z.strictObject({
   arguments: toolArgumentsSchema,
 });
 
-export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unknown): Promise<RunView> {
+export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unknown, options: Pick<SubmitOptions, "wait"> = {}): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
     const parsed = runSkillSchema.safeParse(raw);
@@ -55,12 +55,10 @@ export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unkn
       );
     }
     const input = parseSubmit({ code: skillRunScript(skill.code, args), purpose: `Skill ${name} v${skill.version}`, language: skill.language, inputs: [] });
-    return submitProposal(
-      deps,
-      actor,
-      input,
-      {},
-      { kind: "script", action: "run", skill: { versionId: skill.id, name, version: skill.version, arguments: args } },
-    );
+    return submitProposal(deps, actor, input, options, {
+      kind: "script",
+      action: "run",
+      skill: { versionId: skill.id, name, version: skill.version, arguments: args },
+    });
   });
 }

@@ -138,3 +138,20 @@ describe("budgets in a race", () => {
     }
   });
 });
+
+describe("the reads before the decision, made at once", () => {
+  it("refuse as they would one by one: budgets first, then the scope to read inputs, then unknown inputs", async () => {
+    const body = { code: `return inputs.list();`, purpose: "reads an input", language: "javascript", inputs: ["no-such-dataset"] };
+    const agent = await makeAgent("orderly");
+    const withoutInputs: AgentActor = { ...agent, scopes: agent.scopes.filter((scope) => scope !== "inputs:read") };
+    setEnvForChildren({ AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY: String(RUN_LIMIT_DEFAULTS.cpuSeconds / 2) });
+    try {
+      await expect(submitRun(deps(), withoutInputs, body)).rejects.toMatchObject({ runCode: "BUDGET_EXCEEDED" });
+    } finally {
+      setEnvForChildren({ AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY: String(3600) });
+    }
+    await expect(submitRun(deps(), withoutInputs, body)).rejects.toMatchObject({ code: "forbidden", details: { scope: "inputs:read" } });
+    await expect(submitRun(deps(), agent, body)).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("Unknown input") });
+    expect(await db.prisma.run.count({ where: { agentId: agent.id } })).toBe(0);
+  });
+});

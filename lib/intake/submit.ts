@@ -46,7 +46,7 @@ import { randomUUID } from "node:crypto";
 import type { Span } from "@opentelemetry/api";
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
-import { requireScope, type Actor } from "@/lib/contracts/scopes";
+import { hasScope, requireScope, type Actor } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
 import type { DataClass } from "@/lib/contracts/data-classes";
 import { runColumnValue, type RunColumnValue } from "@/lib/contracts/run-columns";
@@ -66,7 +66,7 @@ import { buildPolicyRequest, provenancePresence } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
 import { notifyEscalation } from "@/lib/runs/notify";
 import { decideRunLimits } from "@/lib/runs/limits";
-import { presentRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
+import { getRun, presentRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
 import { createRun, type CreationStep } from "@/lib/runs/states";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 import { findUnstorable, normalizeText } from "@/lib/untrusted/storable-text";
@@ -229,7 +229,15 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, 
 const STATUS_BY_DECISION = { allow: "auto_approved", escalate: "pending_review", deny: "denied" } as const;
 
 /** A door other than the agent's own (the CLI's `exec --agent`) and who used it, recorded in run.submitted. */
-export type SubmitOptions = { via?: { door: string; by: Actor } };
+export type SubmitOptions = {
+  via?: { door: string; by: Actor };
+  /**
+   * Answer with the run as it settles instead of as stored: a queued run, for an agent that may
+   * read runs, is waited for (up to `seconds`, through getRun); one whose token holds runs:submit
+   * alone gets the run as submitted (its id and status), never an error after the run was stored.
+   */
+  wait?: { seconds: number; signal?: AbortSignal };
+};
 
 const actorRef = (actor: Actor) =>
   actor.type === "system" ? { type: actor.type, name: actor.name } : { type: actor.type, id: actor.id, ...("email" in actor ? { email: actor.email } : {}) };
@@ -317,9 +325,10 @@ export async function submitProposal(
   // The run's id is chosen here, so that every span of its trace names it from the first (lib/tracing.ts).
   const runId = randomUUID();
   // A new trace per run: a traceparent the agent sends chooses neither its trace nor its sampling.
-  return inSpan("airlock.submit", ROOT_CONTEXT, { [RUN_ID]: runId, "airlock.agent_id": actor.id, "airlock.kind": lane.kind }, (span) =>
+  const run = await inSpan("airlock.submit", ROOT_CONTEXT, { [RUN_ID]: runId, "airlock.agent_id": actor.id, "airlock.kind": lane.kind }, (span) =>
     storeProposal(deps, actor, input, options, lane, runId, span),
   );
+  return answer(deps, actor, run, options);
 }
 
 async function storeProposal(
@@ -330,7 +339,7 @@ async function storeProposal(
   lane: Lane,
   runId: string,
   span: Span,
-): Promise<RunView> {
+): Promise<Run> {
   const { db } = deps;
   const requestDigest = sha256Hex(canonicalJson(input));
   const codeSha256 = sha256Hex(input.code);
@@ -339,13 +348,23 @@ async function storeProposal(
     const existing = await db.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
     if (existing) {
       span.setAttribute(RUN_ID, existing.id);
-      return presentRun(db, sameRequest(existing, requestDigest));
+      return sameRequest(existing, requestDigest);
     }
   }
-  await enforceBudgets(db, actor.id, codeSha256, { cpuSeconds: RUN_LIMIT_DEFAULTS.cpuSeconds, escalates: false });
-
-  if (input.inputs.length > 0) requireScope(actor, "inputs:read");
-  const datasets = await db.dataset.findMany({ where: { name: { in: input.inputs } }, select: { id: true, name: true, sha256: true, dataClass: true } });
+  // Independent reads, at once; a refusal among them is the one they would give one by one:
+  // budgets first, then the inputs (the scope to read them, then their names). The registry is
+  // refreshed so an override two admins confirmed in another process decides here too.
+  const [, datasets, , policy] = await allInOrder([
+    enforceBudgets(db, actor.id, codeSha256, { cpuSeconds: RUN_LIMIT_DEFAULTS.cpuSeconds, escalates: false }),
+    input.inputs.length === 0
+      ? Promise.resolve([])
+      : Promise.resolve().then(() => {
+          requireScope(actor, "inputs:read");
+          return db.dataset.findMany({ where: { name: { in: input.inputs } }, select: { id: true, name: true, sha256: true, dataClass: true } });
+        }),
+    deps.registry.refresh(),
+    publishedPolicy(db),
+  ] as const);
   const missing = input.inputs.filter((name) => !datasets.some((d) => d.name === name));
   if (missing.length > 0) {
     throw new AppError("bad_request", `Unknown input ${missing.map((m) => JSON.stringify(m)).join(", ")}; list_inputs shows the datasets you may pass.`);
@@ -356,8 +375,6 @@ async function storeProposal(
   });
   const inputsDigest = sha256Hex(canonicalJson(inputs.map(({ name, sha256: digest }) => ({ name, sha256: digest }))));
 
-  // An override two admins confirmed in another process decides here too.
-  await deps.registry.refresh();
   const analysis = inSpanSync("airlock.analysis", contextWith(span), { [RUN_ID]: runId }, () =>
     analyzeScript({
       code: input.code,
@@ -367,7 +384,6 @@ async function storeProposal(
       allowedPackages: deps.registry.allowedImports(),
     }),
   );
-  const policy = await publishedPolicy(db);
   const policyRequest = buildPolicyRequest({
     agent: { id: actor.id, ownerId: actor.ownerId },
     facts: analysis.facts,
@@ -512,7 +528,22 @@ async function storeProposal(
   if (stored.created && run.status === "queued") deps.startExecution(run.id);
   if (stored.created && run.status === "previewing") deps.startPreview(run.id);
   if (stored.created && run.status === "pending_review") void notifyEscalation(run.id, db);
-  return presentRun(db, run);
+  return run;
+}
+
+/** The stored run's view, or, when the caller asked to wait and may, the view once it settles (SubmitOptions.wait). */
+function answer(deps: RunDeps, actor: AgentActor, run: Run, options: SubmitOptions): Promise<RunView> {
+  if (options.wait && run.status === "queued" && hasScope(actor, "runs:read")) {
+    return getRun(deps, actor, { runId: run.id, waitSeconds: options.wait.seconds }, options.wait.signal);
+  }
+  return presentRun(deps.db, run);
+}
+
+/** Awaits independent work at once; the first of it to fail, in the order given, is thrown, as if each were awaited in turn. */
+async function allInOrder<T extends readonly unknown[]>(work: { readonly [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(work);
+  for (const outcome of settled) if (outcome.status === "rejected") throw outcome.reason;
+  return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
 
 /** The run stored under the key, if it was stored for this very request; otherwise a conflict. */

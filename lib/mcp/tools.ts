@@ -7,13 +7,12 @@ import { appRuntime, startedAppRuntime, type Runtime } from "@/lib/runs/runtime"
 import { listDatasets } from "@/lib/runs/datasets";
 import { cancelRun } from "@/lib/runs/cancel";
 import { recordOutcome, recordOutcomeSchema } from "@/lib/runs/outcome";
-import { submitRun, submitRunSchema } from "@/lib/intake/submit";
+import { submitRun, submitRunSchema, type SubmitOptions } from "@/lib/intake/submit";
 import { callToolSchema, submitDirectCall } from "@/lib/intake/direct";
 import { runSkillSchema, submitSkillRun } from "@/lib/intake/skill";
 import { getRun, getRunSchema, type RunView } from "@/lib/runs/service";
 import { recordAgentRead, recordResultRead, type ResultDoor } from "./audit";
 import { SCRIPT_GLOBALS_DECLARATION } from "@/lib/contracts/script-contract";
-import { hasScope } from "@/lib/contracts/scopes";
 import { searchSkills } from "@/lib/skills/catalog";
 import { publishedSkills } from "@/lib/skills/service";
 import { defineTool, type McpTool, type ToolAnswer, type ToolCall } from "./define";
@@ -52,22 +51,15 @@ async function runAnswer(call: ToolCall, view: RunView, via: ResultDoor): Promis
   return { value: view, isError: Boolean(view.error) };
 }
 
-/**
- * Whether a submission waits for its run to settle before answering: a queued run, for an agent
- * that may read runs. One whose token holds runs:submit alone gets the run as submitted (its id and
- * status), never an error after the run was stored.
- */
-function waitsForResult(call: ToolCall, view: RunView): boolean {
-  return view.status === "queued" && hasScope(call.ctx.agent, "runs:read");
-}
-
-/** Submits through `submit` and, when the run was queued, waits briefly for it to settle (waitsForResult). */
-async function submitAndWait(call: ToolCall, door: ResultDoor, submit: (runtime: Runtime) => Promise<RunView>): Promise<ToolAnswer<RunView>> {
+/** Submits through `submit`, which answers once a queued run settles or SUBMIT_WAIT_SECONDS pass (SubmitOptions.wait). */
+async function submitAndWait(
+  call: ToolCall,
+  door: ResultDoor,
+  submit: (runtime: Runtime, options: SubmitOptions) => Promise<RunView>,
+): Promise<ToolAnswer<RunView>> {
   const runtime = await appRuntime(call.db);
-  const view = await submit(runtime);
-  if (!waitsForResult(call, view)) return runAnswer(call, view, door);
-  const settled = await getRun(runtime, call.ctx.agent, { runId: view.runId, waitSeconds: SUBMIT_WAIT_SECONDS }, call.signal);
-  return runAnswer(call, settled, door);
+  const view = await submit(runtime, { wait: { seconds: SUBMIT_WAIT_SECONDS, signal: call.signal } });
+  return runAnswer(call, view, door);
 }
 
 export const searchTools = defineTool({
@@ -118,7 +110,7 @@ export const submitRunTool = defineTool({
   },
   execution: { taskSupport: "optional" },
   // submitRun validates with submitRunSchema itself: it checks the code size first and audits refusals.
-  rawHandler: (args, call) => submitAndWait(call, "submit_run", (runtime) => submitRun(runtime, call.ctx.agent, args)),
+  rawHandler: (args, call) => submitAndWait(call, "submit_run", (runtime, options) => submitRun(runtime, call.ctx.agent, args, options)),
 });
 
 export const callToolTool = defineTool({
@@ -128,7 +120,7 @@ export const callToolTool = defineTool({
   input: callToolSchema,
   output: directViewSchema,
   // submitDirectCall validates with callToolSchema itself and audits refusals.
-  rawHandler: (args, call) => submitAndWait(call, "call_tool", (runtime) => submitDirectCall(runtime, call.ctx.agent, args)),
+  rawHandler: (args, call) => submitAndWait(call, "call_tool", (runtime, options) => submitDirectCall(runtime, call.ctx.agent, args, options)),
 });
 
 export const runSkillTool = defineTool({
@@ -138,7 +130,7 @@ export const runSkillTool = defineTool({
   input: runSkillSchema,
   output: directViewSchema,
   // submitSkillRun validates with runSkillSchema itself and audits refusals.
-  rawHandler: (args, call) => submitAndWait(call, "run_skill", (runtime) => submitSkillRun(runtime, call.ctx.agent, args)),
+  rawHandler: (args, call) => submitAndWait(call, "run_skill", (runtime, options) => submitSkillRun(runtime, call.ctx.agent, args, options)),
 });
 
 export const getRunTool = defineTool({

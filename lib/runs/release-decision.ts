@@ -62,9 +62,11 @@ export async function decideResultRelease(
   const bytes = Buffer.byteLength(JSON.stringify(envelope.result ?? null), "utf8");
   let built = buildReleaseRequest({ agent: { id: run.agentId, ownerId: "" }, flags, bytes, dataClasses: [] });
   try {
-    const agent = await db.agent.findUniqueOrThrow({ where: { id: run.agentId }, select: { id: true, ownerId: true } });
+    const [agent, published] = await Promise.all([
+      db.agent.findUniqueOrThrow({ where: { id: run.agentId }, select: { id: true, ownerId: true } }),
+      publishedPolicy(db),
+    ]);
     built = buildReleaseRequest({ agent, flags, bytes, dataClasses: decidedDataClasses(run) });
-    const published = await publishedPolicy(db);
     if (!published) throw new Error("no policy version is published");
     const decided = decideRelease(built, published.prepared);
     return {
