@@ -38,6 +38,7 @@ import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
 import { consoleBaseUrl } from "@/lib/env";
 import { filtersForRecord, hasRunFilters, type AuditFilters } from "./filters";
 import { runConditions } from "./search";
+import { refreshSearchDocuments } from "./search-refresh";
 
 export const EXPORT_FORMATS = ["jsonl", "csv"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -225,6 +226,7 @@ export async function prepareExport(
   const kind = options.rows ?? "events";
   const excludeAuditReads = kind === "events" && options.excludeAuditReads === true;
   await sequenceAudit(db);
+  if (filters.q) await refreshSearchDocuments(db, "all");
   const [head] = await db.$queryRaw<{ id: bigint; hash: string; at: Date }[]>`
     SELECT id, hash, at FROM "AuditEvent" ORDER BY id DESC LIMIT 1`;
   const headId = head?.id ?? 0n;

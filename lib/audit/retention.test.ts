@@ -24,6 +24,7 @@ import { SUBMITTED_CONTENT, TRANSITION_CONTENT, storedContentDigests } from "./r
 import { toolCallsDigest } from "./seal";
 import { insertToolCalls, storedJson } from "./stored-calls";
 import { SYSTEM, tamper } from "./testing";
+import { refreshSearchDocuments } from "./search-refresh";
 import { verifyAuditChain } from "./verify";
 
 const days = { ...RETENTION_DEFAULT_DAYS };
@@ -120,6 +121,7 @@ async function seed(options: { classes: string[]; endedDaysAgo: number; calls?: 
 const row = (id: string) => db.prisma.run.findUniqueOrThrow({ where: { id }, include: { toolCalls: { orderBy: { seq: "asc" } } } });
 
 async function matches(id: string, word: string): Promise<boolean> {
+  await refreshSearchDocuments(db.prisma, "all");
   const [hit] = await db.prisma.$queryRaw<{ hit: boolean }[]>`
     SELECT coalesce("searchVector" @@ websearch_to_tsquery('english', ${word}), false) AS hit FROM "Run" WHERE id = ${id}::uuid`;
   return hit!.hit;

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { searchRuns } from "./search";
+import { refreshSearchDocuments } from "./search-refresh";
+import { startAuditSequencer } from "./sequencer";
 import { sha256 } from "./testing";
 
 let db: TestDatabase;
@@ -9,7 +11,7 @@ let n = 0;
 
 async function run(
   code: string,
-  extra: { purpose?: string; provenance?: object; result?: object; execution?: object; agentId?: string; status?: "running" | "succeeded" } = {},
+  extra: { purpose?: string; provenance?: object; result?: object; execution?: object; agentId?: string; status?: "queued" | "running" | "succeeded" } = {},
 ) {
   n++;
   const row = await db.prisma.run.create({
@@ -49,6 +51,9 @@ async function call(runId: string, seq: number, args: object | null, result: obj
 }
 
 const ids = async (q: string) => (await searchRuns(db.prisma, { q })).items.map((i) => i.id).sort();
+/** Whether the run's search document is still to be built. */
+const owed = async (runId: string) =>
+  (await db.prisma.$queryRaw<{ owed: boolean }[]>`SELECT "searchVector" IS NULL AS owed FROM "Run" WHERE id = ${runId}::uuid`)[0]!.owed;
 
 let refundA: string;
 let refundB: string;
@@ -109,19 +114,53 @@ describe("identifiers match by their parts", () => {
     expect(await ids("getCustomer")).toEqual([id]);
   });
 
-  it("indexes the tool calls a run makes while running once, when it leaves running", async () => {
+  it("indexes the calls a running run makes after its document was built once it leaves running, before any search reads", async () => {
     const id = await run(`return await tools.ledger.getCustomer({ id: "c-2" });`, { status: "running" });
     await call(id, 1, { customerId: "c-2", note: "numbat escalation" }, { tier: "goldTier" });
-    await call(id, 2, { customerId: "c-2", note: "quoll follow-up" }, null);
-    // A batch of calls does not rebuild a running run's document: its end does, with every call.
-    expect(await ids("numbat")).toEqual([]);
-    await db.prisma.run.update({ where: { id }, data: { status: "succeeded" } });
+    // A search builds the running run's owed document, with the calls recorded so far.
+    expect(await owed(id)).toBe(true);
     expect(await ids("numbat")).toEqual([id]);
+    // A later batch of calls does not rebuild it while the run is running, nor does the write that ends it: that leaves it owed.
+    await call(id, 2, { customerId: "c-2", note: "quoll follow-up" }, null);
+    expect(await ids("quoll")).toEqual([]);
+    await db.prisma.run.update({ where: { id }, data: { status: "succeeded" } });
+    expect(await owed(id)).toBe(true);
+    // The search builds what is owed before it reads.
     expect(await ids("quoll")).toEqual([id]);
+    expect(await owed(id)).toBe(false);
+    expect(await ids("numbat")).toEqual([id]);
     expect(await ids("goldTier")).toEqual([id]);
   });
 
-  it("caps a huge run's document so its transaction still commits", async () => {
+  it("owes a new run's document; the background builds those of runs neither queued nor running, a search every one", async () => {
+    const queued = await run(`return await tools.ledger.getCustomer({ id: "c-4" });`, { purpose: "wallaby audit", status: "queued" });
+    const id = await run(`return await tools.ledger.getCustomer({ id: "c-3" });`, { status: "running" });
+    await call(id, 1, { customerId: "c-3", note: "bilby escalation" }, null);
+    await db.prisma.run.update({ where: { id }, data: { status: "failed" } });
+    expect(await owed(id)).toBe(true);
+    expect(await owed(queued)).toBe(true);
+    const sequencer = startAuditSequencer(db.prisma);
+    try {
+      await expect.poll(() => owed(id), { timeout: 5_000, interval: 50 }).toBe(false);
+    } finally {
+      await sequencer.close();
+    }
+    // The background leaves a queued run's row to its executor; a search builds it first.
+    expect(await owed(queued)).toBe(true);
+    expect(await ids("wallaby")).toEqual([queued]);
+    expect(await owed(queued)).toBe(false);
+    const [row] = await db.prisma.$queryRaw<{ found: boolean }[]>`
+      SELECT "searchVector" @@ websearch_to_tsquery('english', 'bilby') AS found FROM "Run" WHERE id = ${id}::uuid`;
+    expect(row?.found).toBe(true);
+  });
+
+  it("refuses a batch size outside 1 to 10,000", async () => {
+    for (const size of [0, 10_001]) {
+      await expect(db.prisma.$queryRaw`SELECT "airlock_search_refresh"(${size}::integer, true)`).rejects.toThrow(/a batch is 1 to 10000 runs/);
+    }
+  });
+
+  it("caps a huge run's document so building it still succeeds", async () => {
     const words = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}${i.toString(36)}Zq_${i}.x${i}Y`).join(" ");
     const huge = words("code", 60_000);
     const id = await run(huge, {
@@ -143,7 +182,8 @@ describe("identifiers match by their parts", () => {
         outcome: "ok",
       })),
     });
-    // The size before compression (a concatenation is a fresh, uncompressed value).
+    // Built by the refresh every search makes first; the size before compression (a concatenation is a fresh, uncompressed value).
+    expect(await refreshSearchDocuments(db.prisma, "all")).toBeGreaterThan(0);
     const [size] = await db.prisma.$queryRaw<{ bytes: number; lexemes: number }[]>`
       SELECT pg_column_size("searchVector" || ''::tsvector) AS bytes, length("searchVector") AS lexemes FROM "Run" WHERE id = ${id}::uuid`;
     console.log("huge run document", size);
@@ -185,6 +225,7 @@ describe("identifiers match by their parts", () => {
         outcome: "ok",
       })),
     });
+    expect(await refreshSearchDocuments(db.prisma, "all")).toBeGreaterThan(0);
     const [size] = await db.prisma.$queryRaw<{ lexemes: number }[]>`
       SELECT length("searchVector") AS lexemes FROM "Run" WHERE id = ${id}::uuid`;
     console.log("dense run document", size);

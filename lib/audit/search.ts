@@ -2,7 +2,8 @@
  * Compliance search over runs: full text over code, purpose, provenance, tool-call arguments and
  * results, result, error, logs and review comments ("Run"."searchVector", a tsvector kept by
  * triggers, GIN-indexed; see migrations 20261130051110_audit_search_and_seals and
- * 20261202130000_search_identifiers), and filters by agent, person, status, decision, data class,
+ * 20261202130000_search_identifiers; the documents runs are owed are built first,
+ * ./search-refresh.ts), and filters by agent, person, status, decision, data class,
  * tool, code hash and time range.
  *
  * Identifiers match by their parts: the document holds each identifier's parts in order
@@ -21,6 +22,7 @@ import { Prisma } from "@/lib/generated/prisma/client";
 import type { Db, Tx } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import type { AuditFilters } from "./filters";
+import { refreshSearchDocuments } from "./search-refresh";
 
 export type RunSearchItem = {
   id: string;
@@ -136,6 +138,7 @@ export async function searchRuns(db: Db | Tx, filters: AuditFilters, options: { 
   const limit = Math.min(Math.max(options.limit ?? SEARCH_PAGE_SIZE, 1), 200);
   const after = options.after ? decodeCursor(options.after) : null;
   const keyset = after ? Prisma.sql`AND (r."createdAt", r.id) < (${after.createdAt}, ${after.id}::uuid)` : Prisma.empty;
+  if (filters.q) await refreshSearchDocuments(db, "all");
   const rows = await db.$queryRaw<Row[]>`
     SELECT r.id::text AS id, r."createdAt", a.name AS agent, u.email AS owner, r.status::text AS status,
            r.decision::text AS decision, left(r.purpose, 300) AS purpose, r."codeSha256"
