@@ -35,6 +35,7 @@ import { walkScript, type WalkResult } from "@/lib/intake/walk";
 import type { DataClass } from "@/lib/contracts/data-classes";
 import { bareSpecifier, packageName } from "@/lib/contracts/packages";
 import { EFFECT_RANK, effectOf, isReadOnly, type Effect, type ToolFacts } from "@/lib/contracts/tools";
+import { fingerprintScript, type ScriptFingerprint } from "@/lib/script-fingerprint";
 
 export type AnalysisInput = {
   code: string;
@@ -56,6 +57,8 @@ export type Analysis = {
   findings: Finding[];
   facts: ScriptFacts;
   callSites: ToolCallSites;
+  /** The script's structural fingerprint over its capability set (lib/script-fingerprint.ts), cached with the rest. */
+  shape: ScriptFingerprint;
 };
 
 const MAX_TYPE_ERRORS = 20;
@@ -213,6 +216,7 @@ function analyze(input: AnalysisInput): Analysis {
     findings: findings.sort(byPosition),
     facts: factsOf(capabilitySet, registry, walk),
     callSites: callSitesOf(walk, registry),
+    shape: fingerprintScript(input.code, input.language, capabilitySet),
   };
 }
 
@@ -254,6 +258,7 @@ function analyzeOrFail(input: AnalysisInput): Analysis {
       findings: [finding("analysis_error", `${FINDING_RULES.analysis_error.summary}: ${message}`, 1, 1)],
       facts: { effect: "destructive", openWorld: true, dataClasses: [], toolCount: 0, readOnlyDataClasses: [], checks: [] },
       callSites: {},
+      shape: fingerprintScript(input.code, input.language, []),
     };
   }
 }

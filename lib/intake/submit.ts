@@ -56,7 +56,6 @@ import { env } from "@/lib/env";
 import { AppError, invalidArguments, isAppError, type AppErrorCode } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import { analyzeScript } from "@/lib/intake/analyze";
-import { fingerprintScript } from "@/lib/script-fingerprint";
 import { SkillUseError, inlineSkills, mentionsSkills, type SkillRef } from "@/lib/skills/catalog";
 import { publishedSkills } from "@/lib/skills/service";
 import { claimStandingApproval } from "@/lib/skills/standing";
@@ -414,7 +413,6 @@ async function storeProposal(
   // An escalated run that calls tools that are not read-only is previewed first (lib/runs/preview.ts).
   const decided = decision.decision === "escalate" && analysis.facts.effect !== "read_only" ? "previewing" : STATUS_BY_DECISION[decision.decision];
   const limits = decideRunLimits(analysis.callSites, decision.maxWritesPerTool);
-  const shape = fingerprintScript(input.code, input.language, analysis.capabilitySet);
   const skills: SkillRef[] = lane.skill ? [{ name: lane.skill.name, version: lane.skill.version, versionId: lane.skill.versionId }] : (lane.skills ?? []);
 
   const stored = await db.$transaction(async (tx) => {
@@ -502,8 +500,8 @@ async function storeProposal(
           inputsDigest,
           idempotencyKey: input.idempotencyKey ?? null,
           requestDigest,
-          fingerprint: shape.fingerprint,
-          fingerprintHoles: shape.holes,
+          fingerprint: analysis.shape.fingerprint,
+          fingerprintHoles: analysis.shape.holes,
           skills: skills,
           standingApprovalId: standing?.id ?? null,
         },
