@@ -50,6 +50,8 @@ type SlotState = {
   share: number;
   held: number;
   othersWait: boolean;
+  /** Other agents' runs waiting for a slot, oldest first (woken when this one takes a slot). */
+  wake: string[];
 };
 
 /** One lock for every decision about slots, cluster-wide (a constant outside hashtext's int4 range). */
@@ -57,11 +59,11 @@ async function lockSlots(tx: Tx): Promise<void> {
   await tx.$executeRaw`SELECT pg_advisory_xact_lock(7231004420)`;
 }
 
-/** Queued runs waiting for a slot, oldest first; without `exceptAgentId`'s. */
-async function waitingRuns(db: Db | Tx, exceptAgentId: string | null = null): Promise<string[]> {
+/** Queued runs waiting for a slot, oldest first. */
+async function waitingRuns(db: Db | Tx): Promise<string[]> {
   const rows = await db.$queryRaw<{ runId: string }[]>`
     SELECT w."runId" FROM "RunSlot" w JOIN "Run" r ON r.id = w."runId"
-    WHERE w."executorId" IS NULL AND r.status = 'queued' AND r."agentId" IS DISTINCT FROM ${exceptAgentId}::uuid
+    WHERE w."executorId" IS NULL AND r.status = 'queued'
     ORDER BY w.since, w."runId"`;
   return rows.map((row) => row.runId);
 }
@@ -109,7 +111,12 @@ export async function takeSlot(db: Db, executorId: string, runId: string): Promi
           WHERE o.status = 'queued' AND o."agentId" <> r."agentId"
             AND NOT EXISTS (SELECT 1 FROM live WHERE live."runId" = o.id)
             AND (SELECT count(*) FROM live WHERE live."agentId" = o."agentId") < fair.share
-        ) AS "othersWait"
+        ) AS "othersWait",
+        ARRAY(
+          SELECT w."runId"::text FROM "RunSlot" w JOIN "Run" q ON q.id = w."runId"
+          WHERE w."executorId" IS NULL AND q.status = 'queued' AND q."agentId" IS DISTINCT FROM r."agentId"
+          ORDER BY w.since, w."runId"
+        ) AS wake
       FROM "Run" r CROSS JOIN fair
       WHERE r.id = ${runId}::uuid`;
     if (!state || state.status !== "queued") {
@@ -134,7 +141,7 @@ export async function takeSlot(db: Db, executorId: string, runId: string): Promi
     await tx.$executeRaw`
       INSERT INTO "RunSlot" ("runId", "executorId") VALUES (${runId}::uuid, ${executorId}::uuid)
       ON CONFLICT ("runId") DO UPDATE SET "executorId" = EXCLUDED."executorId", since = now()`;
-    return { outcome: "held", wake: await waitingRuns(tx, state.agentId) };
+    return { outcome: "held", wake: state.wake };
   });
 }
 
