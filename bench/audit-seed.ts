@@ -351,7 +351,7 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
     while (built === 10000);
   }
   await client.query(`SELECT setval(pg_get_serial_sequence('"AuditEvent"', 'id'), $1)`, [eventId.toString()]);
-  await client.query(`ANALYZE`);
+  await client.query(`VACUUM (ANALYZE)`);
   return {
     runs: options.runs,
     events: Number(eventId),
