@@ -59,8 +59,7 @@ export type Transition = {
 export async function transitionRun(tx: Tx, actor: Actor, t: Transition): Promise<boolean> {
   const from: readonly RunStatus[] = typeof t.from === "string" ? [t.from] : t.from;
   if (from.length === 0 || !from.every((status) => canTransition(status, t.to))) throw new IllegalTransition(from, t.to);
-  const terminal = isTerminal(t.to);
-  const digested = terminal ? TRANSITION_CONTENT : TRANSITION_CONTENT.filter((field) => t.data?.[field] !== undefined);
+  const digested = digestedFields(t.to, t.data);
   const where = { ...t.where, id: t.runId, status: { in: [...from] } };
   const written = { ...t.data, status: t.to };
   let stored: RunContentDigests | null = null;
@@ -73,16 +72,26 @@ export async function transitionRun(tx: Tx, actor: Actor, t: Transition): Promis
   } else if ((await tx.run.updateMany({ where, data: written })).count === 0) {
     return false;
   }
-  const data = {
-    ...t.audit,
-    ...(terminal ? await sealToolCalls(tx, t.runId) : {}),
-    ...(stored ? { contentDigests: stored } : {}),
-  };
+  const data = await eventData(tx, t.runId, t.to, t.audit, stored);
   await recordAudit(tx, { actor, action: t.action ?? `run.${t.to}`, subject: { type: "run", id: t.runId }, data });
   // Built now, so the hook holds ids and codes only, not the transition's content.
   const line: RunChangeLine = { runId: t.runId, from, to: t.to, actor, decision: loggedDecision(t), code: loggedCode(t) };
   afterCommit(() => logRunChange(line));
   return true;
+}
+
+/** The content fields a write moving a run to `to` digests: all of them for a terminal state, else those it writes. */
+function digestedFields(to: RunStatus, data: Partial<Record<RunContentField, unknown>> | undefined): readonly RunContentField[] {
+  return isTerminal(to) ? TRANSITION_CONTENT : TRANSITION_CONTENT.filter((field) => data?.[field] !== undefined);
+}
+
+/** The data of the event of a move to `to`: its own, the seal of the run's tool calls for a terminal state, the content digests. */
+async function eventData(tx: Tx, runId: string, to: RunStatus, audit: Record<string, unknown> | undefined, digests: RunContentDigests | null) {
+  return {
+    ...audit,
+    ...(isTerminal(to) ? await sealToolCalls(tx, runId) : {}),
+    ...(digests ? { contentDigests: digests } : {}),
+  };
 }
 
 /** One of intake's steps after `submitted`: the status it moves to, the columns it writes, its event's data. */
@@ -116,13 +125,8 @@ export async function createRun(
   const lines: RunChangeLine[] = [];
   let from: RunStatus = "submitted";
   for (const step of steps) {
-    const terminal = isTerminal(step.to);
-    const digested = terminal ? TRANSITION_CONTENT : TRANSITION_CONTENT.filter((field) => step.data?.[field] !== undefined);
-    const data = {
-      ...step.audit,
-      ...(terminal ? await sealToolCalls(tx, run.id) : {}),
-      ...(digested.length > 0 ? { contentDigests: contentDigests(run, digested) } : {}),
-    };
+    const digested = digestedFields(step.to, step.data);
+    const data = await eventData(tx, run.id, step.to, step.audit, digested.length > 0 ? contentDigests(run, digested) : null);
     events.push({ actor: step.actor, action: `run.${step.to}`, subject, data });
     lines.push({ runId: run.id, from: [from], to: step.to, actor: step.actor, decision: loggedDecision(step), code: loggedCode(step) });
     from = step.to;
