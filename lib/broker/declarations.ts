@@ -1,10 +1,12 @@
 /**
  * TypeScript declarations for the tools a script may call, generated from each tool's
  * inputSchema and outputSchema, with descriptions as JSDoc and MCP annotations as JSDoc tags.
- * Constraints TypeScript cannot express (minLength, pattern, minimum, format, maxItems, …) are
- * JSDoc tags on the property, so an agent reads every rule the broker will check; enums and
- * consts are literal types. A tool without an outputSchema returns `any`: nothing is known of its
- * result, and a type error about it would be noise, not a finding.
+ * An argument's constraints TypeScript cannot express (minLength, pattern, minimum, format,
+ * maxItems, …) are JSDoc tags on the property, so an agent reads every rule the broker will check
+ * before a call; a result's are left out (a script reads results, it does not have to meet their
+ * rules, and every tag is paid for in the agent's context). Enums and consts are literal types.
+ * A tool without an outputSchema returns `any`: nothing is known of its result, and a type error
+ * about it would be noise, not a finding.
  *
  * Guarantees: output is valid TypeScript for any input schema (unknown or unsupported constructs
  * become `unknown`, never a syntax error); upstream text (descriptions, enum strings, property
@@ -68,22 +70,26 @@ function literal(value: unknown): string {
   return "unknown";
 }
 
-export function schemaToType(schema: unknown, root: unknown = schema, depth = 0, indent = ""): string {
-  if (depth > MAX_DEPTH || schema === null || typeof schema !== "object" || Array.isArray(schema)) return schema === true ? "unknown" : "unknown";
+/** Arguments carry their constraints as tags; results do not. */
+type Side = "args" | "result";
+
+function schemaToType(schema: unknown, side: Side, root: unknown = schema, depth = 0, indent = ""): string {
+  if (depth > MAX_DEPTH || schema === null || typeof schema !== "object" || Array.isArray(schema)) return "unknown";
   const s = schema as Schema;
+  const sub = (x: unknown, subIndent = indent) => schemaToType(x, side, root, depth + 1, subIndent);
   if (typeof s.$ref === "string") {
     const m = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(s.$ref);
     const defs = m && (root as Schema)?.[m[1]!];
     const target = defs && typeof defs === "object" ? (defs as Schema)[m![2]!] : undefined;
-    return target ? schemaToType(target, root, depth + 1, indent) : "unknown";
+    return target ? sub(target) : "unknown";
   }
   if ("const" in s) return literal(s.const);
   if (Array.isArray(s.enum)) return s.enum.map(literal).join(" | ") || "never";
   for (const combinator of ["anyOf", "oneOf"] as const) {
-    if (Array.isArray(s[combinator])) return (s[combinator] as unknown[]).map((x) => schemaToType(x, root, depth + 1, indent)).join(" | ") || "unknown";
+    if (Array.isArray(s[combinator])) return (s[combinator] as unknown[]).map((x) => sub(x)).join(" | ") || "unknown";
   }
-  if (Array.isArray(s.allOf)) return (s.allOf as unknown[]).map((x) => `(${schemaToType(x, root, depth + 1, indent)})`).join(" & ") || "unknown";
-  if (Array.isArray(s.type)) return s.type.map((t) => schemaToType({ ...s, type: t }, root, depth + 1, indent)).join(" | ");
+  if (Array.isArray(s.allOf)) return (s.allOf as unknown[]).map((x) => `(${sub(x)})`).join(" & ") || "unknown";
+  if (Array.isArray(s.type)) return s.type.map((t) => sub({ ...s, type: t })).join(" | ");
   switch (s.type) {
     case "string":
       return "string";
@@ -95,20 +101,23 @@ export function schemaToType(schema: unknown, root: unknown = schema, depth = 0,
     case "null":
       return "null";
     case "array":
-      return `Array<${schemaToType(s.items, root, depth + 1, indent)}>`;
+      return `Array<${sub(s.items)}>`;
     case "object":
     case undefined: {
       const props = s.properties && typeof s.properties === "object" ? (s.properties as Record<string, unknown>) : undefined;
       if (!props && s.type === undefined) return "unknown";
       const required = new Set(Array.isArray(s.required) ? s.required.filter((r): r is string => typeof r === "string") : []);
       const inner = `${indent}  `;
-      const members = Object.entries(props ?? {}).map(([name, sub]) => {
+      const members = Object.entries(props ?? {}).map(([name, property]) => {
         const description =
-          sub && typeof sub === "object" && typeof (sub as Schema).description === "string" ? ((sub as Schema).description as string) : undefined;
-        return `${doc(description, constraintTags(sub), inner)}${inner}${key(name)}${required.has(name) ? "" : "?"}: ${schemaToType(sub, root, depth + 1, inner)};`;
+          property && typeof property === "object" && typeof (property as Schema).description === "string"
+            ? ((property as Schema).description as string)
+            : undefined;
+        const tags = side === "args" ? constraintTags(property) : [];
+        return `${doc(description, tags, inner)}${inner}${key(name)}${required.has(name) ? "" : "?"}: ${sub(property, inner)};`;
       });
       const extra = s.additionalProperties;
-      if (extra && typeof extra === "object") members.push(`${inner}[key: string]: ${schemaToType(extra, root, depth + 1, inner)};`);
+      if (extra && typeof extra === "object") members.push(`${inner}[key: string]: ${sub(extra, inner)};`);
       else if (!props && extra !== false) members.push(`${inner}[key: string]: unknown;`);
       return members.length === 0 ? "{}" : `{\n${members.join("\n")}\n${indent}}`;
     }
@@ -137,15 +146,11 @@ export function generateDeclarations(tools: readonly ToolInfo[]): string {
   for (const tool of tools) byServer.set(tool.server, [...(byServer.get(tool.server) ?? []), tool]);
   const servers = [...byServer].map(([server, list]) => {
     const methods = list.map((tool) => {
-      const input = schemaToType(tool.inputSchema, tool.inputSchema, 0, "    ");
-      const output = tool.outputSchema ? schemaToType(tool.outputSchema, tool.outputSchema, 0, "    ") : "any";
+      const input = schemaToType(tool.inputSchema, "args", tool.inputSchema, 0, "    ");
+      const output = tool.outputSchema ? schemaToType(tool.outputSchema, "result", tool.outputSchema, 0, "    ") : "any";
       return `${doc(tool.description, annotationTags(tool), "    ")}    ${key(tool.name)}(args: ${input}): Promise<${output}>;`;
     });
     return `  ${key(server)}: {\n${methods.join("\n")}\n  };`;
   });
-  return [
-    "/** Tools available to Airlock scripts. Generated from the upstream MCP servers' schemas. */",
-    `declare const tools: {\n${servers.join("\n")}\n};`,
-    "",
-  ].join("\n");
+  return ["/** Tools for Airlock scripts, from the upstream MCP servers' schemas. */", `declare const tools: {\n${servers.join("\n")}\n};`, ""].join("\n");
 }

@@ -5,5 +5,5 @@
 export { ToolBroker, ToolCallError, BrokerError, DEFAULT_BROKER_LIMITS, toolHash, type SearchAnswer, type SearchDetail, type SearchHit } from "./broker";
 export { loadConfig, parseConfig, ConfigError, type AirlockConfig, type ServerConfig } from "./config";
 export type { PinStore } from "./pins";
-export { generateDeclarations, schemaToType } from "./declarations";
+export { generateDeclarations } from "./declarations";
 export type { ToolInfo, BrokerCallRecord } from "./types";

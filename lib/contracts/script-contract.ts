@@ -2,9 +2,12 @@
  * What every script sees besides `tools`: the `inputs` reader, the `checks` it declares about its
  * result (decided by the host, lib/sandbox/checks.ts) and `console`, plus the few globals
  * the sandbox provides, as TypeScript declarations. One text, used by the type-checker
- * (lib/intake/typecheck.ts) and shown to agents next to the tool declarations; the sandbox's
+ * (lib/intake/typecheck.ts) and shown to agents by search_tools; the sandbox's
  * bootstrap (lib/sandbox/child/bootstrap.mjs) implements exactly these `inputs` methods (a test
  * holds it to SCRIPT_INPUT_METHODS). Inputs are synchronous inside the sandbox.
+ *
+ * Agents are shown `inputs` and `checks` on request (searchScriptGlobals): a search that names
+ * neither gets one line saying they exist and how to ask, not their 400 tokens.
  */
 
 export const SCRIPT_INPUT_METHODS = ["list", "text", "bytes", "json", "csv"] as const;
@@ -49,8 +52,36 @@ export const SCRIPT_CHECKS_DECLARATION = [
   "declare const checks: AirlockChecks;",
 ].join("\n");
 
-/** What an agent reads besides the tool declarations (search_tools, detail "full"): `inputs` and `checks`. */
-export const SCRIPT_GLOBALS_DECLARATION = `${SCRIPT_INPUTS_DECLARATION}\n${SCRIPT_CHECKS_DECLARATION}`;
+/** The globals an agent may ask search_tools for, by name; `gist` is what the line naming them says. */
+const SCRIPT_GLOBALS = [
+  { name: "inputs", gist: "staged files", summary: "Files staged for this run (list_inputs names them)", declaration: SCRIPT_INPUTS_DECLARATION },
+  {
+    name: "checks",
+    gist: "result checks Airlock decides",
+    summary: "Checks of the result, decided by Airlock's host; a failed one withholds the result for review",
+    declaration: SCRIPT_CHECKS_DECLARATION,
+  },
+] as const;
+
+export type ScriptGlobalSummary = { name: string; summary: string };
+
+/**
+ * The globals a search_tools query asks for: all without words, else those whose name holds a
+ * query word or is held by one ("check", "checks", "inputs:"). At detail full, their declarations,
+ * and one line naming the others and how to ask for them.
+ */
+export function searchScriptGlobals(query: string, detail: "name" | "summary" | "full"): { globals: ScriptGlobalSummary[]; declaration?: string } {
+  const terms = query.toLowerCase().split(/\s+/).filter(Boolean);
+  const asked = (name: string) => terms.length === 0 || terms.some((term) => name.includes(term) || term.includes(name));
+  const found = SCRIPT_GLOBALS.filter((g) => asked(g.name));
+  const globals = found.map((g) => ({ name: g.name, summary: detail === "name" ? "" : g.summary }));
+  if (detail !== "full") return { globals };
+  const others = SCRIPT_GLOBALS.filter((g) => !found.includes(g));
+  const named = others.map((g) => `${g.name} (${g.gist})`).join(" and ");
+  const ask = others.map((g) => `"${g.name}"`).join(" or ");
+  const pointer = others.length === 0 ? [] : [`// Scripts also see ${named}: search_tools ${ask} declares ${others.length === 1 ? "it" : "them"}.`];
+  return { globals, declaration: [...found.map((g) => g.declaration), ...pointer].join("\n") };
+}
 
 /** The whole contract the type-checker loads beside the tool declarations. */
 export const SCRIPT_CONTRACT_DECLARATIONS = [

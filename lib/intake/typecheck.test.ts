@@ -91,6 +91,22 @@ describe("the declarations an agent and the type-checker read", () => {
     expect(typeCheckScript(script, text)).toEqual([]);
   });
 
+  it("describe a result's fields without the constraints an argument carries", () => {
+    const date = { type: "string", description: "ISO date", pattern: "^\\d{4}-\\d{2}-\\d{2}$", minLength: 10 };
+    const lookup = tool(
+      "lookup",
+      { type: "object", properties: { from: date } },
+      { type: "object", properties: { issuedAt: date, items: { type: "array", maxItems: 5, items: { type: "object", properties: { on: date } } } } },
+    );
+    const text = generateDeclarations([lookup]);
+    const [args, result] = text.split("}): Promise<");
+    expect(args).toContain("/** ISO date @minLength 10 @pattern ^\\d{4}-\\d{2}-\\d{2}$ */\n      from?: string;");
+    expect(result).toContain("/** ISO date */\n      issuedAt?: string;");
+    expect(result).toContain("/** ISO date */\n        on?: string;");
+    expect(result).not.toMatch(/@pattern|@minLength|@maxItems/);
+    expect(contractDiagnostics(text)).toEqual([]);
+  });
+
   it("keep an upstream's comment text inside its comment, on one line or many, and drop write hints of a read-only tool", () => {
     const escape = "*/ declare const evil: any; /*";
     const hostile: ToolInfo = {

@@ -309,7 +309,7 @@ describe("MCP tool contract", () => {
     const full = await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } });
     const [json, declaration, ...more] = full.content as { type: string; text: string }[];
     expect(more).toEqual([]);
-    expect(declaration!.text).toMatch(/^\/\*\* Tools available to Airlock scripts\. [^]*listInvoices\(args: \{\n/);
+    expect(declaration!.text).toMatch(/^\/\*\* Tools for Airlock scripts, [^]*listInvoices\(args: \{\n/);
     expect(json!.text).not.toContain("declare const");
     expect(full.structuredContent).toStrictEqual({ ...JSON.parse(json!.text), declaration: declaration!.text });
     expect(results[4]!.structuredContent).toEqual({ runId: waiting.id, status: "cancelled" });
@@ -335,6 +335,43 @@ describe("MCP tool contract", () => {
     // So does tasks/result.
     const viaTask = await client.experimental.tasks.getTaskResult(run.id, CallToolResultSchema);
     expect(viaTask.structuredContent).toStrictEqual(JSON.parse((viaTask.content[0] as { text: string }).text));
+  });
+
+  it("search_tools declares inputs and checks when asked, and otherwise names them in one line", async () => {
+    const client = await connect(agent);
+    const declarationOf = async (args: Record<string, unknown>) => {
+      const answer = (await client.callTool({ name: "search_tools", arguments: { detail: "full", ...args } })).structuredContent as {
+        globals?: { name: string }[];
+        declaration: string;
+      };
+      return { names: (answer.globals ?? []).map((g) => g.name), declaration: answer.declaration };
+    };
+    const pointer = (names: string) => new RegExp(`\\n// Scripts also see ${names}: search_tools [^\\n]* declares (it|them)\\.$`);
+
+    const tools = await declarationOf({ query: "listInvoices" });
+    expect(tools.names).toEqual([]);
+    expect(tools.declaration).toContain("listInvoices(args:");
+    expect(tools.declaration).not.toMatch(/declare const (inputs|checks)/);
+    expect(tools.declaration).toMatch(pointer(`inputs \\(staged files\\) and checks \\(result checks Airlock decides\\)`));
+
+    const checks = await declarationOf({ query: "refund checks" });
+    expect(checks.names).toEqual(["checks"]);
+    expect(checks.declaration).toContain("issueRefund(args:");
+    expect(checks.declaration).toContain("declare const checks: AirlockChecks;");
+    expect(checks.declaration).not.toContain("declare const inputs");
+    expect(checks.declaration).toMatch(pointer(`inputs \\(staged files\\)`));
+
+    // No words: everything, so nothing is left to point at.
+    const all = await declarationOf({});
+    expect(all.names).toEqual(["inputs", "checks"]);
+    expect(all.declaration).toContain("declare const inputs: AirlockInputs;");
+    expect(all.declaration).toContain("declare const checks: AirlockChecks;");
+    expect(all.declaration).not.toContain("Scripts also see");
+
+    // Globals belong to no server, like skills.
+    expect((await declarationOf({ server: "ledger" })).names).toEqual([]);
+    const summary = (await client.callTool({ name: "search_tools", arguments: { query: "input" } })).structuredContent as { globals?: unknown };
+    expect(summary.globals).toEqual([{ name: "inputs", summary: "Files staged for this run (list_inputs names them)" }]);
   });
 
   it("classifies failures the same way on the tool path and the task path", async () => {

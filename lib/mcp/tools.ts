@@ -12,7 +12,7 @@ import { callToolSchema, submitDirectCall } from "@/lib/intake/direct";
 import { runSkillSchema, submitSkillRun } from "@/lib/intake/skill";
 import { getRun, getRunSchema, type RunView } from "@/lib/runs/service";
 import { recordAgentRead, recordResultRead, type ResultDoor } from "./audit";
-import { SCRIPT_GLOBALS_DECLARATION } from "@/lib/contracts/script-contract";
+import { searchScriptGlobals } from "@/lib/contracts/script-contract";
 import { searchSkills } from "@/lib/skills/catalog";
 import { publishedSkills } from "@/lib/skills/service";
 import { defineTool, type McpTool, type ToolAnswer, type ToolCall } from "./define";
@@ -73,24 +73,29 @@ export const searchTools = defineTool({
   }),
   output: z.object({
     tools: z.array(z.object({ server: z.string(), name: z.string(), summary: z.string().optional() })),
-    /** With detail "full": one TypeScript declaration of the tools found and of what else a script sees (`inputs`, `checks`). */
+    /** With detail "full": one TypeScript declaration of the tools, skills and globals (`inputs`, `checks`) found. */
     declaration: z.string().optional(),
   }),
   annotations: { readOnlyHint: true },
   textField: "declaration",
   async handler(input, { ctx, db }) {
     const { broker } = await appRuntime(db);
-    const found = broker.search(input.query ?? "", input.detail, { limit: 50, server: input.server });
-    // Skills belong to no server: a search narrowed to one leaves them out.
-    const skills = input.server === undefined ? searchSkills(await publishedSkills(db), input.query ?? "", input.detail) : { skills: [] };
+    const query = input.query ?? "";
+    const found = broker.search(query, input.detail, { limit: 50, server: input.server });
+    // Skills and globals belong to no server: a search narrowed to one leaves them out.
+    const skills = input.server === undefined ? searchSkills(await publishedSkills(db), query, input.detail) : { skills: [] };
+    const globals = input.server === undefined ? searchScriptGlobals(query, input.detail) : { globals: [] };
     await recordAgentRead(db, ctx.agent, {
       action: "tools.searched",
       subject: { type: "tool_registry" },
       data: { query: input.query ?? null, server: input.server ?? null, detail: input.detail, results: found.tools.length, skills: skills.skills.length },
     });
-    const listed = skills.skills.length > 0 ? { skills: skills.skills } : {};
-    if (found.declaration === undefined && !("declaration" in skills)) return { value: { tools: found.tools, ...listed } };
-    const declaration = [found.declaration, "declaration" in skills ? skills.declaration : undefined, SCRIPT_GLOBALS_DECLARATION].filter(Boolean).join("\n");
+    const listed = {
+      ...(skills.skills.length > 0 ? { skills: skills.skills } : {}),
+      ...(globals.globals.length > 0 ? { globals: globals.globals } : {}),
+    };
+    if (found.declaration === undefined) return { value: { tools: found.tools, ...listed } };
+    const declaration = [found.declaration, "declaration" in skills ? skills.declaration : undefined, globals.declaration].filter(Boolean).join("\n");
     return { value: { tools: found.tools, ...listed, declaration } };
   },
 });
