@@ -4,7 +4,8 @@
  * On a throwaway PostgreSQL (never DATABASE_URL's database): migrate, seed ~1,000,000 chained
  * events over 100k runs sized like the demo's, each with its tool calls' arguments and results and
  * its content digests (bench/audit-seed.ts), then measure with the app's own code:
- * - append: recordAudit, one transaction per event, sequential and 4 concurrent, until every event
+ * - append: recordAudit, one transaction per event, sequential and 4 concurrent, and five events a
+ *   transaction (five statements, and one as intake's createRun stages them), until every event
  *   is chained (events/s), against the previous lock-per-event append measured in the same run;
  * - seal: one run's 5,000 tool calls written + sealed by one terminal event, as the executor does;
  * - searchPage: the audit page's server work (audited search, last verification, suggestions)
@@ -25,7 +26,7 @@ import pg from "pg";
 import { tempCheckpoints } from "@/lib/audit/testing";
 import { prepareExport } from "@/lib/audit/export";
 import type { AuditFilters } from "@/lib/audit/filters";
-import { chainHash, GENESIS_HASH, recordAudit } from "@/lib/audit/record";
+import { chainHash, GENESIS_HASH, recordAudit, recordAuditEvents } from "@/lib/audit/record";
 import { startAuditSequencer } from "@/lib/audit/sequencer";
 import { sequenceAudit } from "@/lib/db/audit-sequence";
 import { canonicalJson } from "@/lib/canonical-json";
@@ -78,15 +79,22 @@ async function main() {
     };
     const stagedEvent = (tx: Tx, i: number) =>
       recordAudit(tx, { actor: SYSTEM, action: "bench.append", subject: { type: "bench", id: String(i) }, data: { i } });
+    /** A run's intake: its events staged in one statement (lib/runs/states.ts createRun). */
+    const stagedTogether = (tx: Tx, i: number, count: number) =>
+      recordAuditEvents(
+        tx,
+        Array.from({ length: count }, (_, k) => ({ actor: SYSTEM, action: "bench.append", subject: { type: "bench", id: String(i) }, data: { i, k } })),
+      );
     /** One transaction of `perTransaction` events; the baseline takes the lock first, as it did. */
-    const transaction = (design: "locked" | "staged", perTransaction: number) => (i: number) =>
+    const transaction = (design: "locked" | "staged" | "stagedTogether", perTransaction: number) => (i: number) =>
       db.$transaction(async (tx) => {
+        if (design === "stagedTogether") return stagedTogether(tx, i, perTransaction);
         if (design === "locked") await tx.$executeRaw`SELECT pg_advisory_xact_lock(7231004417)`;
         for (let k = 0; k < perTransaction; k++) await (design === "locked" ? lockedEvent(tx, i) : stagedEvent(tx, i));
       });
     const APPENDS = 4000;
     /** Events per second, from the first transaction until every event is chained. */
-    const appendRate = async (design: "locked" | "staged", writers: number, perTransaction = 1) => {
+    const appendRate = async (design: "locked" | "staged" | "stagedTogether", writers: number, perTransaction = 1) => {
       const sequencer = startAuditSequencer(db);
       const append = transaction(design, perTransaction);
       const transactions = APPENDS / perTransaction;
@@ -120,6 +128,7 @@ async function main() {
         sequential: await appendRate("staged", 1),
         concurrent4: await appendRate("staged", 4),
         concurrent4FiveEventsPerTransaction: await appendRate("staged", 4, 5),
+        concurrent4FiveEventsInOneStatement: await appendRate("stagedTogether", 4, 5),
       },
       emptyTransactionsPerSecondConcurrent4: emptyTransactionsPerSecond,
       events: APPENDS,
