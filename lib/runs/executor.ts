@@ -59,7 +59,7 @@ import { screenEnvelope, screenJson, screenMessage, type Redaction } from "./gat
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type PiiValue, type TokenDecision } from "./pii-tokens";
 import { PlanFollower } from "./plan";
 import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease, releaseOutcome, type ReleaseDecision } from "./release-decision";
-import { transitionRun } from "./states";
+import { transitionRun, transitionRunReturning } from "./states";
 
 export type ExecutorDeps = {
   db: Db;
@@ -81,14 +81,13 @@ const SYSTEM = { type: "system", name: "executor" } as const;
 async function claim(db: Db, runId: string, executorId: string) {
   return db.$transaction(async (tx) => {
     const now = new Date();
-    const claimed = await transitionRun(tx, SYSTEM, {
+    return transitionRunReturning(tx, SYSTEM, {
       runId,
       from: "queued",
       to: "running",
       data: { executorId, startedAt: now, heartbeatAt: now },
       audit: { executorId },
     });
-    return claimed ? tx.run.findUniqueOrThrow({ where: { id: runId } }) : null;
   });
 }
 

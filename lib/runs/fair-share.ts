@@ -52,6 +52,8 @@ type SlotState = {
   othersWait: boolean;
   /** Other agents' runs waiting for a slot, oldest first (woken when this one takes a slot). */
   wake: string[];
+  /** The decision; `held` means the statement took the slot. */
+  outcome: SlotOutcome["outcome"];
 };
 
 /** One lock for every decision about slots, cluster-wide (a constant outside hashtext's int4 range). */
@@ -90,6 +92,7 @@ export async function unregisterExecutor(db: Db, executorId: string): Promise<vo
 export async function takeSlot(db: Db, executorId: string, runId: string): Promise<SlotOutcome> {
   return db.$transaction(async (tx) => {
     await lockSlots(tx);
+    // One statement decides (`outcome`) and, when the run may have a slot, takes it.
     const [state] = await tx.$queryRaw<SlotState[]>`
       WITH live AS (
         SELECT s."runId", r."agentId" FROM "RunSlot" s
@@ -100,31 +103,46 @@ export async function takeSlot(db: Db, executorId: string, runId: string): Promi
       fair AS (
         SELECT c.slots, GREATEST(1, c.slots / 2) AS share
         FROM (SELECT COALESCE(SUM(slots), 0)::int AS slots FROM "Executor" WHERE "heartbeatAt" > now() - make_interval(secs => ${LIVE_SECONDS})) c
+      ),
+      state AS (
+        SELECT r.status::text AS status, r."agentId",
+          EXISTS (SELECT 1 FROM live WHERE live."runId" = r.id) AS "heldElsewhere",
+          EXISTS (SELECT 1 FROM "RunSlot" w WHERE w."runId" = r.id AND w."executorId" IS NULL) AS waiting,
+          fair.slots, fair.share,
+          (SELECT count(*)::int FROM live WHERE live."agentId" = r."agentId") AS held,
+          EXISTS (
+            SELECT 1 FROM "Run" o
+            WHERE o.status = 'queued' AND o."agentId" <> r."agentId"
+              AND NOT EXISTS (SELECT 1 FROM live WHERE live."runId" = o.id)
+              AND (SELECT count(*) FROM live WHERE live."agentId" = o."agentId") < fair.share
+          ) AS "othersWait",
+          ARRAY(
+            SELECT w."runId"::text FROM "RunSlot" w JOIN "Run" q ON q.id = w."runId"
+            WHERE w."executorId" IS NULL AND q.status = 'queued' AND q."agentId" IS DISTINCT FROM r."agentId"
+            ORDER BY w.since, w."runId"
+          ) AS wake
+        FROM "Run" r CROSS JOIN fair
+        WHERE r.id = ${runId}::uuid
+      ),
+      decided AS (
+        SELECT state.*, CASE
+          WHEN state.status <> 'queued' OR state."heldElsewhere" THEN 'gone'
+          WHEN state.held >= state.share AND state."othersWait" THEN 'deferred'
+          ELSE 'held' END AS outcome
+        FROM state
+      ),
+      took AS (
+        INSERT INTO "RunSlot" ("runId", "executorId")
+        SELECT ${runId}::uuid, ${executorId}::uuid FROM decided WHERE outcome = 'held'
+        ON CONFLICT ("runId") DO UPDATE SET "executorId" = EXCLUDED."executorId", since = now()
       )
-      SELECT r.status::text AS status, r."agentId",
-        EXISTS (SELECT 1 FROM live WHERE live."runId" = r.id) AS "heldElsewhere",
-        EXISTS (SELECT 1 FROM "RunSlot" w WHERE w."runId" = r.id AND w."executorId" IS NULL) AS waiting,
-        fair.slots, fair.share,
-        (SELECT count(*)::int FROM live WHERE live."agentId" = r."agentId") AS held,
-        EXISTS (
-          SELECT 1 FROM "Run" o
-          WHERE o.status = 'queued' AND o."agentId" <> r."agentId"
-            AND NOT EXISTS (SELECT 1 FROM live WHERE live."runId" = o.id)
-            AND (SELECT count(*) FROM live WHERE live."agentId" = o."agentId") < fair.share
-        ) AS "othersWait",
-        ARRAY(
-          SELECT w."runId"::text FROM "RunSlot" w JOIN "Run" q ON q.id = w."runId"
-          WHERE w."executorId" IS NULL AND q.status = 'queued' AND q."agentId" IS DISTINCT FROM r."agentId"
-          ORDER BY w.since, w."runId"
-        ) AS wake
-      FROM "Run" r CROSS JOIN fair
-      WHERE r.id = ${runId}::uuid`;
+      SELECT * FROM decided`;
     if (!state || state.status !== "queued") {
       await tx.runSlot.deleteMany({ where: { runId, executorId: null } });
       return { outcome: "gone" };
     }
-    if (state.heldElsewhere) return { outcome: "gone" };
-    if (state.held >= state.share && state.othersWait) {
+    if (state.outcome === "gone") return { outcome: "gone" };
+    if (state.outcome === "deferred") {
       if (!state.waiting) {
         await tx.$executeRaw`
           INSERT INTO "RunSlot" ("runId", "executorId") VALUES (${runId}::uuid, NULL)
@@ -138,9 +156,6 @@ export async function takeSlot(db: Db, executorId: string, runId: string): Promi
       }
       return { outcome: "deferred" };
     }
-    await tx.$executeRaw`
-      INSERT INTO "RunSlot" ("runId", "executorId") VALUES (${runId}::uuid, ${executorId}::uuid)
-      ON CONFLICT ("runId") DO UPDATE SET "executorId" = EXCLUDED."executorId", since = now()`;
     return { outcome: "held", wake: state.wake };
   });
 }

@@ -13,7 +13,7 @@ import type { TestDatabase } from "@/lib/testing/db";
 import { databaseWithAgent, insertRun } from "@/lib/testing/run-rows";
 import { NEXT_STATES, RUN_STATUSES, TERMINAL_STATUSES, canTransition, type RunStatus } from "@/lib/contracts/run-states";
 import { SUBMITTED_CONTENT, contentDigests } from "@/lib/audit/run-content";
-import { createRun, IllegalTransition, transitionRun, type CreationStep } from "./states";
+import { createRun, IllegalTransition, transitionRun, transitionRunReturning, type CreationStep } from "./states";
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
@@ -110,6 +110,20 @@ describe("run state machine", () => {
     expect(moved).toBe(false);
     expect((await db.prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("succeeded");
     expect(await db.prisma.auditEvent.count({ where: { subjectId: runId } })).toBe(0);
+  });
+
+  it("transitionRunReturning moves the run like transitionRun and returns its row as a later read sees it, or null", async () => {
+    const runId = await runIn("queued");
+    const startedAt = new Date("2026-12-03T08:00:00.000Z");
+    const move = { runId, from: "queued", to: "running", data: { startedAt, heartbeatAt: startedAt }, audit: { executorId: "x" } } as const;
+    const row = await db.prisma.$transaction((tx) => transitionRunReturning(tx, system, move));
+    expect(row).toEqual(await db.prisma.run.findUniqueOrThrow({ where: { id: runId } }));
+    expect(row).toMatchObject({ status: "running", startedAt });
+    const events = await db.prisma.auditEvent.findMany({ where: { subjectId: runId } });
+    expect(events.map((e) => [e.action, e.data])).toEqual([["run.running", { executorId: "x" }]]);
+    // A second claim finds it gone from `queued`: nothing moves, nothing is written.
+    expect(await db.prisma.$transaction((tx) => transitionRunReturning(tx, system, move))).toBeNull();
+    expect(await db.prisma.auditEvent.count({ where: { subjectId: runId } })).toBe(1);
   });
 
   describe("createRun", () => {

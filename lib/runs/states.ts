@@ -57,27 +57,44 @@ export type Transition = {
  * Returns false when the run was not in `from` (someone else moved it first).
  */
 export async function transitionRun(tx: Tx, actor: Actor, t: Transition): Promise<boolean> {
+  return (await moveRun(tx, actor, t, false)) !== null;
+}
+
+/** transitionRun, returning the moved run's whole row as the update wrote it (RETURNING), or null. */
+export async function transitionRunReturning(tx: Tx, actor: Actor, t: Transition): Promise<Run | null> {
+  return moveRun(tx, actor, t, true);
+}
+
+/** The move; with `whole`, the row it wrote (else true), or null when the run was not in `from`. */
+async function moveRun(tx: Tx, actor: Actor, t: Transition, whole: true): Promise<Run | null>;
+async function moveRun(tx: Tx, actor: Actor, t: Transition, whole: false): Promise<true | null>;
+async function moveRun(tx: Tx, actor: Actor, t: Transition, whole: boolean): Promise<Run | true | null> {
   const from: readonly RunStatus[] = typeof t.from === "string" ? [t.from] : t.from;
   if (from.length === 0 || !from.every((status) => canTransition(status, t.to))) throw new IllegalTransition(from, t.to);
   const digested = digestedFields(t.to, t.data);
   const where = { ...t.where, id: t.runId, status: { in: [...from] } };
   const written = { ...t.data, status: t.to };
   let stored: RunContentDigests | null = null;
-  if (digested.length > 0) {
-    // The fields to digest come back with the update (RETURNING): as stored, in one round trip.
+  let moved: Run | true;
+  if (whole || digested.length > 0) {
+    // What the caller wants back and the fields to digest come with the update (RETURNING): as
+    // stored, in one round trip.
     const select = Object.fromEntries(digested.map((field) => [field, true])) as Record<RunContentField, true>;
-    const [row] = await tx.run.updateManyAndReturn({ where, data: written, select });
-    if (!row) return false;
-    stored = contentDigests(row, digested);
+    const [row] = whole ? await tx.run.updateManyAndReturn({ where, data: written }) : await tx.run.updateManyAndReturn({ where, data: written, select });
+    if (!row) return null;
+    if (digested.length > 0) stored = contentDigests(row, digested);
+    moved = whole ? (row as Run) : true;
   } else if ((await tx.run.updateMany({ where, data: written })).count === 0) {
-    return false;
+    return null;
+  } else {
+    moved = true;
   }
   const data = await eventData(tx, t.runId, t.to, t.audit, stored);
   await recordAudit(tx, { actor, action: t.action ?? `run.${t.to}`, subject: { type: "run", id: t.runId }, data });
   // Built now, so the hook holds ids and codes only, not the transition's content.
   const line: RunChangeLine = { runId: t.runId, from, to: t.to, actor, decision: loggedDecision(t), code: loggedCode(t) };
   afterCommit(() => logRunChange(line));
-  return true;
+  return moved;
 }
 
 /** The content fields a write moving a run to `to` digests: all of them for a terminal state, else those it writes. */
