@@ -10,7 +10,7 @@
  * Needs root to mount the tmpfs; where the mount is refused the test is skipped, saying why.
  */
 import { execFileSync } from "node:child_process";
-import { appendFileSync, statfsSync } from "node:fs";
+import { appendFileSync, readdirSync, statfsSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -85,6 +85,20 @@ afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
 }, 60_000);
 
+/** Whether no sandbox member directory on the mount holds a staged file (code or input): only warm members are left. */
+function nothingStaged(): boolean {
+  const members = readdirSync(mountDir).filter((name) => name.startsWith("airlock-sbx-"));
+  return members.every((member) =>
+    ["code", "inputs"].every((dir) => {
+      try {
+        return readdirSync(join(mountDir, member, dir)).length === 0;
+      } catch {
+        return true; // being removed
+      }
+    }),
+  );
+}
+
 const view = (runId: string) => db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
 
 async function ended(runId: string) {
@@ -113,6 +127,10 @@ describe("the staging filesystem is full", () => {
     expect(baseline.error).toBeNull();
     expect(baseline).toMatchObject({ status: "succeeded", result: { rates: 2 } });
     expect(ledgerEffects(config.stateFile, `${MARK}-before`)).toHaveLength(1);
+
+    // A used sandbox member's teardown frees the pages its run staged: wait for the baseline's, or
+    // it could free them after the mount is full and let a run through.
+    await waitFor("the baseline run's sandbox member to be torn down", async () => nothingStaged(), 15_000, 50);
 
     // Fill the mount to the last byte.
     const filler = join(mountDir, "filler");
