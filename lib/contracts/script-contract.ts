@@ -78,8 +78,8 @@ export function searchScriptGlobals(query: string, detail: "name" | "summary" | 
   if (detail !== "full") return { globals };
   const others = SCRIPT_GLOBALS.filter((g) => !found.includes(g));
   const named = others.map((g) => `${g.name} (${g.gist})`).join(" and ");
-  const ask = others.map((g) => `"${g.name}"`).join(" or ");
-  const pointer = others.length === 0 ? [] : [`// Scripts also see ${named}: search_tools ${ask} declares ${others.length === 1 ? "it" : "them"}.`];
+  const ask = `search_tools({ query: "${others.map((g) => g.name).join(" ")}", detail: "full" })`;
+  const pointer = others.length === 0 ? [] : [`// Scripts also see ${named}: ${ask} declares ${others.length === 1 ? "it" : "them"}.`];
   return { globals, declaration: [...found.map((g) => g.declaration), ...pointer].join("\n") };
 }
 

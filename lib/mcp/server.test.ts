@@ -346,20 +346,26 @@ describe("MCP tool contract", () => {
       };
       return { names: (answer.globals ?? []).map((g) => g.name), declaration: answer.declaration };
     };
-    const pointer = (names: string) => new RegExp(`\\n// Scripts also see ${names}: search_tools [^\\n]* declares (it|them)\\.$`);
+    const pointer = (names: string, query: string) =>
+      new RegExp(`\\n// Scripts also see ${names}: search_tools\\(\\{ query: "${query}", detail: "full" \\}\\) declares (it|them)\\.$`);
 
     const tools = await declarationOf({ query: "listInvoices" });
     expect(tools.names).toEqual([]);
     expect(tools.declaration).toContain("listInvoices(args:");
     expect(tools.declaration).not.toMatch(/declare const (inputs|checks)/);
-    expect(tools.declaration).toMatch(pointer(`inputs \\(staged files\\) and checks \\(result checks Airlock decides\\)`));
+    expect(tools.declaration).toMatch(pointer(`inputs \\(staged files\\) and checks \\(result checks Airlock decides\\)`, "inputs checks"));
+
+    // Doing what the line says declares both.
+    const followed = await declarationOf({ query: "inputs checks" });
+    expect(followed.names).toEqual(["inputs", "checks"]);
+    expect(followed.declaration).toMatch(/declare const inputs: AirlockInputs;[^]*declare const checks: AirlockChecks;$/);
 
     const checks = await declarationOf({ query: "refund checks" });
     expect(checks.names).toEqual(["checks"]);
     expect(checks.declaration).toContain("issueRefund(args:");
     expect(checks.declaration).toContain("declare const checks: AirlockChecks;");
     expect(checks.declaration).not.toContain("declare const inputs");
-    expect(checks.declaration).toMatch(pointer(`inputs \\(staged files\\)`));
+    expect(checks.declaration).toMatch(pointer(`inputs \\(staged files\\)`, "inputs"));
 
     // No words: everything, so nothing is left to point at.
     const all = await declarationOf({});
