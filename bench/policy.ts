@@ -4,7 +4,9 @@
  * - decision: `buildPolicyRequest` + `decide` against the shipped default policies, over a mix
  *   of requests that reach every outcome (allow, escalate 1 and 2, deny), in microseconds;
  * - analysis: `analyzeScript` on a typical 30-line TypeScript script, in milliseconds; the first
- *   (cold) call, which parses TypeScript's lib .d.ts, is reported on its own.
+ *   (cold) call, which parses TypeScript's lib .d.ts, is reported on its own. Each measured call
+ *   gets the script with a different last comment, so each is analysed, not answered from intake's
+ *   cache; `cached` is the same script again, answered from the cache.
  *
  * Pure CPU, no I/O beyond reading the default policy file and TypeScript's libs.
  */
@@ -125,13 +127,23 @@ function benchAnalysis() {
   const t0 = performance.now();
   const first = analyzeScript(input);
   const coldMs = performance.now() - t0;
-  if (first.findings.length > 0) throw new Error(`benchmark script has findings: ${JSON.stringify(first.findings)}`);
+  // The script writes in a loop on purpose (ten notes): the analyzer's one warning about it is
+  // expected; any other finding means the benchmark measures a script the analyzer rejects.
+  const unexpected = first.findings.filter((f) => !(f.code === "unbounded_loop" && f.message.startsWith("tools.ledger.addNote ")));
+  if (unexpected.length > 0) throw new Error(`benchmark script has findings: ${JSON.stringify(unexpected)}`);
 
   const samples: number[] = [];
   for (let i = 0; i < ANALYSES; i++) {
+    const distinct = { ...input, code: `${SCRIPT}// ${i}\n` };
+    const start = performance.now();
+    analyzeScript(distinct);
+    samples.push(performance.now() - start);
+  }
+  const cached: number[] = [];
+  for (let i = 0; i < ANALYSES; i++) {
     const start = performance.now();
     analyzeScript(input);
-    samples.push(performance.now() - start);
+    cached.push(performance.now() - start);
   }
   return {
     scriptLines: SCRIPT.trimEnd().split("\n").length,
@@ -139,6 +151,7 @@ function benchAnalysis() {
     unit: "ms",
     coldMs: Number(coldMs.toFixed(1)),
     ...summarize(samples, 2),
+    cached: summarize(cached, 3),
     capabilitySet: first.capabilitySet,
     effect: first.facts.effect,
   };
