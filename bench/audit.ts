@@ -85,8 +85,9 @@ async function main() {
         tx,
         Array.from({ length: count }, (_, k) => ({ actor: SYSTEM, action: "bench.append", subject: { type: "bench", id: String(i) }, data: { i, k } })),
       );
+    type Design = "locked" | "staged" | "stagedTogether";
     /** One transaction of `perTransaction` events; the baseline takes the lock first, as it did. */
-    const transaction = (design: "locked" | "staged" | "stagedTogether", perTransaction: number) => (i: number) =>
+    const transaction = (design: Design, perTransaction: number) => (i: number) =>
       db.$transaction(async (tx) => {
         if (design === "stagedTogether") return stagedTogether(tx, i, perTransaction);
         if (design === "locked") await tx.$executeRaw`SELECT pg_advisory_xact_lock(7231004417)`;
@@ -94,7 +95,7 @@ async function main() {
       });
     const APPENDS = 4000;
     /** Events per second, from the first transaction until every event is chained. */
-    const appendRate = async (design: "locked" | "staged" | "stagedTogether", writers: number, perTransaction = 1) => {
+    const appendRate = async (design: Design, writers: number, perTransaction = 1) => {
       const sequencer = startAuditSequencer(db);
       const append = transaction(design, perTransaction);
       const transactions = APPENDS / perTransaction;

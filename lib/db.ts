@@ -2,7 +2,7 @@
  * The app's Prisma client (Prisma 7, `prisma-client` generator, pg driver adapter).
  *
  * - `prisma()`: the process-wide client for DATABASE_URL (read through lib/env.ts, the only
- *   reader of process.env). Created on first use, so importing this module never connects and
+ *   module that reads the environment). Created on first use, so importing this module never connects and
  *   never requires DATABASE_URL; cached on globalThis so Next's dev hot-reload does not open a
  *   new pool on every edit.
  * - `createPrismaClient(url)`: a separate client, for tests (one database per test file, see

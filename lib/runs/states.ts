@@ -74,27 +74,21 @@ async function moveRun(tx: Tx, actor: Actor, t: Transition, whole: boolean): Pro
   const digested = digestedFields(t.to, t.data);
   const where = { ...t.where, id: t.runId, status: { in: [...from] } };
   const written = { ...t.data, status: t.to };
-  let stored: RunContentDigests | null = null;
-  let moved: Run | true;
-  if (whole || digested.length > 0) {
-    // What the caller wants back and the fields to digest come with the update (RETURNING): as
-    // stored, in one round trip.
-    const select = Object.fromEntries(digested.map((field) => [field, true])) as Record<RunContentField, true>;
-    const [row] = whole ? await tx.run.updateManyAndReturn({ where, data: written }) : await tx.run.updateManyAndReturn({ where, data: written, select });
-    if (!row) return null;
-    if (digested.length > 0) stored = contentDigests(row, digested);
-    moved = whole ? (row as Run) : true;
-  } else if ((await tx.run.updateMany({ where, data: written })).count === 0) {
-    return null;
-  } else {
-    moved = true;
-  }
+  // What the caller wants back and the fields to digest come back with the update (RETURNING):
+  // as stored, in one round trip.
+  const select = Object.fromEntries(digested.map((field) => [field, true])) as Record<RunContentField, true>;
+  let row: Partial<Run> | undefined;
+  if (whole) [row] = await tx.run.updateManyAndReturn({ where, data: written });
+  else if (digested.length > 0) [row] = await tx.run.updateManyAndReturn({ where, data: written, select });
+  else row = (await tx.run.updateMany({ where, data: written })).count > 0 ? {} : undefined;
+  if (!row) return null;
+  const stored = digested.length > 0 ? contentDigests(row, digested) : null;
   const data = await eventData(tx, t.runId, t.to, t.audit, stored);
   await recordAudit(tx, { actor, action: t.action ?? `run.${t.to}`, subject: { type: "run", id: t.runId }, data });
   // Built now, so the hook holds ids and codes only, not the transition's content.
   const line: RunChangeLine = { runId: t.runId, from, to: t.to, actor, decision: loggedDecision(t), code: loggedCode(t) };
   afterCommit(() => logRunChange(line));
-  return moved;
+  return whole ? (row as Run) : true;
 }
 
 /** The content fields a write moving a run to `to` digests: all of them for a terminal state, else those it writes. */
