@@ -29,8 +29,11 @@
  *   with the run, with the limits it is decided on (lib/runs/limits.ts), and the run is stored
  *   where intake's steps take it by createRun (lib/runs/states.ts), one insert with every step's
  *   event;
- * - an allowed run is queued in that transaction and handed to the executor afterwards; an
- *   escalated one is announced to the review webhook, if configured (never with code or data);
+ * - an allowed run is queued in that transaction and handed to the executor afterwards; in a
+ *   process with an idle executor slot it is also claimed there (lib/runs/queue.ts LocalStart):
+ *   its fair-share slot taken and its move to `running` written with the rest, or, at its agent's
+ *   share, left queued waiting for a slot; a slot reserved and not used goes back. An escalated
+ *   run is announced to the review webhook, if configured (never with code or data);
  * - every stored run carries its structural fingerprint (lib/script-fingerprint.ts), which
  *   patterns group runs by;
  * - the same pipeline serves the direct lane (./direct.ts, `Lane`): a direct call is decided on
@@ -65,7 +68,7 @@ import { buildPolicyRequest, provenancePresence } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
 import { notifyEscalation } from "@/lib/runs/notify";
 import { decideRunLimits } from "@/lib/runs/limits";
-import { getRun, presentRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
+import { presentRun, watchRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
 import { createRun, type CreationStep } from "@/lib/runs/states";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 import { findUnstorable, normalizeText } from "@/lib/untrusted/storable-text";
@@ -323,11 +326,28 @@ export async function submitProposal(
 ): Promise<RunView> {
   // The run's id is chosen here, so that every span of its trace names it from the first (lib/tracing.ts).
   const runId = randomUUID();
-  // A new trace per run: a traceparent the agent sends chooses neither its trace nor its sampling.
-  const run = await inSpan("airlock.submit", ROOT_CONTEXT, { [RUN_ID]: runId, "airlock.agent_id": actor.id, "airlock.kind": lane.kind }, (span) =>
-    storeProposal(deps, actor, input, options, lane, runId, span),
-  );
-  return answer(deps, actor, run, options);
+  // Armed before the run is stored, so the answer's wait needs no first read and misses no change.
+  const waits = options.wait !== undefined && hasScope(actor, "runs:read");
+  const armed = waits ? deps.changes?.arm(runId) : undefined;
+  let run: Run;
+  try {
+    // A new trace per run: a traceparent the agent sends chooses neither its trace nor its sampling.
+    run = await inSpan("airlock.submit", ROOT_CONTEXT, { [RUN_ID]: runId, "airlock.agent_id": actor.id, "airlock.kind": lane.kind }, (span) =>
+      storeProposal(deps, actor, input, options, lane, runId, span),
+    );
+  } catch (error) {
+    armed?.cancel();
+    throw error;
+  }
+  // The stored run's view, or, when the caller asked to wait and may, the view once it settles
+  // (SubmitOptions.wait). An idempotent replay is another run than the one the wait was armed for.
+  if (waits && (run.status === "queued" || run.status === "running")) {
+    const first = run.id === runId ? { run, armed } : undefined;
+    if (!first) armed?.cancel();
+    return watchRun(deps, actor, run.id, options.wait!.seconds, options.wait!.signal, first);
+  }
+  armed?.cancel();
+  return presentRun(deps.db, run);
 }
 
 async function storeProposal(
@@ -415,13 +435,17 @@ async function storeProposal(
   const limits = decideRunLimits(analysis.callSites, decision.maxWritesPerTool);
   const skills: SkillRef[] = lane.skill ? [{ name: lane.skill.name, version: lane.skill.version, versionId: lane.skill.versionId }] : (lane.skills ?? []);
 
-  const stored = await db.$transaction(async (tx) => {
+  // A run stored queued (auto-approved, or covered by a standing approval) is claimed in this
+  // transaction when this process has an idle executor slot.
+  const mayQueue = decided === "auto_approved" || Boolean(lane.skill && decision.decision === "escalate");
+  const local = mayQueue ? (deps.reserveStart?.() ?? null) : null;
+  const storing = db.$transaction(async (tx) => {
     // Checked again under a per-agent lock, so parallel submissions cannot overrun the budgets
     // or store a run under a key another submission has just used.
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`budget:${actor.id}`}))`;
     if (input.idempotencyKey) {
       const existing = await tx.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
-      if (existing) return { run: sameRequest(existing, requestDigest), created: false };
+      if (existing) return { run: sameRequest(existing, requestDigest), created: false, deferred: false };
     }
     // A run_skill call policy escalates may be covered by a standing approval instead of reviewers.
     const standing =
@@ -482,59 +506,59 @@ async function storeProposal(
         { actor: { type: "system", name: "runs" }, to: "queued" },
       );
     }
-    const run = await createRun(
-      tx,
-      {
-        actor,
-        data: {
-          id: runId,
-          traceparent: traceparentOf(span),
-          agentId: actor.id,
-          kind: lane.kind,
-          language: input.language,
-          code: input.code,
-          codeSha256,
-          purpose: input.purpose,
-          provenance: runColumnValue("provenance", input.provenance),
-          inputs: runColumnValue("inputs", inputs),
-          inputsDigest,
-          idempotencyKey: input.idempotencyKey ?? null,
-          requestDigest,
-          fingerprint: analysis.shape.fingerprint,
-          fingerprintHoles: analysis.shape.holes,
-          skills: skills,
-          standingApprovalId: standing?.id ?? null,
-        },
-        audit: {
-          codeSha256,
-          purpose: input.purpose,
-          inputsDigest,
-          language: input.language,
-          provenance: provenanceSeal(input.provenance),
-          ...(lane.kind === "direct" ? { kind: lane.kind } : {}),
-          ...(skills.length > 0 ? { skills } : {}),
-          ...(options.via ? { via: { door: options.via.door, ...actorRef(options.via.by) } } : {}),
-        },
+    const submitted = {
+      actor,
+      data: {
+        id: runId,
+        traceparent: traceparentOf(span),
+        agentId: actor.id,
+        kind: lane.kind,
+        language: input.language,
+        code: input.code,
+        codeSha256,
+        purpose: input.purpose,
+        provenance: runColumnValue("provenance", input.provenance),
+        inputs: runColumnValue("inputs", inputs),
+        inputsDigest,
+        idempotencyKey: input.idempotencyKey ?? null,
+        requestDigest,
+        fingerprint: analysis.shape.fingerprint,
+        fingerprintHoles: analysis.shape.holes,
+        skills: skills,
+        standingApprovalId: standing?.id ?? null,
       },
-      steps,
-    );
-    return { run, created: true };
+      audit: {
+        codeSha256,
+        purpose: input.purpose,
+        inputsDigest,
+        language: input.language,
+        provenance: provenanceSeal(input.provenance),
+        ...(lane.kind === "direct" ? { kind: lane.kind } : {}),
+        ...(skills.length > 0 ? { skills } : {}),
+        ...(options.via ? { via: { door: options.via.door, ...actorRef(options.via.by) } } : {}),
+      },
+    };
+    if (local && steps.at(-1)!.to === "queued") {
+      // Claimed with its slot, or deferred waiting for one (lib/runs/fair-share.ts) and woken when one frees.
+      const { stored: run, claimed } = await local.claimAtIntake(tx, { id: runId, agentId: actor.id }, (claim) =>
+        createRun(tx, submitted, claim ? [...steps, claim] : steps),
+      );
+      return { run, created: true, deferred: !claimed };
+    }
+    return { run: await createRun(tx, submitted, steps), created: true, deferred: false };
   });
+  // A reservation the transaction did not get to use goes back (below, for one it did not claim with).
+  storing.catch(() => local?.giveBack());
+  const stored = await storing;
   const { run } = stored;
   span.setAttribute("airlock.status", run.status);
   if (!stored.created) span.setAttribute(RUN_ID, run.id);
-  if (stored.created && run.status === "queued") deps.startExecution(run.id);
+  if (stored.created && run.status === "running") local!.begin(run);
+  else local?.giveBack();
+  if (stored.created && run.status === "queued" && !stored.deferred) deps.startExecution(run.id);
   if (stored.created && run.status === "previewing") deps.startPreview(run.id);
   if (stored.created && run.status === "pending_review") void notifyEscalation(run.id, db);
   return run;
-}
-
-/** The stored run's view, or, when the caller asked to wait and may, the view once it settles (SubmitOptions.wait). */
-function answer(deps: RunDeps, actor: AgentActor, run: Run, options: SubmitOptions): Promise<RunView> {
-  if (options.wait && run.status === "queued" && hasScope(actor, "runs:read")) {
-    return getRun(deps, actor, { runId: run.id, waitSeconds: options.wait.seconds }, options.wait.signal);
-  }
-  return presentRun(deps.db, run);
 }
 
 /** Awaits independent work at once; the first of it to fail, in the order given, is thrown, as if each were awaited in turn. */

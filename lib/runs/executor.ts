@@ -78,17 +78,13 @@ export type ExecutorDeps = {
 
 const SYSTEM = { type: "system", name: "executor" } as const;
 
+/** The claim's move to `running`: what it writes and records, whether a queued run is claimed or intake stores one claimed. */
+export function claimStep(executorId: string, now = new Date()) {
+  return { actor: SYSTEM, to: "running", data: { executorId, startedAt: now, heartbeatAt: now }, audit: { executorId } } as const;
+}
+
 async function claim(db: Db, runId: string, executorId: string) {
-  return db.$transaction(async (tx) => {
-    const now = new Date();
-    return transitionRunReturning(tx, SYSTEM, {
-      runId,
-      from: "queued",
-      to: "running",
-      data: { executorId, startedAt: now, heartbeatAt: now },
-      audit: { executorId },
-    });
-  });
+  return db.$transaction(async (tx) => transitionRunReturning(tx, SYSTEM, { runId, from: "queued", ...claimStep(executorId) }));
 }
 
 function failedEnvelope(code: "SANDBOX_UNAVAILABLE" | "STORAGE_REJECTED", message: string, toolCalls: number): Envelope {
@@ -155,21 +151,27 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   const { db } = deps;
   const run = await claim(db, runId, deps.executorId);
   if (!run) return false;
-  // The run's trace started at its submission, in whichever process that was (lib/tracing.ts).
-  const attributes = { [RUN_ID]: runId, "airlock.kind": run.kind, "airlock.attempt": run.attempt, "airlock.executor_id": deps.executorId };
-  await inSpan("airlock.run", contextOf(run.traceparent), attributes, (span) => executeClaimed(deps, run, span, shutdown));
+  // A retried run keeps the calls of its earlier attempt, and a previewed one its preview's; number after them.
+  const previous = await db.runToolCall.aggregate({ where: { runId }, _max: { seq: true } });
+  await executeClaimedRun(deps, run, previous._max.seq ?? 0, shutdown);
   return true;
 }
 
-async function executeClaimed(deps: ExecutorDeps, run: Run, span: Span, shutdown?: AbortSignal): Promise<void> {
+/**
+ * Runs a run this executor has claimed (`running` under its executorId) to its terminal state; its
+ * calls are numbered after `seqBase`, the last one recorded (0 for a run intake stored claimed).
+ */
+export async function executeClaimedRun(deps: ExecutorDeps, run: Run, seqBase: number, shutdown?: AbortSignal): Promise<void> {
+  // The run's trace started at its submission, in whichever process that was (lib/tracing.ts).
+  const attributes = { [RUN_ID]: run.id, "airlock.kind": run.kind, "airlock.attempt": run.attempt, "airlock.executor_id": deps.executorId };
+  await inSpan("airlock.run", contextOf(run.traceparent), attributes, (span) => executeClaimed(deps, run, seqBase, span, shutdown));
+}
+
+async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, span: Span, shutdown?: AbortSignal): Promise<void> {
   const { db } = deps;
   const runId = run.id;
   const fence: RunFence = { runId, executorId: deps.executorId, attempt: run.attempt };
   const limits = parseRunLimits(run);
-
-  // A retried run keeps the calls of its earlier attempt; number after them.
-  const previous = await db.runToolCall.aggregate({ where: { runId }, _max: { seq: true } });
-  const seqBase = previous._max.seq ?? 0;
 
   const controller = new AbortController();
   const onShutdown = () => controller.abort();

@@ -65,7 +65,8 @@ describe("two executors, one slot each", () => {
     const held: string[] = [];
     const hogRuns: string[] = [];
     for (let n = 0; n < 4; n++) {
-      const view = await submitRun({ ...runtime, startExecution: (runId) => held.push(runId) }, hog, {
+      // Held back: neither claimed at intake nor handed to the queue until their limits are edited.
+      const view = await submitRun({ ...runtime, reserveStart: () => null, startExecution: (runId) => held.push(runId) }, hog, {
         code: `while (true) {} // ${n}`,
         purpose: `spin ${n}`,
         language: "javascript",
@@ -105,6 +106,48 @@ describe("two executors, one slot each", () => {
     expect(light1.startedAt!.getTime()).toBeLessThan(lastHogStart);
     expect(await db.prisma.runSlot.count()).toBe(0);
   }, 90_000);
+
+  it("intake defers a run at its share on an idle executor, gives that executor's slot back, and the run is woken and executed once", async () => {
+    const [first, second] = runtimes as [Runtime, Runtime];
+    const busy = await makeAgent(db, "busy");
+    const waiting = await makeAgent(db, "waiting");
+    const spin = (n: number) => ({
+      code: `const end = Date.now() + 1500; while (Date.now() < end) {} return ${n};`,
+      purpose: `busy ${n}`,
+      language: "javascript" as const,
+    });
+    // The second executor's idle slot: claimed at intake.
+    const holding = await submitRun(second, busy, spin(1));
+    expect(holding.status).toBe("running");
+    // Another agent's run waits in the queue, held back from every executor.
+    const patient = await submitRun({ ...first, reserveStart: () => null, startExecution: () => {} }, waiting, spin(2));
+    expect(patient.status).toBe("queued");
+
+    // The first executor's slot is idle, but the busy agent holds its share (1 of 2) while another waits.
+    const deferred = await submitRun(first, busy, spin(3));
+    expect(deferred.status).toBe("queued");
+    expect(await db.prisma.runSlot.findUnique({ where: { runId: deferred.runId } })).toMatchObject({ executorId: null });
+    expect(await db.prisma.auditEvent.count({ where: { subjectId: deferred.runId, action: "run.deferred" } })).toBe(1);
+
+    // The slot intake reserved went back: the waiting agent's run takes it at once.
+    first.startExecution(patient.runId);
+    for (const view of [holding, patient, deferred]) {
+      await expect.poll(() => statusOf(view.runId), { timeout: 20_000, interval: 50 }).toBe("succeeded");
+    }
+    const ids = [holding.runId, patient.runId, deferred.runId];
+    const runs = await db.prisma.run.findMany({ where: { id: { in: ids } } });
+    expect(runs.map((r) => r.attempt)).toEqual([1, 1, 1]);
+    const running = await db.prisma.auditEvent.findMany({ where: { subjectId: { in: ids }, action: "run.running" } });
+    expect(running.map((e) => e.subjectId).sort()).toEqual([...ids].sort());
+    const row = (id: string) => runs.find((r) => r.id === id)!;
+    // The waiting agent's run started on the first executor while the second was still busy, and the
+    // deferred run only once a slot was given back.
+    expect(row(patient.runId).startedAt!.getTime()).toBeLessThan(row(holding.runId).finishedAt!.getTime());
+    expect(row(deferred.runId).startedAt!.getTime()).toBeGreaterThanOrEqual(
+      Math.min(row(holding.runId).finishedAt!.getTime(), row(patient.runId).finishedAt!.getTime()),
+    );
+    await expect.poll(() => db.prisma.runSlot.count(), { timeout: 5_000, interval: 50 }).toBe(0);
+  }, 60_000);
 });
 
 describe("the decision is made in PostgreSQL, once for the cluster", () => {

@@ -9,9 +9,12 @@
  * - a run is deferred, instead of taking a slot, while its agent holds at least max(1, ⌊S/2⌋)
  *   slots and a queued run of another agent that is below that share waits. So one agent cannot
  *   keep every slot busy while others wait, and a slot never idles for fairness alone;
- * - the decision and the slot it takes are made in one transaction under one advisory lock shared
- *   by every executor, so two executors deciding at once cannot both give an agent its last slot;
- *   giving a slot back takes the same lock;
+ * - the decision and the slot it takes are made under one advisory lock shared by every executor,
+ *   in one statement (airlock_take_slot(), whose queries read what was committed before the lock
+ *   was granted), so two executors deciding at once cannot both give an agent its last slot;
+ *   giving a slot back takes the same lock (airlock_release_slot()). A run intake stores claimed
+ *   (takeSlotAtIntake) is decided in intake's transaction, which holds the lock until the run and
+ *   its slot are committed;
  * - a deferred run stays `queued` (its attempt untouched, its job completed, not failed) and waits
  *   with a "RunSlot" row without executor. Taking a slot wakes the other agents' waiting runs,
  *   giving one back and registering an executor wake all of them (the caller enqueues the ids
@@ -56,11 +59,6 @@ type SlotState = {
   outcome: SlotOutcome["outcome"];
 };
 
-/** One lock for every decision about slots, cluster-wide (a constant outside hashtext's int4 range). */
-async function lockSlots(tx: Tx): Promise<void> {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(7231004420)`;
-}
-
 /** Queued runs waiting for a slot, oldest first. */
 async function waitingRuns(db: Db | Tx): Promise<string[]> {
   const rows = await db.$queryRaw<{ runId: string }[]>`
@@ -88,85 +86,77 @@ export async function unregisterExecutor(db: Db, executorId: string): Promise<vo
   await db.executor.deleteMany({ where: { id: executorId } });
 }
 
+/**
+ * The decision for one queued run, made under the slots' lock by airlock_take_slot() (migration
+ * 20261203120410_fair_share_in_one_statement) in one statement: for a stored run, whose slot it
+ * takes when the decision is `held`; or for a run intake is storing (`newRunAgent`, its agent),
+ * whose slot the caller inserts once the run is stored. Undefined when a stored run does not exist.
+ */
+async function decideSlot(tx: Tx, executorId: string, runId: string, newRunAgent: string | null): Promise<SlotState | undefined> {
+  const [state] = await tx.$queryRaw<SlotState[]>`
+    SELECT * FROM "airlock_take_slot"(${runId}::uuid, ${executorId}::uuid, ${newRunAgent}::uuid, ${LIVE_SECONDS}::integer)`;
+  return state;
+}
+
+/** A deferred run waits with a slot row without executor; its first deferral is audited. */
+async function deferRun(tx: Tx, runId: string, state: SlotState): Promise<void> {
+  if (state.waiting) return;
+  await tx.$executeRaw`
+    INSERT INTO "RunSlot" ("runId", "executorId") VALUES (${runId}::uuid, NULL)
+    ON CONFLICT ("runId") DO UPDATE SET "executorId" = NULL, since = now()`;
+  await recordAudit(tx, {
+    actor: SYSTEM,
+    action: "run.deferred",
+    subject: { type: "run", id: runId },
+    data: { held: state.held, share: state.share, slots: state.slots },
+  });
+}
+
 /** Takes a slot of `executorId` for the queued run, or defers it (see the header). */
 export async function takeSlot(db: Db, executorId: string, runId: string): Promise<SlotOutcome> {
   return db.$transaction(async (tx) => {
-    await lockSlots(tx);
-    // One statement decides (`outcome`) and, when the run may have a slot, takes it.
-    const [state] = await tx.$queryRaw<SlotState[]>`
-      WITH live AS (
-        SELECT s."runId", r."agentId" FROM "RunSlot" s
-        JOIN "Executor" e ON e.id = s."executorId"
-        JOIN "Run" r ON r.id = s."runId"
-        WHERE e."heartbeatAt" > now() - make_interval(secs => ${LIVE_SECONDS}) AND r.status IN ('queued', 'running')
-      ),
-      fair AS (
-        SELECT c.slots, GREATEST(1, c.slots / 2) AS share
-        FROM (SELECT COALESCE(SUM(slots), 0)::int AS slots FROM "Executor" WHERE "heartbeatAt" > now() - make_interval(secs => ${LIVE_SECONDS})) c
-      ),
-      state AS (
-        SELECT r.status::text AS status, r."agentId",
-          EXISTS (SELECT 1 FROM live WHERE live."runId" = r.id) AS "heldElsewhere",
-          EXISTS (SELECT 1 FROM "RunSlot" w WHERE w."runId" = r.id AND w."executorId" IS NULL) AS waiting,
-          fair.slots, fair.share,
-          (SELECT count(*)::int FROM live WHERE live."agentId" = r."agentId") AS held,
-          EXISTS (
-            SELECT 1 FROM "Run" o
-            WHERE o.status = 'queued' AND o."agentId" <> r."agentId"
-              AND NOT EXISTS (SELECT 1 FROM live WHERE live."runId" = o.id)
-              AND (SELECT count(*) FROM live WHERE live."agentId" = o."agentId") < fair.share
-          ) AS "othersWait",
-          ARRAY(
-            SELECT w."runId"::text FROM "RunSlot" w JOIN "Run" q ON q.id = w."runId"
-            WHERE w."executorId" IS NULL AND q.status = 'queued' AND q."agentId" IS DISTINCT FROM r."agentId"
-            ORDER BY w.since, w."runId"
-          ) AS wake
-        FROM "Run" r CROSS JOIN fair
-        WHERE r.id = ${runId}::uuid
-      ),
-      decided AS (
-        SELECT state.*, CASE
-          WHEN state.status <> 'queued' OR state."heldElsewhere" THEN 'gone'
-          WHEN state.held >= state.share AND state."othersWait" THEN 'deferred'
-          ELSE 'held' END AS outcome
-        FROM state
-      ),
-      took AS (
-        INSERT INTO "RunSlot" ("runId", "executorId")
-        SELECT ${runId}::uuid, ${executorId}::uuid FROM decided WHERE outcome = 'held'
-        ON CONFLICT ("runId") DO UPDATE SET "executorId" = EXCLUDED."executorId", since = now()
-      )
-      SELECT * FROM decided`;
+    const state = await decideSlot(tx, executorId, runId, null);
     if (!state || state.status !== "queued") {
       await tx.runSlot.deleteMany({ where: { runId, executorId: null } });
       return { outcome: "gone" };
     }
     if (state.outcome === "gone") return { outcome: "gone" };
     if (state.outcome === "deferred") {
-      if (!state.waiting) {
-        await tx.$executeRaw`
-          INSERT INTO "RunSlot" ("runId", "executorId") VALUES (${runId}::uuid, NULL)
-          ON CONFLICT ("runId") DO UPDATE SET "executorId" = NULL, since = now()`;
-        await recordAudit(tx, {
-          actor: SYSTEM,
-          action: "run.deferred",
-          subject: { type: "run", id: runId },
-          data: { held: state.held, share: state.share, slots: state.slots },
-        });
-      }
+      await deferRun(tx, runId, state);
       return { outcome: "deferred" };
     }
     return { outcome: "held", wake: state.wake };
   });
 }
 
+/**
+ * For a run intake is storing `queued`, in intake's transaction: the same decision as takeSlot's
+ * for a run nothing holds or awaits a slot for yet. `store(held)` stores the run (claimed by the
+ * caller when `held`); then the slot is taken, or the run waits for one, deferred.
+ */
+export async function takeSlotAtIntake<T>(
+  tx: Tx,
+  executorId: string,
+  run: { id: string; agentId: string },
+  store: (held: boolean) => Promise<T>,
+): Promise<{ stored: T; slot: SlotOutcome }> {
+  // The slot's row follows the run's (its foreign key), so it is inserted after `store`.
+  const state = (await decideSlot(tx, executorId, run.id, run.agentId))!;
+  const held = state.outcome === "held";
+  const stored = await store(held);
+  if (!held) {
+    await deferRun(tx, run.id, state);
+    return { stored, slot: { outcome: "deferred" } };
+  }
+  await tx.$executeRaw`INSERT INTO "RunSlot" ("runId", "executorId") VALUES (${run.id}::uuid, ${executorId}::uuid)`;
+  return { stored, slot: { outcome: "held", wake: state.wake } };
+}
+
 /** Gives the run's slot back; returns the waiting runs to wake. */
 export async function releaseSlot(db: Db, executorId: string, runId: string): Promise<string[]> {
-  return db.$transaction(async (tx) => {
-    await lockSlots(tx);
-    await tx.runSlot.deleteMany({ where: { runId, executorId } });
-    return waitingRuns(tx);
-  });
+  // One statement under the slots' lock (airlock_release_slot(), the same migration as airlock_take_slot()).
+  const rows = await db.$queryRaw<{ runId: string }[]>`SELECT w::text AS "runId" FROM "airlock_release_slot"(${runId}::uuid, ${executorId}::uuid) AS w`;
+  return rows.map((row) => row.runId);
 }
 
 /** Forgets a run's slot whoever held it: for a lost run the sweep puts back in the queue. */

@@ -15,7 +15,9 @@
  * executing here than its concurrency), without the round trip through the job table; it takes its
  * slot and is claimed exactly as a job would be, and drains with the jobs on stop. Jobs and runs
  * started at once share the process's `concurrency` slots: a job that finds them taken waits for
- * one, and one still waiting when the executor stops is handed back to the queue.
+ * one, and one still waiting when the executor stops is handed back to the queue. Intake goes one
+ * step further (`reserve`, LocalStart): it reserves an idle slot before its transaction and stores
+ * the run claimed in it, so the run needs neither a job nor a claim of its own.
  *
  * Before the claim, a job takes one of the cluster's executor slots for its run, or defers the run
  * while its agent has its fair share and another agent's run waits (./fair-share.ts): the job then
@@ -42,10 +44,22 @@ import { RETENTION_CRON, purgeExpired } from "@/lib/audit/retention";
 import type { RetentionDays } from "@/lib/audit/retention-windows";
 import { checkpointAudited } from "@/lib/audit/service";
 import { expireReviews } from "./expiry";
-import type { Db } from "@/lib/db";
-import { executeRun, type ExecutorDeps } from "./executor";
+import type { Db, Tx } from "@/lib/db";
+import type { Run } from "@/lib/generated/prisma/client";
+import { claimStep, executeClaimedRun, executeRun, type ExecutorDeps } from "./executor";
+import type { CreationStep } from "./states";
 import { PREVIEW_LOST_AFTER_MS, previewRun, type PreviewDeps } from "./preview";
-import { EXECUTOR_HEARTBEAT_MS, forgetSlot, heartbeatExecutor, pruneSlots, registerExecutor, releaseSlot, takeSlot, unregisterExecutor } from "./fair-share";
+import {
+  EXECUTOR_HEARTBEAT_MS,
+  forgetSlot,
+  heartbeatExecutor,
+  pruneSlots,
+  registerExecutor,
+  releaseSlot,
+  takeSlot,
+  takeSlotAtIntake,
+  unregisterExecutor,
+} from "./fair-share";
 import { quietQueueLogger } from "@/lib/db/queue-logger";
 import { recoverLostRun } from "./recovery";
 
@@ -64,9 +78,25 @@ export type RunQueue = {
    * slot (fair share) and conditional claim as a job; otherwise enqueues it. Never throws.
    */
   start(runId: string): void;
+  /** An idle executor slot of this process for a run intake stores claimed (LocalStart), or null when none is idle. */
+  reserve(): LocalStart | null;
   enqueuePreview(runId: string): Promise<void>;
   /** Stops taking jobs and waits for the runs in flight to reach a terminal state. */
   stop(): Promise<void>;
+};
+
+/**
+ * One of this process's executor slots, reserved for a run intake is storing queued. Intake takes
+ * the run's cluster slot and claims it in its own transaction (`claimAtIntake`); after the commit,
+ * the run it claimed is handed to `begin`, and a reservation it did not use goes back (`giveBack`).
+ * Exactly one of the two is called.
+ */
+export type LocalStart = {
+  /** Stores the run through `store` (given the claim's step when the run may take a slot), in intake's transaction `tx`. */
+  claimAtIntake<T>(tx: Tx, run: { id: string; agentId: string }, store: (claim: CreationStep | null) => Promise<T>): Promise<{ stored: T; claimed: boolean }>;
+  /** Executes the run `claimAtIntake` claimed, once its transaction committed. */
+  begin(run: Run): void;
+  giveBack(): void;
 };
 
 export type MaintenanceOptions = {
@@ -165,6 +195,8 @@ export async function startRunQueue(options: {
     if (next) next();
     else free++;
   };
+  const giveSlotBack = (runId: string) =>
+    releaseSlot(options.db, executor.id, runId).then(wake, (error: unknown) => console.error(`run ${runId}: giving its slot back failed`, error));
   /** Executes a queued run in a local slot it already holds (`free` was taken for it). */
   const execute = async (runId: string, abort: AbortSignal) => {
     try {
@@ -174,11 +206,43 @@ export async function startRunQueue(options: {
       try {
         await executeRun({ db: options.db, ...options.executor }, runId, abort);
       } finally {
-        await releaseSlot(options.db, executor.id, runId).then(wake, (error: unknown) => console.error(`run ${runId}: giving its slot back failed`, error));
+        await giveSlotBack(runId);
       }
     } finally {
       freeSlot();
     }
+  };
+  /** Runs that intake claimed for a reserved slot, tracked from the reservation so stop() waits for them too. */
+  const track = (work: Promise<void>) => {
+    startedAtOnce.add(work);
+    void work.finally(() => startedAtOnce.delete(work));
+  };
+  const reserve = (): LocalStart | null => {
+    if (!runner || draining.signal.aborted || free === 0) return null;
+    free--;
+    let settle!: (work: Promise<void>) => void;
+    track(new Promise<void>((resolve) => (settle = (work) => void work.finally(resolve))));
+    let wakeAfter: string[] = [];
+    return {
+      async claimAtIntake(tx, run, store) {
+        const taken = await takeSlotAtIntake(tx, executor.id, run, (held) => store(held ? claimStep(options.executor.executorId) : null));
+        if (taken.slot.outcome === "held") wakeAfter = taken.slot.wake;
+        return { stored: taken.stored, claimed: taken.slot.outcome === "held" };
+      },
+      begin(run) {
+        wake(wakeAfter);
+        // A run stored claimed has no calls before its own.
+        const work = executeClaimedRun({ db: options.db, ...options.executor }, run, 0, draining.signal)
+          .catch((error: unknown) => console.error(`run ${run.id}: executing it failed; the maintenance sweep recovers it`, error))
+          .finally(() => giveSlotBack(run.id))
+          .finally(freeSlot);
+        settle(work);
+      },
+      giveBack() {
+        freeSlot();
+        settle(Promise.resolve());
+      },
+    };
   };
   const start = (runId: string) => {
     if (!runner || draining.signal.aborted || free === 0) {
@@ -192,8 +256,7 @@ export async function startRunQueue(options: {
       console.error(`run ${runId}: starting it failed; it is enqueued`, error);
       return enqueue(runId).catch((again: unknown) => console.error(`run ${runId}: enqueue failed`, again));
     });
-    startedAtOnce.add(started);
-    void started.finally(() => startedAtOnce.delete(started));
+    track(started);
   };
   runner = await runWorker({
     connectionString: options.databaseUrl,
@@ -239,6 +302,7 @@ export async function startRunQueue(options: {
   return {
     enqueue,
     start,
+    reserve,
     enqueuePreview,
     async stop() {
       const runs = runner;

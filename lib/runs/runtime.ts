@@ -146,6 +146,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       if (queue) queue.start(runId);
       else addJob(EXECUTE_RUN, `run:${runId}`, runId).catch((error: unknown) => console.error(`run ${runId}: enqueue failed`, error));
     },
+    reserveStart: () => queue?.reserve() ?? null,
     startPreview(runId) {
       // A lost enqueue is recovered by the maintenance sweep, which re-enqueues lost previews.
       (queue ? queue.enqueuePreview(runId) : addJob(PREVIEW_RUN, `preview:${runId}`, runId)).catch((error: unknown) =>

@@ -88,7 +88,8 @@ describe("submitRun → policy → sandbox", () => {
         .reduce((s, r) => s + r.amountMinor, 0),
     };
     const submitted = await submitRun(runtime, agent, { code: JOIN_SCRIPT, purpose: "EUR invoiced vs refunded", provenance: { model: "test-model" } });
-    expect(submitted).toMatchObject({ decision: "allow", status: "queued", capabilitySet: ["ledger.listInvoices", "ledger.listRefunds"] });
+    // The executor's slot is idle: intake stores the run claimed (running), in its own transaction.
+    expect(submitted).toMatchObject({ decision: "allow", status: "running", capabilitySet: ["ledger.listInvoices", "ledger.listRefunds"] });
     expect(submitted.reasons[0]?.policyId).toBe("allow-read-only-unregulated");
 
     const done = await getRun(runtime, agent, { runId: submitted.runId, waitSeconds: 60 });
@@ -99,8 +100,11 @@ describe("submitRun → policy → sandbox", () => {
     const calls = await db.prisma.runToolCall.findMany({ where: { runId: submitted.runId }, orderBy: { seq: "asc" } });
     expect(calls.length).toBeGreaterThanOrEqual(2);
     expect(calls.every((c) => c.outcome === "ok" && c.resultDigest)).toBe(true);
-    const actions = (await db.prisma.auditEvent.findMany({ where: { subjectId: submitted.runId }, orderBy: { id: "asc" } })).map((e) => e.action);
-    expect(actions).toEqual(["run.submitted", "run.analyzed", "run.auto_approved", "run.queued", "run.running", "run.succeeded"]);
+    const events = await db.prisma.auditEvent.findMany({ where: { subjectId: submitted.runId }, orderBy: { id: "asc" } });
+    expect(events.map((e) => e.action)).toEqual(["run.submitted", "run.analyzed", "run.auto_approved", "run.queued", "run.running", "run.succeeded"]);
+    // Staged together, from the submission to the claim: one statement of one transaction.
+    expect(new Set(events.slice(0, 5).map((e) => e.at.getTime())).size).toBe(1);
+    expect(events[4]!.at.getTime()).toBeLessThan(events[5]!.at.getTime());
   }, 90_000);
 
   it("holds a script that emails customers for two reviewers", async () => {

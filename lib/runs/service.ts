@@ -24,7 +24,8 @@ import { AppError, RUN_ERROR_RULES, invalidArguments, type RunErrorCode } from "
 import type { Run } from "@/lib/generated/prisma/client";
 import { runColumn } from "@/lib/contracts/run-columns";
 import { runTokens, tokenized } from "./pii-tokens";
-import { POLL_MS, type RunChanges } from "./run-changes";
+import type { LocalStart } from "./queue";
+import { POLL_MS, type ArmedWait, type RunChanges } from "./run-changes";
 import type { IsolationLevel } from "@/lib/sandbox/types";
 
 export type AgentActor = Extract<Actor, { type: "agent" }>;
@@ -44,6 +45,8 @@ export type RunDeps = {
   };
   /** Starts executing a queued run (in this process or through the job queue); never throws. */
   startExecution(runId: string): void;
+  /** An idle executor slot of this process, for intake to claim a run it stores queued in its own transaction; null when none is idle. */
+  reserveStart?(): LocalStart | null;
   /** Starts the plan preview of a `previewing` run (lib/runs/preview.ts) through the job queue; never throws. */
   startPreview(runId: string): void;
   /** The sandbox level runs execute at, which policy decides on (lib/runs/isolation.ts). */
@@ -293,15 +296,33 @@ export async function getRun(deps: Pick<RunDeps, "db" | "changes">, actor: Agent
   requireScope(actor, "runs:read");
   const parsed = getRunSchema.safeParse(raw);
   if (!parsed.success) throw invalidArguments(parsed.error);
-  const { runId, waitSeconds } = parsed.data;
+  return watchRun(deps, actor, parsed.data.runId, parsed.data.waitSeconds, signal);
+}
+
+/**
+ * getRun's wait, for a caller that may read runs. `first` is the run as the caller has just stored
+ * it, with a wait armed before it was stored (intake's answer): it stands for the first read.
+ */
+export async function watchRun(
+  deps: Pick<RunDeps, "db" | "changes">,
+  actor: AgentActor,
+  runId: string,
+  waitSeconds: number,
+  signal?: AbortSignal,
+  first?: { run: Run; armed: ArmedWait | undefined },
+): Promise<RunView> {
   const deadline = Date.now() + waitSeconds * 1000;
   let previewing = false;
+  let next = first;
   for (;;) {
-    const armed = waitSeconds > 0 ? deps.changes?.arm(runId) : undefined;
-    const run = await deps.db.run.findFirst({ where: { id: runId, agentId: actor.id } }).catch((error: unknown) => {
-      armed?.cancel();
-      throw error;
-    });
+    const armed = next ? next.armed : waitSeconds > 0 ? deps.changes?.arm(runId) : undefined;
+    const run =
+      next?.run ??
+      (await deps.db.run.findFirst({ where: { id: runId, agentId: actor.id } }).catch((error: unknown) => {
+        armed?.cancel();
+        throw error;
+      }));
+    next = undefined;
     // A wait that began during the plan preview ends when the plan is ready, so the agent sees it.
     const planReady = previewing && run?.status !== "previewing";
     previewing ||= run?.status === "previewing";
