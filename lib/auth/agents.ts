@@ -103,24 +103,31 @@ export async function revokeAgent(tx: Tx, actor: Actor, name: string): Promise<{
 /** The agent behind a bearer token, or null when the token is unknown, revoked or expired. */
 export async function authenticateAgentToken(db: Db, token: string): Promise<Extract<Actor, { type: "agent" }> | null> {
   if (!looksLikeAgentToken(token)) return null;
-  const row = await db.agentToken.findUnique({
-    where: { tokenHash: hashAgentToken(token) },
-    include: { agent: true },
-  });
+  // The token and its agent in one round trip: every MCP request starts here.
+  const [row] = await db.$queryRaw<TokenRow[]>`
+    SELECT t.id, t.scopes, t."expiresAt", t."lastUsedAt", t."revokedAt", a.id AS "agentId", a.name, a."ownerId", a."revokedAt" AS "agentRevokedAt"
+    FROM "AgentToken" t JOIN "Agent" a ON a.id = t."agentId"
+    WHERE t."tokenHash" = ${hashAgentToken(token)}`;
   const now = new Date();
-  if (!row || row.revokedAt || row.agent.revokedAt || (row.expiresAt && row.expiresAt <= now)) return null;
+  if (!row || row.revokedAt || row.agentRevokedAt || (row.expiresAt && row.expiresAt <= now)) return null;
   // Last use is informational; refresh it at most once a minute to keep the hot path a read.
   if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > 60_000) {
     await db.agentToken.update({ where: { id: row.id }, data: { lastUsedAt: now } });
   }
-  return {
-    type: "agent",
-    id: row.agent.id,
-    name: row.agent.name,
-    ownerId: row.agent.ownerId,
-    scopes: row.scopes.filter(isScope),
-  };
+  return { type: "agent", id: row.agentId, name: row.name, ownerId: row.ownerId, scopes: row.scopes.filter(isScope) };
 }
+
+type TokenRow = {
+  id: string;
+  scopes: string[];
+  expiresAt: Date | null;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+  agentId: string;
+  name: string;
+  ownerId: string;
+  agentRevokedAt: Date | null;
+};
 
 export type AgentListItem = {
   id: string;

@@ -139,12 +139,13 @@ function definitionOf(tool: ToolInfo): Prisma.InputJsonObject {
 
 /** The newest confirmed override of every tool that has one, by `server.tool`. */
 async function confirmedOverrides(db: Db): Promise<Map<string, OverrideFacts>> {
-  const rows = await db.toolOverride.findMany({
-    where: { confirmedAt: { not: null } },
-    orderBy: { confirmedAt: "asc" },
-    select: { id: true, facts: true, tool: { select: { name: true, server: { select: { name: true } } } } },
-  });
-  return new Map(rows.map((row) => [`${row.tool.server.name}.${row.tool.name}`, storedOverrideFacts(row.facts, row.id)]));
+  // One round trip (every submission refreshes the registry), oldest confirmation first.
+  const rows = await db.$queryRaw<{ id: string; facts: Prisma.JsonValue; server: string; tool: string }[]>`
+    SELECT o.id, o.facts, s.name AS server, t.name AS tool
+    FROM "ToolOverride" o JOIN "UpstreamTool" t ON t.id = o."toolId" JOIN "UpstreamServer" s ON s.id = t."serverId"
+    WHERE o."confirmedAt" IS NOT NULL
+    ORDER BY o."confirmedAt", o.id`;
+  return new Map(rows.map((row) => [`${row.server}.${row.tool}`, storedOverrideFacts(row.facts, row.id)]));
 }
 
 function applyTo(tools: readonly ToolInfo[], overrides: Map<string, OverrideFacts>): void {

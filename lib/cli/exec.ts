@@ -244,7 +244,7 @@ async function follow(runtime: Runtime, agent: AgentActor, submitted: RunView, a
     view = await getRun(runtime, agent, { runId: view.runId, waitSeconds: 5 });
     if (!args.json && view.status !== previous) io.stdout(`run ${view.runId}: ${view.status}\n`);
   }
-  await recordResultRead(db, agent, view.runId, { via: "cli:exec", hasResult: view.result !== undefined || view.logs !== undefined });
+  await recordResultRead(db, agent, view, "cli:exec");
   io.stdout(args.json ? `${JSON.stringify(view, null, 2)}\n` : formatEnded(view));
   return view.status === "succeeded" ? 0 : 1;
 }

@@ -14,9 +14,8 @@
 import { recordAudit, type AuditEventInput } from "@/lib/audit/record";
 import type { Db } from "@/lib/db";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { AppError } from "@/lib/errors";
 import { touchesRegulatedData } from "@/lib/contracts/data-classes";
-import type { AgentActor } from "@/lib/runs/service";
+import { runOfView, type AgentActor, type RunView } from "@/lib/runs/service";
 
 export async function recordAgentRead(db: Db, agent: AgentActor, event: Omit<AuditEventInput, "actor">): Promise<void> {
   await db.$transaction((tx) => recordAudit(tx, { actor: agent, ...event }));
@@ -42,18 +41,19 @@ export type ResultDoor = "get_run" | "submit_run" | "call_tool" | "run_skill" | 
 
 /**
  * Before the agent is handed a run's view: records `run.result_read` when the view carries a
- * result (`hasResult`; unfinished runs have none) and the run touches regulated data.
- * Throws when the event cannot be written.
+ * result or logs (unfinished runs have neither) and the run touches regulated data, as it stood
+ * when the view was built (lib/runs/service.ts presentRun). Throws when the event cannot be
+ * written, or when the view was not built from a stored run (so nothing unrecorded is handed over).
  */
-export async function recordResultRead(db: Db, agent: AgentActor, runId: string, options: { via: ResultDoor; hasResult: boolean }): Promise<void> {
-  if (!options.hasResult) return;
-  const run = await db.run.findUnique({ where: { id: runId }, select: { inputs: true, facts: true, status: true } });
-  if (!run) throw new AppError("not_found", `No run ${runId}.`);
+export async function recordResultRead(db: Db, agent: AgentActor, view: RunView, via: ResultDoor): Promise<void> {
+  if (view.result === undefined && view.logs === undefined) return;
+  const run = runOfView(view);
+  if (!run) throw new Error(`run ${view.runId}: its view was not built from the stored run, so handing it over cannot be recorded`);
   const dataClasses = runDataClasses(run);
   if (!touchesRegulatedData(dataClasses)) return;
   await recordAgentRead(db, agent, {
     action: "run.result_read",
-    subject: { type: "run", id: runId },
-    data: { via: options.via, dataClasses, status: run.status },
+    subject: { type: "run", id: view.runId },
+    data: { via, dataClasses, status: run.status },
   });
 }

@@ -101,7 +101,7 @@ export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView
       const run = await find(taskId);
       if (!run) throw new ProtocolError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
       const view = await presentRun(db, run);
-      await recordResultRead(db, agent, run.id, { via: "tasks/result", hasResult: view.result !== undefined || view.logs !== undefined });
+      await recordResultRead(db, agent, view, "tasks/result");
       return toResult(view);
     },
     async updateTaskStatus(taskId, status) {

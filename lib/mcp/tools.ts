@@ -47,7 +47,7 @@ void schemaNamesViewFields;
 
 /** A run's view as an answer, after recording a regulated result read (lib/mcp/audit.ts). A failed run is an isError result. */
 async function runAnswer(call: ToolCall, view: RunView, via: ResultDoor): Promise<ToolAnswer<RunView>> {
-  await recordResultRead(call.db, call.ctx.agent, view.runId, { via, hasResult: view.result !== undefined || view.logs !== undefined });
+  await recordResultRead(call.db, call.ctx.agent, view, via);
   return { value: view, isError: Boolean(view.error) };
 }
 

@@ -169,10 +169,21 @@ function capForAgent(result: unknown): { result: unknown; truncated: boolean } {
   };
 }
 
+/** The run each view was built from, for recording what the agent was handed (lib/mcp/audit.ts recordResultRead). */
+const viewedRuns = new WeakMap<RunView, Pick<Run, "inputs" | "facts" | "status">>();
+
+/** The stored run `view` was built from (by presentRun), as it was then. */
+export function runOfView(view: RunView): Pick<Run, "inputs" | "facts" | "status"> | undefined {
+  return viewedRuns.get(view);
+}
+
 /** The agent's view of a run: decision with reasons, reviewer comments, and the envelope once finished. */
 export async function presentRun(db: Db, run: Run): Promise<RunView> {
   const [reviews, tokens] = await Promise.all([
-    db.review.findMany({ where: { runId: run.id }, orderBy: { createdAt: "asc" }, include: { reviewer: { select: { email: true } } } }),
+    // Reviewers decide only runs policy escalated (lib/review/service.ts): no other run has reviews to read.
+    run.decision === "escalate"
+      ? db.review.findMany({ where: { runId: run.id }, orderBy: { createdAt: "asc" }, include: { reviewer: { select: { email: true } } } })
+      : [],
     runTokens(db, run.id),
   ]);
   const forAgent = <T>(value: T): T => tokenized(value, tokens);
@@ -276,6 +287,7 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
       delete view.error;
     }
   }
+  viewedRuns.set(view, run);
   return view;
 }
 
