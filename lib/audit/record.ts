@@ -19,7 +19,7 @@
 import { sha256Hex } from "@/lib/digest";
 import type { Actor } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
-import type { Tx } from "@/lib/db";
+import { afterCommit, type Tx } from "@/lib/db";
 import { Prisma } from "@/lib/generated/prisma/client";
 
 export const GENESIS_HASH = "0".repeat(64);
@@ -63,6 +63,14 @@ function actorId(actor: Actor): string | null {
   return actor.type === "system" ? actor.name : actor.id;
 }
 
+const stagedListeners = new Set<() => void>();
+
+/** Calls `listener` after each commit that staged events in this process (./sequencer.ts's cue); returns the unsubscribe. */
+export function onEventsStaged(listener: () => void): () => void {
+  stagedListeners.add(listener);
+  return () => stagedListeners.delete(listener);
+}
+
 /** Stages events, in this order, with the given time (recordAudit stamps now; tests backdate). */
 export async function stageAuditEvents(tx: Pick<Tx, "$executeRaw">, inputs: readonly AuditEventInput[], at: Date): Promise<void> {
   if (inputs.length === 0) return;
@@ -83,6 +91,7 @@ export async function stageAuditEvents(tx: Pick<Tx, "$executeRaw">, inputs: read
   await tx.$executeRaw`
     INSERT INTO "AuditPending" ("at", "actorType", "actorId", "action", "subjectType", "subjectId", "data", "canonical")
     VALUES ${Prisma.join(rows)}`;
+  afterCommit(() => stagedListeners.forEach((listener) => listener()));
 }
 
 export async function recordAudit(tx: Tx, input: AuditEventInput): Promise<void> {

@@ -1,28 +1,44 @@
 /**
- * startAuditSequencer(db): a running process's background upkeep of the audit log, every
- * INTERVAL_MS: it chains staged audit events (lib/db/audit-sequence.ts) and builds the search
- * documents settled runs are owed (./search-refresh.ts), so both happen promptly even when nobody
- * reads the log. A failed pass loses nothing (the events stay staged, the documents owed, and any
- * reader does the work first); it is logged once per outage and retried at the next tick. `close`
- * waits for the pass under way.
+ * startAuditSequencer(db): a running process's background upkeep of the audit log: it chains
+ * staged audit events (lib/db/audit-sequence.ts) and builds the search documents settled runs are
+ * owed (./search-refresh.ts), so both happen promptly even when nobody reads the log. A pass runs
+ * AFTER_STAGING_MS after this process commits events (./record.ts onEventsStaged), and at least
+ * every IDLE_MS for what other processes commit, so a quiet process does not query the database
+ * ten times a second. A failed pass loses nothing (the events stay staged, the documents owed, and
+ * any reader does the work first); it is logged once per outage and retried at the next tick.
+ * `close` waits for the pass under way.
  */
 import type { Db } from "@/lib/db";
 import { sequenceAudit } from "@/lib/db/audit-sequence";
+import { onEventsStaged } from "./record";
 import { refreshSearchDocuments } from "./search-refresh";
 
-export const INTERVAL_MS = 100;
+/** How soon after this process commits events a pass chains them (batching what commits meanwhile). */
+export const AFTER_STAGING_MS = 100;
+/** The longest wait between passes, for what other processes commit. */
+export const IDLE_MS = 1_000;
 
 export function startAuditSequencer(db: Db): { close(): Promise<void> } {
   let failing = false;
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
-  let pass: Promise<void> = Promise.resolve();
-  const schedule = () => {
+  /** When the next pass is due (ms since the epoch); a pass under way has none. */
+  let due: number | null = null;
+  let pass: Promise<void> | null = null;
+  /** Whether events were staged during the pass under way (they may have missed it). */
+  let stagedDuring = false;
+  const schedule = (ms: number) => {
     if (closed) return;
-    timer = setTimeout(tick, INTERVAL_MS);
+    const at = Date.now() + ms;
+    if (due !== null && due <= at) return;
+    clearTimeout(timer);
+    due = at;
+    timer = setTimeout(tick, ms);
     timer.unref();
   };
   const tick = () => {
+    due = null;
+    stagedDuring = false;
     pass = sequenceAudit(db)
       .then(() => refreshSearchDocuments(db, "settled"))
       .then(
@@ -36,13 +52,21 @@ export function startAuditSequencer(db: Db): { close(): Promise<void> } {
             );
           failing = true;
         },
-      );
-    void pass.then(schedule);
+      )
+      .then(() => {
+        pass = null;
+        schedule(stagedDuring ? AFTER_STAGING_MS : IDLE_MS);
+      });
   };
-  schedule();
+  const unsubscribe = onEventsStaged(() => {
+    if (pass) stagedDuring = true;
+    else schedule(AFTER_STAGING_MS);
+  });
+  schedule(AFTER_STAGING_MS);
   return {
     async close() {
       closed = true;
+      unsubscribe();
       clearTimeout(timer);
       await pass;
     },
