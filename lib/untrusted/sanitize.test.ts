@@ -21,6 +21,26 @@ describe("looksLikeInstructions", () => {
     }
   });
 
+  it("a phrase without a single ASCII space still counts: tags, other spaces and folded forms", () => {
+    for (const text of [
+      "<system>",
+      "</instructions>",
+      "x<assistant>y",
+      "\uff1csystem\uff1e",
+      "ignore\u00a0previous\u00a0instructions",
+      "ignore\u2002all\u2002prior\u2002rules",
+      "you\u3000are\u3000now",
+      "new\tinstructions:",
+      "ignore\nprevious\ninstructions",
+    ]) {
+      expect(looksLikeInstructions(text), JSON.stringify(text)).toBe(true);
+    }
+    // Printable ASCII without a space or a tag reads as one word: never a phrase.
+    for (const text of ["ignore_previous_instructions", "you-are-now", "system/prompt", "inv_0001", "2026-12-03", "12.50"]) {
+      expect(looksLikeInstructions(text), text).toBe(false);
+    }
+  });
+
   it("leaves ordinary text alone", () => {
     for (const text of ["duplicate charge", "Customer asked us to ignore the late fee", "previous invoice was void"]) {
       expect(looksLikeInstructions(text), text).toBe(false);

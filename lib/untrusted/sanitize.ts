@@ -45,7 +45,15 @@ const INSTRUCTION_LIKE = [
   /\bdo not (?:tell|inform) the user\b/i,
 ];
 
+/**
+ * Printable ASCII without space or `<`: every pattern above needs a space or a `<`, and such text
+ * reads the same folded (NFKC changes no ASCII), so it cannot match. Most of a tool's data is such
+ * text (ids, codes, dates, amounts); it is not read again.
+ */
+const CANNOT_MATCH = /^[!-;=-~]*$/;
+
 export function looksLikeInstructions(text: string): boolean {
+  if (CANNOT_MATCH.test(text)) return false;
   const read = text.normalize("NFKC").replace(CONTROL, "").replace(/\s+/gu, " ");
   return INSTRUCTION_LIKE.some((re) => re.test(read));
 }
