@@ -112,6 +112,7 @@ test("a quarantined tool shows what changed; one admin asks to accept it and a s
 
   const audit = new pg.Client({ connectionString: state.databaseUrl });
   await audit.connect();
+  await audit.query(`SELECT "airlock_audit_sequence"(1000)`); // chain what is staged first, as every reader of the log does
   const { rows } = await audit.query(
     `SELECT e.action, u.email FROM "AuditEvent" e JOIN "User" u ON u.id::text = e."actorId"
      WHERE e.action IN ('tool.acceptance_requested', 'tool.accepted') AND e.data->>'tool' = 'listRefunds' ORDER BY e.id`,

@@ -40,7 +40,7 @@ const ACTIONS: Record<string, string | ((data: Data) => string)> = {
   "run.queued": "the run was queued to execute",
   "run.deferred": "the run was held back so other agents get their share of executors",
   "run.requeued": "the run was queued again after its executor was lost",
-  "run.running": "the run started executing in the sandbox",
+  "run.running": "an executor claimed the run and started it",
   "run.succeeded": "the run finished successfully",
   "run.failed": "the run failed",
   "run.timed_out": "the run ran out of time and was stopped",

@@ -63,7 +63,10 @@ function actorId(actor: Actor): string | null {
   return actor.type === "system" ? actor.name : actor.id;
 }
 
-const stagedListeners = new Set<() => void>();
+// On globalThis: Next bundles this module more than once in one process (the runtime that runs
+// the sequencer, and the route handlers and server actions that record events).
+const shared = globalThis as typeof globalThis & { __airlockAuditStaged?: Set<() => void> };
+const stagedListeners = (shared.__airlockAuditStaged ??= new Set());
 
 /** Calls `listener` after each commit that staged events in this process (./sequencer.ts's cue); returns the unsubscribe. */
 export function onEventsStaged(listener: () => void): () => void {

@@ -540,10 +540,10 @@ async function storeProposal(
     };
     if (local && steps.at(-1)!.to === "queued") {
       // Claimed with its slot, or deferred waiting for one (lib/runs/fair-share.ts) and woken when one frees.
-      const { stored: run, claimed } = await local.claimAtIntake(tx, { id: runId, agentId: actor.id }, (claim) =>
+      const { stored: run, outcome } = await local.claimAtIntake(tx, { id: runId, agentId: actor.id }, (claim) =>
         createRun(tx, submitted, claim ? [...steps, claim] : steps),
       );
-      return { run, created: true, deferred: !claimed };
+      return { run, created: true, deferred: outcome === "deferred" };
     }
     return { run: await createRun(tx, submitted, steps), created: true, deferred: false };
   });

@@ -3,7 +3,7 @@
  *
  * Guarantees:
  * - a run is claimed once: `queued → running` is a conditional transition; a second executor gets
- *   nothing and walks away. Every later write (heartbeat, call records, the terminal state) is
+ *   nothing and walks away (a run intake stores claimed, lib/runs/queue.ts LocalStart, is never queued). Every later write (heartbeat, call records, the terminal state) is
  *   fenced by status, executor id and attempt, so an executor that was declared lost cannot write
  *   into the retry that replaced it;
  * - a run decided at `strict` never executes below it: an executor that runs at permission-only
@@ -176,6 +176,8 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
   const controller = new AbortController();
   const onShutdown = () => controller.abort();
   shutdown?.addEventListener("abort", onShutdown);
+  // A run begun after the drain's deadline (intake claimed it as the process began stopping) stops at once too.
+  if (shutdown?.aborted) controller.abort();
   const recorder = new CallRecorder(db, fence);
   const stopHeartbeat = startHeartbeat(db, fence, controller, deps.heartbeatMs ?? 1000);
   let calls = 0;

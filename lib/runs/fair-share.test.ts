@@ -251,4 +251,17 @@ describe("one executor, one slot: a run started at once", () => {
     expect(events).toHaveLength(3);
     expect((await db.prisma.run.findMany({ where: { id: { in: ids } } })).map((r) => r.attempt)).toEqual([1, 1, 1]);
   }, 60_000);
+
+  it("a submission on an executor another process pruned (its heartbeat stalled) is stored queued and executed once, not refused", async () => {
+    const agent = await makeAgent(db, "pruned");
+    // What another process's sweep does to an executor silent for EXECUTOR_LIVE_MS; its next heartbeat registers it again.
+    await db.prisma.executor.deleteMany({});
+    const view = await submitRun(runtime, agent, { code: `return 5;`, purpose: "after a prune", language: "javascript" });
+    expect(view.status).toBe("queued");
+    await expect
+      .poll(async () => (await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } })).status, { timeout: 40_000, interval: 100 })
+      .toBe("succeeded");
+    expect(await db.prisma.auditEvent.count({ where: { subjectId: view.runId, action: "run.running" } })).toBe(1);
+    expect((await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } })).attempt).toBe(1);
+  }, 60_000);
 });

@@ -55,7 +55,7 @@ type SlotState = {
   othersWait: boolean;
   /** Other agents' runs waiting for a slot, oldest first (woken when this one takes a slot). */
   wake: string[];
-  /** The decision; `held` means the statement took the slot. */
+  /** The decision; `held`: the slot is taken (by the statement for a stored run, by takeSlotAtIntake for a new one). */
   outcome: SlotOutcome["outcome"];
 };
 
@@ -132,7 +132,9 @@ export async function takeSlot(db: Db, executorId: string, runId: string): Promi
 /**
  * For a run intake is storing `queued`, in intake's transaction: the same decision as takeSlot's
  * for a run nothing holds or awaits a slot for yet. `store(held)` stores the run (claimed by the
- * caller when `held`); then the slot is taken, or the run waits for one, deferred.
+ * caller when `held`); then the slot is taken, or the run waits for one, deferred. `gone` when
+ * this executor is not registered (another process pruned it while its heartbeat stalled): the
+ * run is stored queued, for the queue.
  */
 export async function takeSlotAtIntake<T>(
   tx: Tx,
@@ -144,7 +146,8 @@ export async function takeSlotAtIntake<T>(
   const state = (await decideSlot(tx, executorId, run.id, run.agentId))!;
   const held = state.outcome === "held";
   const stored = await store(held);
-  if (!held) {
+  if (state.outcome === "gone") return { stored, slot: { outcome: "gone" } };
+  if (state.outcome === "deferred") {
     await deferRun(tx, run.id, state);
     return { stored, slot: { outcome: "deferred" } };
   }

@@ -8,8 +8,8 @@
  * waits on.
  *
  * Exactly-once does not rest on the queue: a job only carries a run id, and the executor claims
- * the run with a conditional update (queued → running). A duplicate or retried job finds nothing
- * to claim. Job keys (= run id) keep the queue itself from filling with duplicates.
+ * the run with a conditional update (queued → running), or intake stores it claimed (below). A
+ * duplicate or retried job finds nothing to claim. Job keys (= run id) keep the queue itself from filling with duplicates.
  *
  * A run this process approves is started at once when it has an idle slot (`start`: fewer runs
  * executing here than its concurrency), without the round trip through the job table; it takes its
@@ -59,6 +59,7 @@ import {
   takeSlot,
   takeSlotAtIntake,
   unregisterExecutor,
+  type SlotOutcome,
 } from "./fair-share";
 import { quietQueueLogger } from "@/lib/db/queue-logger";
 import { recoverLostRun } from "./recovery";
@@ -93,7 +94,11 @@ export type RunQueue = {
  */
 export type LocalStart = {
   /** Stores the run through `store` (given the claim's step when the run may take a slot), in intake's transaction `tx`. */
-  claimAtIntake<T>(tx: Tx, run: { id: string; agentId: string }, store: (claim: CreationStep | null) => Promise<T>): Promise<{ stored: T; claimed: boolean }>;
+  claimAtIntake<T>(
+    tx: Tx,
+    run: { id: string; agentId: string },
+    store: (claim: CreationStep | null) => Promise<T>,
+  ): Promise<{ stored: T; outcome: SlotOutcome["outcome"] }>;
   /** Executes the run `claimAtIntake` claimed, once its transaction committed. */
   begin(run: Run): void;
   giveBack(): void;
@@ -227,7 +232,7 @@ export async function startRunQueue(options: {
       async claimAtIntake(tx, run, store) {
         const taken = await takeSlotAtIntake(tx, executor.id, run, (held) => store(held ? claimStep(options.executor.executorId) : null));
         if (taken.slot.outcome === "held") wakeAfter = taken.slot.wake;
-        return { stored: taken.stored, claimed: taken.slot.outcome === "held" };
+        return { stored: taken.stored, outcome: taken.slot.outcome };
       },
       begin(run) {
         wake(wakeAfter);
