@@ -84,7 +84,8 @@ export function claimStep(executorId: string, now = new Date()) {
 }
 
 async function claim(db: Db, runId: string, executorId: string) {
-  return db.$transaction(async (tx) => transitionRunReturning(tx, SYSTEM, { runId, from: "queued", ...claimStep(executorId) }));
+  const { actor, ...step } = claimStep(executorId);
+  return db.$transaction(async (tx) => transitionRunReturning(tx, actor, { runId, from: "queued", ...step }));
 }
 
 function failedEnvelope(code: "SANDBOX_UNAVAILABLE" | "STORAGE_REJECTED", message: string, toolCalls: number): Envelope {

@@ -222,9 +222,14 @@ export async function startRunQueue(options: {
     startedAtOnce.add(work);
     void work.finally(() => startedAtOnce.delete(work));
   };
-  const reserve = (): LocalStart | null => {
-    if (!runner || draining.signal.aborted || free === 0) return null;
+  /** Takes an idle local slot for a run started at once (not a job's); false when none is idle or the executor stops. */
+  const takeIdleSlot = (): boolean => {
+    if (!runner || draining.signal.aborted || free === 0) return false;
     free--;
+    return true;
+  };
+  const reserve = (): LocalStart | null => {
+    if (!takeIdleSlot()) return null;
     let settle!: (work: Promise<void>) => void;
     track(new Promise<void>((resolve) => (settle = (work) => void work.finally(resolve))));
     let wakeAfter: string[] = [];
@@ -250,11 +255,10 @@ export async function startRunQueue(options: {
     };
   };
   const start = (runId: string) => {
-    if (!runner || draining.signal.aborted || free === 0) {
+    if (!takeIdleSlot()) {
       enqueue(runId).catch((error: unknown) => console.error(`run ${runId}: enqueue failed`, error));
       return;
     }
-    free--;
     // A start that fails (the database, say) is retried as a job; one lost with the process is
     // queued still, and the maintenance sweep enqueues it.
     const started = execute(runId, draining.signal).catch((error: unknown) => {
