@@ -21,7 +21,19 @@ import { seedDemo } from "@/lib/demo/seed";
 import { logOnlyWhenAsked } from "@/lib/log";
 import { setEnvForChildren } from "@/lib/env";
 
-export type BenchEndpoint = { client: Client; db: ReturnType<typeof createPrismaClient>; agentName: string; dataDir: string; close(): Promise<void> };
+/** The three tools a code-mode agent uses (discover, run, wait), selected in the endpoint's URL. */
+export const CODE_MODE_QUERY = "?tools=search_tools,submit_run,get_run";
+
+export type BenchEndpoint = {
+  /** Connected as the demo agent to /api/mcp, every tool offered. */
+  client: Client;
+  /** Another client as the demo agent, to `/api/mcp<query>` (e.g. `?tools=…`, lib/mcp/server.ts). */
+  connect(query?: string): Promise<Client>;
+  db: ReturnType<typeof createPrismaClient>;
+  agentName: string;
+  dataDir: string;
+  close(): Promise<void>;
+};
 
 export async function startBenchEndpoint(env: Record<string, string> = {}): Promise<BenchEndpoint> {
   // A benchmark's stdout is its JSON: run changes are not logged there (lib/log.ts).
@@ -56,19 +68,26 @@ export async function startBenchEndpoint(env: Record<string, string> = {}): Prom
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
-  const client = new Client({ name: "bench-airlock", version: "1" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`http://localhost:${port}/api/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${credentials!.agent.token}` } },
-    }),
-  );
+  const clients: Client[] = [];
+  const connect = async (query = "") => {
+    const client = new Client({ name: "bench-airlock", version: "1" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`http://localhost:${port}/api/mcp${query}`), {
+        requestInit: { headers: { Authorization: `Bearer ${credentials!.agent.token}` } },
+      }),
+    );
+    clients.push(client);
+    return client;
+  };
+  const client = await connect();
   return {
     client,
+    connect,
     db,
     agentName: credentials!.agent.name,
     dataDir,
     async close() {
-      await client.close();
+      for (const c of clients) await c.close();
       server.close();
       await (await appRuntime(prisma())).close();
       await prisma().$disconnect();

@@ -3,7 +3,8 @@
  *
  * - tokens of the whole `tools/list` answer (eight tools, input and output schemas generated from
  *   zod) and of a `search_tools` detail=full answer for one tool, counted with a real tokenizer
- *   (gpt-tokenizer, o200k_base), with the 1,100-token budget for tools/list (`withinBudget`); the
+ *   (gpt-tokenizer, o200k_base), with the 1,100-token budget for tools/list (`withinBudget`), and of
+ *   `tools/list` on a connection whose URL selects the three code-mode tools (CODE_MODE_QUERY); the
  *   search answer whole (text and structuredContent), its text blocks alone (the JSON, then the
  *   declaration unescaped) and its structuredContent alone;
  * - submit → decision latency through the MCP endpoint (SDK client → HTTP → auth → intake →
@@ -38,7 +39,7 @@ import { encode } from "gpt-tokenizer";
 import { DEFAULT_AGENT_SCOPES } from "@/lib/contracts/scopes";
 import type { createPrismaClient } from "@/lib/db";
 import { env } from "@/lib/env";
-import { startBenchEndpoint } from "./endpoint";
+import { CODE_MODE_QUERY, startBenchEndpoint } from "./endpoint";
 
 const SUBMITS = 200;
 const TOOLS_LIST_BUDGET = 1100;
@@ -269,6 +270,7 @@ async function main() {
   const { client, db, agentName } = endpoint;
   const list = await client.listTools();
   const toolsListTokens = encode(JSON.stringify(list)).length;
+  const codeModeListTokens = encode(JSON.stringify(await (await endpoint.connect(CODE_MODE_QUERY)).listTools())).length;
   const full = await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } });
   const fullTokens = encode(JSON.stringify(full)).length;
   // What a client that hands the model the text blocks pays (the declaration is a block of its own,
@@ -311,6 +313,7 @@ async function main() {
           budget: TOOLS_LIST_BUDGET,
           withinBudget: toolsListTokens <= TOOLS_LIST_BUDGET,
           withOutputSchemas: list.tools.every((tool) => tool.outputSchema !== undefined),
+          toolsListCodeMode: codeModeListTokens,
           searchToolsFullOneTool: fullTokens,
           searchToolsFullOneToolText: fullTextTokens,
           searchToolsFullOneToolStructured: fullStructuredTokens,

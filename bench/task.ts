@@ -12,7 +12,8 @@
  * connected beforehand), and the tokens that reach the agent's context (o200k_base):
  * - direct: the upstream's `tools/list` JSON, every call's arguments and every result's text;
  * - airlock: Airlock's `tools/list` JSON, the `search_tools` text (detail full, the two tools), the
- *   `submit_run` arguments and the answer's text.
+ *   `submit_run` arguments and the answer's text; counted again as `airlockCodeMode` on a connection
+ *   whose URL selects the three tools the plan uses (CODE_MODE_QUERY), which lists fewer.
  * `structuredContent` is not counted when the text repeats it. Model turns are counted too: one per
  * tool call the model makes, plus its answer. Both answers are compared, so a wrong Airlock result
  * fails the benchmark instead of looking fast.
@@ -23,7 +24,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { encode } from "gpt-tokenizer";
-import { startBenchEndpoint } from "./endpoint";
+import { CODE_MODE_QUERY, startBenchEndpoint } from "./endpoint";
 
 const REPETITIONS = 7;
 const WARMUP = 2;
@@ -136,6 +137,7 @@ async function main() {
   const airlockMs: number[] = [];
   let directRun = await direct(directClient);
   let airlockRun = await airlock(agentClient, true);
+  const codeModeRun = await airlock(await endpoint.connect(CODE_MODE_QUERY), true);
   for (let i = 0; i < WARMUP + REPETITIONS; i++) {
     // Alternating, so a machine that slows down slows both sides.
     await new Promise((resolve) => setTimeout(resolve, THINK_MS));
@@ -148,8 +150,9 @@ async function main() {
     airlockRun = { ...a.value, tokens: airlockRun.tokens, turns: airlockRun.turns };
   }
   const sorted = (net: Money) => JSON.stringify(Object.entries(net).sort(([a], [b]) => a.localeCompare(b)));
-  if (sorted(directRun.net) !== sorted(airlockRun.net)) {
-    throw new Error(`the answers differ: direct ${JSON.stringify(directRun.net)}, airlock ${JSON.stringify(airlockRun.net)}`);
+  for (const run of [airlockRun, codeModeRun]) {
+    if (sorted(directRun.net) !== sorted(run.net))
+      throw new Error(`the answers differ: direct ${JSON.stringify(directRun.net)}, airlock ${JSON.stringify(run.net)}`);
   }
   const d = summarize(directMs);
   const a = summarize(airlockMs);
@@ -165,6 +168,9 @@ async function main() {
           direct: directRun.tokens,
           airlock: airlockRun.tokens,
           ratio: Number((airlockRun.tokens / directRun.tokens).toFixed(3)),
+          airlockCodeMode: codeModeRun.tokens,
+          codeModeRatio: Number((codeModeRun.tokens / directRun.tokens).toFixed(3)),
+          codeModeQuery: CODE_MODE_QUERY,
         },
         turns: { direct: directRun.turns, airlock: airlockRun.turns },
         machineMs: { direct: d, airlock: a, ratioP50: Number((a.p50 / d.p50).toFixed(2)), targetRatio: 2 },

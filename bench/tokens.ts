@@ -7,11 +7,14 @@
  *   `tools/list` JSON, every call's arguments and every result's text;
  * - Airlock code mode: the same upstreams behind Airlock (./endpoint.ts, one auto-approved run a
  *   task); the context holds Airlock's `tools/list` JSON, the `search_tools` text (detail full, for
- *   the tools the script calls), the `submit_run` arguments and the answer's text.
+ *   the tools the script calls), the `submit_run` arguments and the answer's text. Measured twice:
+ *   `airlock` on a connection offering all eight tools, `airlockCodeMode` on one whose URL selects
+ *   the three the plan uses (CODE_MODE_QUERY).
  *
  * Tokens are counted with o200k_base (gpt-tokenizer); `structuredContent` is not counted when the
- * text repeats it. Turns: one per tool call the model makes, plus its answer. Goals: at least 99%
- * fewer tokens on the data-heavy tasks, and never more than direct on a two-call task.
+ * text repeats it. Turns: one per tool call the model makes, plus its answer. Goals, for each
+ * connection: at least 99% fewer tokens on the data-heavy tasks, and never more than direct on a
+ * two-call task.
  * `--svg FILE` also writes the chart of docs/benchmarks.md from the same figures.
  */
 import { writeFileSync } from "node:fs";
@@ -24,7 +27,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { encode } from "gpt-tokenizer";
 import { canonicalJson } from "@/lib/canonical-json";
-import { startBenchEndpoint } from "./endpoint";
+import { CODE_MODE_QUERY, startBenchEndpoint } from "./endpoint";
 import { fixtureUpstreams } from "./fixture/data";
 import { TASKS, type Call, type Task } from "./fixture/tasks";
 
@@ -75,32 +78,54 @@ async function airlock(task: Task, client: Client, toolsListTokens: number): Pro
   }
 }
 
-type TaskFigures = { name: string; dataHeavy: boolean; direct: Side; airlock: Side; ratio: number; reductionPct: number };
+type Figures = Side & { ratio: number; reductionPct: number };
+type TaskFigures = { name: string; dataHeavy: boolean; direct: Side; airlock: Figures; airlockCodeMode: Figures };
 
-/** A horizontal bar chart on a log scale: each task's tokens, direct and through Airlock. */
+function against(direct: Side, side: Side): Figures {
+  const ratio = side.tokens / direct.tokens;
+  return { ...side, ratio: Number(ratio.toFixed(4)), reductionPct: Number(((1 - ratio) * 100).toFixed(2)) };
+}
+
+function goals(figures: TaskFigures[], side: "airlock" | "airlockCodeMode") {
+  const heavy = figures.filter((f) => f.dataHeavy);
+  const light = figures.filter((f) => !f.dataHeavy);
+  return {
+    dataHeavyReductionPctMin: Math.min(...heavy.map((f) => f[side].reductionPct)),
+    dataHeavyAtLeast99Pct: `${heavy.filter((f) => f[side].reductionPct >= 99).length} of ${heavy.length}`,
+    twoCallNeverMoreThanDirect: light.every((f) => f[side].tokens <= f.direct.tokens),
+  };
+}
+
+/** A horizontal bar chart on a log scale: each task's tokens, direct, through Airlock, and through its code-mode connection. */
 function chart(rows: TaskFigures[]): string {
   const width = 760;
-  const rowHeight = 34;
+  const rowHeight = 46;
   const left = 190;
   const plot = width - left - 90;
   const max = Math.log10(Math.max(...rows.map((r) => r.direct.tokens)));
   const x = (n: number) => (Math.log10(Math.max(n, 1)) / max) * plot;
+  const sides = [
+    ["#9aa5b1", "direct MCP calls", (r: TaskFigures) => r.direct.tokens],
+    ["#2f6fdf", "one Airlock run, eight tools listed", (r: TaskFigures) => r.airlock.tokens],
+    ["#0b8a5a", "the same, three tools selected", (r: TaskFigures) => r.airlockCodeMode.tokens],
+  ] as const;
   const bars = rows.map((r, i) => {
     const y = 40 + i * rowHeight;
     return [
-      `<text x="${left - 8}" y="${y + 14}" text-anchor="end">${r.name}</text>`,
-      `<rect x="${left}" y="${y}" width="${x(r.direct.tokens).toFixed(1)}" height="12" fill="#9aa5b1"/>`,
-      `<text x="${(left + x(r.direct.tokens) + 4).toFixed(1)}" y="${y + 10}">${r.direct.tokens.toLocaleString("en-US")}</text>`,
-      `<rect x="${left}" y="${y + 14}" width="${x(r.airlock.tokens).toFixed(1)}" height="12" fill="#2f6fdf"/>`,
-      `<text x="${(left + x(r.airlock.tokens) + 4).toFixed(1)}" y="${y + 24}">${r.airlock.tokens.toLocaleString("en-US")}</text>`,
+      `<text x="${left - 8}" y="${y + 20}" text-anchor="end">${r.name}</text>`,
+      ...sides.map(([fill, , value], j) => {
+        const n = value(r);
+        return `<rect x="${left}" y="${y + j * 13}" width="${x(n).toFixed(1)}" height="11" fill="${fill}"/><text x="${(left + x(n) + 4).toFixed(1)}" y="${y + j * 13 + 9}">${n.toLocaleString("en-US")}</text>`;
+      }),
     ].join("");
   });
   const height = 60 + rows.length * rowHeight;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`,
     `<text x="${left}" y="16" font-size="13">Tokens in the agent's context per task (o200k, log scale)</text>`,
-    `<rect x="${left}" y="24" width="10" height="8" fill="#9aa5b1"/><text x="${left + 14}" y="32">direct MCP calls</text>`,
-    `<rect x="${left + 130}" y="24" width="10" height="8" fill="#2f6fdf"/><text x="${left + 144}" y="32">one Airlock run</text>`,
+    ...sides.map(
+      ([fill, label], j) => `<rect x="${left + j * 200}" y="24" width="10" height="8" fill="${fill}"/><text x="${left + j * 200 + 14}" y="32">${label}</text>`,
+    ),
     ...bars,
     `</svg>`,
     "",
@@ -128,39 +153,41 @@ async function main() {
     clients.set(u.name, client);
   }
   const airlockListTokens = tokens(JSON.stringify(await endpoint.client.listTools()));
+  const codeModeClient = await endpoint.connect(CODE_MODE_QUERY);
+  const codeModeListTokens = tokens(JSON.stringify(await codeModeClient.listTools()));
 
   const figures: TaskFigures[] = [];
   for (const task of TASKS) {
     const d = await direct(task, clients, directListTokens);
     const a = await airlock(task, endpoint.client, airlockListTokens);
-    if (canonicalJson(d.answer as never) !== canonicalJson(a.answer as never)) {
-      throw new Error(`${task.name}: the answers differ: direct ${JSON.stringify(d.answer)}, airlock ${JSON.stringify(a.answer)}`);
+    const c = await airlock(task, codeModeClient, codeModeListTokens);
+    for (const [side, answer] of [
+      ["airlock", a.answer],
+      ["airlockCodeMode", c.answer],
+    ] as const) {
+      if (canonicalJson(d.answer as never) !== canonicalJson(answer as never)) {
+        throw new Error(`${task.name}: the answers differ: direct ${JSON.stringify(d.answer)}, ${side} ${JSON.stringify(answer)}`);
+      }
     }
-    const ratio = a.tokens / d.tokens;
+    const directSide = { tokens: d.tokens, turns: d.turns, calls: d.calls };
     figures.push({
       name: task.name,
       dataHeavy: task.dataHeavy,
-      direct: { tokens: d.tokens, turns: d.turns, calls: d.calls },
-      airlock: { tokens: a.tokens, turns: a.turns, calls: a.calls },
-      ratio: Number(ratio.toFixed(4)),
-      reductionPct: Number(((1 - ratio) * 100).toFixed(2)),
+      direct: directSide,
+      airlock: against(directSide, { tokens: a.tokens, turns: a.turns, calls: a.calls }),
+      airlockCodeMode: against(directSide, { tokens: c.tokens, turns: c.turns, calls: c.calls }),
     });
   }
-  const heavy = figures.filter((f) => f.dataHeavy);
-  const light = figures.filter((f) => !f.dataHeavy);
   const out = {
     benchmark: "tokens",
     tokenizer: "o200k_base",
     node: process.version,
     upstreams: upstreams.length,
     tools: toolCount,
-    toolsListTokens: { direct: directListTokens, airlock: airlockListTokens },
+    toolsListTokens: { direct: directListTokens, airlock: airlockListTokens, airlockCodeMode: codeModeListTokens },
+    codeModeQuery: CODE_MODE_QUERY,
     tasks: figures,
-    goals: {
-      dataHeavyReductionPctMin: Math.min(...heavy.map((f) => f.reductionPct)),
-      dataHeavyAtLeast99Pct: heavy.every((f) => f.reductionPct >= 99),
-      twoCallNeverMoreThanDirect: light.every((f) => f.airlock.tokens <= f.direct.tokens),
-    },
+    goals: { airlock: goals(figures, "airlock"), airlockCodeMode: goals(figures, "airlockCodeMode") },
   };
   console.log(JSON.stringify(out, null, 2));
   if (values.svg) writeFileSync(values.svg, chart(figures));

@@ -10,12 +10,12 @@ import { LoginPage } from "./pages/login-page";
 type State = { databaseUrl: string; dataDir: string; credentials: DemoCredentials };
 
 /**
- * Connects the MCP SDK's Client to `<baseURL>/api/mcp` with `Authorization: Bearer <token>`.
- * Defaults: the seeded demo agent's token and the tests' baseURL (pass another for a server of the
- * test's own). Every client it makes is closed after the test (or after the hook that made it);
+ * Connects the MCP SDK's Client to `<baseURL><path>` with `Authorization: Bearer <token>`.
+ * Defaults: the seeded demo agent's token, the tests' baseURL (pass another for a server of the
+ * test's own) and `/api/mcp` (pass a query to select tools). Every client it makes is closed after the test (or after the hook that made it);
  * closing one earlier is fine.
  */
-export type ConnectMcp = (token?: string, baseURL?: string) => Promise<Client>;
+export type ConnectMcp = (token?: string, baseURL?: string, path?: string) => Promise<Client>;
 
 type Fixtures = {
   state: State;
@@ -44,9 +44,9 @@ export const test = base.extend<Fixtures>({
   },
   connectMcp: async ({ baseURL, state }, use) => {
     const clients: Client[] = [];
-    await use(async (token = state.credentials.agent.token, url = baseURL) => {
+    await use(async (token = state.credentials.agent.token, url = baseURL, path = "/api/mcp") => {
       const client = new Client({ name: "airlock-e2e", version: "1.0.0" });
-      await client.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+      await client.connect(new StreamableHTTPClientTransport(new URL(path, url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
       clients.push(client);
       return client;
     });

@@ -28,6 +28,21 @@ test.describe("MCP endpoint", () => {
     ]);
   });
 
+  test("a client's URL can select the tools it wants in context: it lists, and runs a script through, only those", async ({ connectMcp }) => {
+    const client = await connectMcp(undefined, undefined, "/api/mcp?tools=search_tools,submit_run,get_run");
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["search_tools", "submit_run", "get_run"]);
+    const result = body(
+      await client.callTool({
+        name: "submit_run",
+        arguments: { code: `return (await tools.ledger.listInvoices({ limit: 2 })).invoices.length;`, purpose: "Count" },
+      }),
+    );
+    expect(result.data).toMatchObject({ status: "succeeded", result: 2 });
+    await expect(client.callTool({ name: "cancel_run", arguments: { runId: result.data.runId } })).rejects.toThrow(
+      /cancel_run is not offered on this connection/,
+    );
+  });
+
   test("search_tools finds ledger tools and returns declarations at full detail", async ({ mcpClient: client }) => {
     const summary = body(await client.callTool({ name: "search_tools", arguments: { query: "invoices" } }));
     expect(JSON.stringify(summary.data)).toContain("listInvoices");
@@ -201,6 +216,24 @@ test.describe("MCP endpoint refusals", () => {
     expect(answered.headers()["allow"]).toBe("POST");
     expect(((await answered.json()) as { error: { message: string } }).error.message).toMatch(/offers no event stream; send requests with POST/);
     expect((await request.get("/api/mcp", { headers: stream })).status()).toBe(401);
+  });
+
+  test("a malformed tool selection in the URL is 400, naming the problem, not a 500 or every tool", async ({ request, state }) => {
+    const headers = {
+      Authorization: `Bearer ${state.credentials.agent.token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    };
+    const cases: [string, RegExp][] = [
+      ["tools=submit_run,drop_table", /Bad Request: tools=: "drop_table" is not a tool; the tools are search_tools, submit_run/],
+      ["tools=", /"" is not a tool/],
+      ["tool=get_run", /Unknown query parameter "tool"/],
+    ];
+    for (const [query, message] of cases) {
+      const response = await request.post(`/api/mcp?${query}`, { headers, data: { jsonrpc: "2.0", id: 1, method: "tools/list" } });
+      expect(response.status(), query).toBe(400);
+      expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(message);
+    }
   });
 
   test("a foreign Host or Origin is refused (DNS rebinding)", async ({ request, state }) => {

@@ -118,7 +118,16 @@ function printBanner(url: string, credentials: DemoCredentials | null, credentia
   } else if (credentialsFile && existsSync(credentialsFile)) {
     lines.push(`Demo logins and the agent token from the first start: ${credentialsFile}`);
   }
-  lines.push("", "Point an MCP client at it:", `  URL:    ${url}/api/mcp`, "  Header: Authorization: Bearer <agent token>", "", "Press Ctrl-C to stop.", "");
+  lines.push(
+    "",
+    "Point an MCP client at it:",
+    `  URL:    ${url}/api/mcp`,
+    "  Header: Authorization: Bearer <agent token>",
+    `  Only the code-mode tools, for less context: ${url}/api/mcp?tools=search_tools,submit_run,get_run`,
+    "",
+    "Press Ctrl-C to stop.",
+    "",
+  );
   console.log(lines.join("\n"));
 }
 

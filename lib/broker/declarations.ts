@@ -152,5 +152,5 @@ export function generateDeclarations(tools: readonly ToolInfo[]): string {
     });
     return `  ${key(server)}: {\n${methods.join("\n")}\n  };`;
   });
-  return ["/** Tools for Airlock scripts, from the upstream MCP servers' schemas. */", `declare const tools: {\n${servers.join("\n")}\n};`, ""].join("\n");
+  return `declare const tools: {\n${servers.join("\n")}\n};\n`;
 }

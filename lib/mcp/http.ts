@@ -14,7 +14,9 @@
  *     every token sent and refused is audited as `auth.token_rejected`, aggregated per token
  *     prefix and minute under a global cap (lib/auth/token-rejections.ts);
  *  3. GET (the optional server-to-client stream) is 405 with `Allow: POST`: nothing is ever pushed;
- *  4. the MCP exchange itself, where each tool checks its own scope (lib/mcp/server.ts).
+ *  4. the tools this connection offers, from the URL's query (`?tools=a,b`, selectTools in
+ *     lib/mcp/server.ts): a malformed selection is 400, naming the problem;
+ *  5. the MCP exchange itself, where each tool checks its own scope (lib/mcp/server.ts).
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { authenticateAgentToken } from "@/lib/auth/agents";
@@ -22,7 +24,8 @@ import { hostViolation, originViolation } from "@/lib/auth/hosts";
 import { tokenRejections } from "@/lib/auth/token-rejections";
 import { prisma } from "@/lib/db";
 import { env } from "@/lib/env";
-import { createMcpServer } from "./server";
+import { isAppError } from "@/lib/errors";
+import { createMcpServer, selectTools } from "./server";
 
 export const MAX_MCP_BODY_BYTES = 1024 * 1024;
 
@@ -67,7 +70,14 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
   // GET is 405, and it tells clients to stop opening one, instead of reconnecting every second.
   if (request.method === "GET") return jsonError(405, "Method Not Allowed: this endpoint offers no event stream; send requests with POST", { Allow: "POST" });
 
-  const server = createMcpServer({ agent, baseUrl: publicBaseUrl(request) });
+  let offered: ReturnType<typeof selectTools>;
+  try {
+    offered = selectTools(new URL(request.url).searchParams);
+  } catch (error) {
+    if (isAppError(error) && error.code === "bad_request") return jsonError(400, `Bad Request: ${error.message}`);
+    throw error;
+  }
+  const server = createMcpServer({ agent, baseUrl: publicBaseUrl(request) }, offered);
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,

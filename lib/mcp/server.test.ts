@@ -23,12 +23,13 @@ import { prisma } from "@/lib/db";
 import { setEnvForChildren } from "@/lib/env";
 import { createDataset } from "@/lib/runs/datasets";
 import { appRuntime } from "@/lib/runs/runtime";
-import type { AgentActor } from "@/lib/runs/service";
+import type { AgentActor, RunView } from "@/lib/runs/service";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { AppError } from "@/lib/errors";
 import { BudgetExceeded } from "@/lib/intake/submit";
 import { ProtocolError, classifyMcpError, taskRefusal, toolFailure } from "./errors";
-import { createMcpServer } from "./server";
+import { createMcpServer, selectTools } from "./server";
+import { agentView } from "./tools";
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
@@ -283,6 +284,55 @@ describe("MCP tool contract", () => {
     expect(extra.protocol).toBe(ErrorCode.InvalidParams);
   });
 
+  it("a connection's URL may select fewer tools: only those are listed and callable, each still under its scope; a malformed selection is refused by name", async () => {
+    const reader = await makeAgent("selected-reader", ["runs:read", "tools:read"]);
+    const selection = selectTools(new URLSearchParams("tools=get_run,search_tools,submit_run"));
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await createMcpServer({ agent: reader, baseUrl: "http://localhost:3000" }, selection).connect(serverSide);
+    const client = new Client({ name: "selection-test", version: "1" });
+    await client.connect(clientSide);
+    clients.push(client);
+
+    const list = await client.listTools();
+    // In the tools' own order, whatever order the URL names them in.
+    expect(list.tools.map((tool) => tool.name)).toEqual(["search_tools", "submit_run", "get_run"]);
+    const full = await (await connect(reader)).listTools();
+    expect(encode(JSON.stringify(list)).length).toBeLessThan(encode(JSON.stringify(full)).length * 0.6);
+
+    // A tool left out is refused as not offered, not as unknown; an unknown one is still unknown.
+    expect(await outcome(client.callTool({ name: "cancel_run", arguments: { runId: "00000000-0000-4000-8000-000000000000" } }))).toEqual({
+      protocol: ErrorCode.InvalidParams,
+      message: expect.stringContaining("cancel_run is not offered on this connection, whose URL selects search_tools, submit_run, get_run"),
+    });
+    expect(await outcome(client.callTool({ name: "no_such_tool", arguments: {} }))).toMatchObject({ message: expect.stringContaining("Unknown tool") });
+    // Selecting a tool grants nothing: this agent has no runs:submit.
+    expect(await outcome(client.callTool({ name: "submit_run", arguments: { code: "return 1;", purpose: "x" } }))).toMatchObject({ code: "FORBIDDEN" });
+    expect(payload(await client.callTool({ name: "search_tools", arguments: { query: "listInvoices" } }))).toMatchObject({ tools: [{ name: "listInvoices" }] });
+
+    expect(selectTools(new URLSearchParams(""))).toHaveLength(8);
+    const refusals: [string, RegExp][] = [
+      ["tools=", /"" is not a tool; the tools are search_tools, submit_run, call_tool/],
+      ["tools=get_run,", /"" is not a tool/],
+      ["tools=get_run, submit_run", /" submit_run" is not a tool/],
+      ["tools=GET_RUN", /"GET_RUN" is not a tool/],
+      ["tools=get_run,get_run", /a tool is named twice/],
+      ["tools=get_run&tools=submit_run", /given more than once/],
+      ["toolset=code", /Unknown query parameter "toolset"; the endpoint takes only tools=<names>/],
+      ["tools=get_run&x=1", /Unknown query parameter "x"/],
+    ];
+    for (const [query, message] of refusals) {
+      let thrown: unknown;
+      try {
+        selectTools(new URLSearchParams(query));
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, query).toBeInstanceOf(AppError);
+      expect((thrown as AppError).code).toBe("bad_request");
+      expect((thrown as AppError).message, query).toMatch(message);
+    }
+  });
+
   it("every result carries structuredContent equal to its JSON text, valid against the output schema", async () => {
     const client = await connect(agent);
     await client.listTools(); // the SDK client then validates structuredContent against each outputSchema
@@ -309,7 +359,7 @@ describe("MCP tool contract", () => {
     const full = await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } });
     const [json, declaration, ...more] = full.content as { type: string; text: string }[];
     expect(more).toEqual([]);
-    expect(declaration!.text).toMatch(/^\/\*\* Tools for Airlock scripts, [^]*listInvoices\(args: \{\n/);
+    expect(declaration!.text).toMatch(/^declare const tools: \{\n[^]*listInvoices\(args: \{\n/);
     expect(json!.text).not.toContain("declare const");
     expect(full.structuredContent).toStrictEqual({ ...JSON.parse(json!.text), declaration: declaration!.text });
     expect(results[4]!.structuredContent).toEqual({ runId: waiting.id, status: "cancelled" });
@@ -335,6 +385,47 @@ describe("MCP tool contract", () => {
     // So does tasks/result.
     const viaTask = await client.experimental.tasks.getTaskResult(run.id, CallToolResultSchema);
     expect(viaTask.structuredContent).toStrictEqual(JSON.parse((viaTask.content[0] as { text: string }).text));
+
+    // A run's answer leaves out what is empty, on both doors: the run has no findings, logs or flags.
+    for (const answer of [results[2]!.structuredContent, viaTask.structuredContent] as Record<string, unknown>[]) {
+      expect(answer).toMatchObject({ runId: run.id, status: "succeeded", decision: "allow", consoleUrl: expect.any(String) });
+      for (const key of ["capabilitySet", "findings", "comments", "logs", "flags", "truncated"]) expect(answer, key).not.toHaveProperty(key);
+    }
+  });
+
+  it("agentView leaves out empty lists, false flags and null fields, keeps a null result, and keeps what is not empty", () => {
+    const view = {
+      runId: "r",
+      status: "succeeded",
+      decision: "allow",
+      reasons: [{ policyId: "p", text: "t" }],
+      capabilitySet: [],
+      findings: [],
+      comments: [],
+      consoleUrl: "http://x/runs/r",
+      result: null,
+      logs: [],
+      flags: ["secret_redacted"],
+      truncated: false,
+      isolation: null,
+      error: { code: "SCRIPT_ERROR", message: "m", untrusted: false, next: "n" },
+      rows: { read: {}, returned: 0, covered: null },
+    } as const;
+    expect(agentView(view as unknown as RunView)).toStrictEqual({
+      runId: "r",
+      status: "succeeded",
+      decision: "allow",
+      reasons: [{ policyId: "p", text: "t" }],
+      consoleUrl: "http://x/runs/r",
+      result: null,
+      flags: ["secret_redacted"],
+      // Inside an object the agent reads as a whole, nothing is left out.
+      error: { code: "SCRIPT_ERROR", message: "m", untrusted: false, next: "n" },
+      rows: { returned: 0 },
+    });
+    const counted = { ...view, rows: { read: { "ledger.listInvoices": 3 }, returned: 3, covered: 3 } };
+    expect(agentView(counted as unknown as RunView).rows).toEqual({ read: { "ledger.listInvoices": 3 }, returned: 3, covered: 3 });
+    expect(agentView({ ...view, rows: { read: {}, returned: null, covered: null } } as unknown as RunView)).not.toHaveProperty("rows");
   });
 
   it("search_tools declares inputs and checks when asked, and otherwise names them in one line", async () => {

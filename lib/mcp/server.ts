@@ -19,7 +19,10 @@
  * as `auth.forbidden` with the door `mcp:<tool>` — each before the agent gets the answer.
  *
  * The tools/list answer is part of every agent's context: descriptions are short and schemas
- * compact (bench/mcp.ts measures its tokens).
+ * compact (bench/mcp.ts measures its tokens). A connection may offer fewer tools: the client names
+ * them in the endpoint's URL, `/api/mcp?tools=search_tools,submit_run,get_run` (selectTools), and
+ * the others are neither listed nor callable on it. A selection only narrows what is offered;
+ * each tool still checks its scope.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { CreateTaskResult } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
@@ -29,15 +32,35 @@ import { requireScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { appRuntime } from "@/lib/runs/runtime";
 import { submitRun } from "@/lib/intake/submit";
-import { structuredResult, type McpContext } from "./define";
+import { AppError } from "@/lib/errors";
+import { structuredResult, type McpContext, type McpTool } from "./define";
 import { ProtocolError, taskRefusal, toolFailure } from "./errors";
 import { runTaskStore, taskOf } from "./tasks";
-import { MCP_TOOLS, submitRunTool } from "./tools";
+import { agentView, MCP_TOOLS, submitRunTool } from "./tools";
 
 export type { McpContext } from "./define";
 
-export const TOOLS = MCP_TOOLS.map((tool) => tool.listing);
 const BY_NAME = new Map(MCP_TOOLS.map((tool) => [tool.name, tool]));
+const TOOL_NAMES = MCP_TOOLS.map((tool) => tool.name).join(", ");
+
+/**
+ * The tools a connection offers, from the endpoint URL's query: every tool without one, else the
+ * comma-separated names of `tools` (each once, at least one). Any other parameter, a repeated one
+ * or an unknown name is `bad_request`, naming the problem and the tools there are.
+ */
+export function selectTools(query: URLSearchParams): readonly McpTool[] {
+  const keys = [...query.keys()];
+  const unknown = keys.find((key) => key !== "tools");
+  if (unknown !== undefined)
+    throw new AppError("bad_request", `Unknown query parameter ${JSON.stringify(unknown.slice(0, 64))}; the endpoint takes only tools=<names>.`);
+  if (keys.length === 0) return MCP_TOOLS;
+  if (keys.length > 1) throw new AppError("bad_request", "tools= is given more than once; name the tools once, separated by commas.");
+  const names = query.get("tools")!.split(",");
+  const bad = names.find((name) => !BY_NAME.has(name));
+  if (bad !== undefined) throw new AppError("bad_request", `tools=: ${JSON.stringify(bad.slice(0, 64))} is not a tool; the tools are ${TOOL_NAMES}.`);
+  if (new Set(names).size !== names.length) throw new AppError("bad_request", "tools=: a tool is named twice.");
+  return MCP_TOOLS.filter((tool) => names.includes(tool.name));
+}
 
 /** submit_run as an MCP task: answers at once with the task; tasks/get and tasks/result follow the run. */
 async function submitAsTask(ctx: McpContext, args: unknown): Promise<CreateTaskResult> {
@@ -47,23 +70,31 @@ async function submitAsTask(ctx: McpContext, args: unknown): Promise<CreateTaskR
   return { task: taskOf(await db.run.findUniqueOrThrow({ where: { id: view.runId } })) };
 }
 
-export function createMcpServer(ctx: McpContext): Server {
+/** The server for one request, offering `offered` (every tool unless a selection narrows it). */
+export function createMcpServer(ctx: McpContext, offered: readonly McpTool[] = MCP_TOOLS): Server {
+  const listing = offered.map((tool) => tool.listing);
+  const byName = new Map(offered.map((tool) => [tool.name, tool]));
   const server = new Server(
     { name: "airlock", version: "0.1.0" },
     {
       capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
-      taskStore: runTaskStore(prisma(), ctx.agent, (view) => structuredResult(view, Boolean(view.error))),
+      taskStore: runTaskStore(prisma(), ctx.agent, (view) => structuredResult(agentView(view), Boolean(view.error))),
       instructions:
         "Airlock runs your scripts against governed tools. search_tools (detail full) gives TypeScript declarations; submit_run runs a script under policy and human review; get_run polls.",
     },
   );
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args, task } = request.params;
     const door = `mcp:${name.slice(0, 64)}`;
-    const tool = BY_NAME.get(name);
+    const tool = byName.get(name);
     try {
-      if (!tool) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name)}; tools/list shows the eight tools.`);
+      if (!tool) {
+        const why = BY_NAME.has(name)
+          ? `${name} is not offered on this connection, whose URL selects ${offered.map((t) => t.name).join(", ")} (?tools=)`
+          : `Unknown tool ${JSON.stringify(name)}; tools/list shows the tools`;
+        throw new ProtocolError(ErrorCode.InvalidParams, `${why}.`);
+      }
       if (task) {
         if (tool !== submitRunTool) throw new ProtocolError(ErrorCode.InvalidParams, `${name} does not run as a task; only submit_run does.`);
         return await submitAsTask(ctx, args);

@@ -45,10 +45,31 @@ const schemaNamesViewFields: Record<keyof SchemaView, true> = {} as Record<keyof
 void viewFitsSchema;
 void schemaNamesViewFields;
 
+/**
+ * A run's view as an agent is answered it, on every door (tools and MCP tasks): what is empty is left
+ * out — empty lists, false flags, null fields, and in `rows` an empty `read` and null counts —
+ * because every answer stays in the agent's context (about 30 tokens of a succeeded run's 200).
+ * `result` is the script's own value and is kept as it is, null included.
+ */
+export function agentView(view: RunView): SchemaView & Partial<RunView> {
+  const lean: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(view)) {
+    const empty = value === null || value === false || (Array.isArray(value) && value.length === 0);
+    if (key === "result" || !empty) lean[key] = value;
+  }
+  if (view.rows) {
+    const { read, returned, covered } = view.rows;
+    const rows = { ...(Object.keys(read).length > 0 ? { read } : {}), ...(returned !== null ? { returned } : {}), ...(covered !== null ? { covered } : {}) };
+    if (Object.keys(rows).length > 0) lean.rows = rows;
+    else delete lean.rows;
+  }
+  return lean as SchemaView & Partial<RunView>;
+}
+
 /** A run's view as an answer, after recording a regulated result read (lib/mcp/audit.ts). A failed run is an isError result. */
-async function runAnswer(call: ToolCall, view: RunView, via: ResultDoor): Promise<ToolAnswer<RunView>> {
+async function runAnswer(call: ToolCall, view: RunView, via: ResultDoor): Promise<ToolAnswer<SchemaView>> {
   await recordResultRead(call.db, call.ctx.agent, view, via);
-  return { value: view, isError: Boolean(view.error) };
+  return { value: agentView(view), isError: Boolean(view.error) };
 }
 
 /** Submits through `submit`, which answers once a queued run settles or SUBMIT_WAIT_SECONDS pass (SubmitOptions.wait). */
@@ -56,7 +77,7 @@ async function submitAndWait(
   call: ToolCall,
   door: ResultDoor,
   submit: (runtime: Runtime, options: SubmitOptions) => Promise<RunView>,
-): Promise<ToolAnswer<RunView>> {
+): Promise<ToolAnswer<SchemaView>> {
   const runtime = await appRuntime(call.db);
   const view = await submit(runtime, { wait: { seconds: SUBMIT_WAIT_SECONDS, signal: call.signal } });
   return runAnswer(call, view, door);
