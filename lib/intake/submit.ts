@@ -57,7 +57,7 @@ import type { Db, Tx } from "@/lib/db";
 import { jsonDigest, sha256Hex } from "@/lib/digest";
 import { env } from "@/lib/env";
 import { AppError, invalidArguments, isAppError, type AppErrorCode } from "@/lib/errors";
-import type { Run } from "@/lib/generated/prisma/client";
+import { Prisma, type Run } from "@/lib/generated/prisma/client";
 import { analyzeScript } from "@/lib/intake/analyze";
 import { SkillUseError, inlineSkills, mentionsSkills, type SkillRef } from "@/lib/skills/catalog";
 import { publishedSkills } from "@/lib/skills/service";
@@ -176,8 +176,17 @@ const FAILED = ["denied", "failed", "timed_out", "check_failed", "withheld", "re
 type BudgetFigures = { lastHour: number; active: number; pending: number; failures: number; usedMs: number; reservedMs: number };
 
 /**
+ * The statuses of a run not finished, as one SQL list: the predicate of the partial index
+ * "Run_agentId_open_idx" (migration 20261203142757_budget_figures_by_index), which the planner uses
+ * only for this very list. Constants, never input.
+ */
+const OPEN_STATUSES_SQL = Prisma.raw([...IN_FLIGHT, ...PENDING].map((status) => `'${status}'`).join(", "));
+
+/**
  * Every figure the budgets need, in one statement over the agent's runs: inside intake's
- * transaction each statement is a round trip of its own.
+ * transaction each statement is a round trip of its own. The three parts of its WHERE (created in
+ * the window, not finished, finished in the last day) are each served by an index, so the
+ * statement reads those runs and not the agent's whole history.
  */
 async function budgetFigures(db: Db | Tx, agentId: string, codeSha256: string): Promise<BudgetFigures> {
   const hourAgo = new Date(Date.now() - 3_600_000);
@@ -195,7 +204,7 @@ async function budgetFigures(db: Db | Tx, agentId: string, codeSha256: string): 
         FILTER (WHERE status::text = ANY(${[...IN_FLIGHT]}::text[])), 0)::float8 AS "reservedMs"
     FROM "Run"
     WHERE "agentId" = ${agentId}::uuid
-      AND ("createdAt" >= LEAST(${hourAgo}::timestamptz, ${loopWindowStart}::timestamptz) OR status::text = ANY(${[...IN_FLIGHT, ...PENDING]}::text[]) OR "finishedAt" >= now() - interval '1 day')`;
+      AND ("createdAt" >= LEAST(${hourAgo}::timestamptz, ${loopWindowStart}::timestamptz) OR status IN (${OPEN_STATUSES_SQL}) OR "finishedAt" >= now() - interval '1 day')`;
   return figures!;
 }
 

@@ -1,0 +1,123 @@
+/**
+ * `npm run bench:history` — does intake slow down as an agent's history grows? Printed as JSON.
+ *
+ * The endpoint of ./endpoint.ts (its in-process worker executes each run), the demo agent, and
+ * SUBMITS of one auto-approved one-line script (its analysis cached after the first), each timed
+ * from `submit_run` to its answer with the result: first with the agent's runs so far (the
+ * baseline, in the same run), then
+ * after HISTORY old runs of that agent are added (finished 30 days ago, copies of one of its runs
+ * with their search documents standing built, inserted in SQL and analyzed). Each step also prints the plan of the budgets' statement shape,
+ * EXPLAIN ANALYZE: which scans it used and how long it took.
+ *
+ * Target: p50 with HISTORY old runs at most 1.2× the baseline's, a plan without a sequential scan.
+ */
+import { startBenchEndpoint } from "./endpoint";
+
+const SUBMITS = 25;
+const HISTORY = [200_000];
+/** Off the clock between submissions, as a model thinks between turns: the warm pool refills. */
+const THINK_MS = 150;
+
+function summarize(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => Number(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(2));
+  return { n: samples.length, p50: at(0.5), p95: at(0.95) };
+}
+
+async function main() {
+  const endpoint = await startBenchEndpoint();
+  const { client, db, agentName } = endpoint;
+  const agent = await db.agent.findFirstOrThrow({ where: { name: agentName } });
+
+  const submits = async () => {
+    const ms: number[] = [];
+    for (let i = 0; i < SUBMITS + 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, THINK_MS));
+      const t = performance.now();
+      const answer = await client.callTool({ name: "submit_run", arguments: { code: "return 42;", purpose: "bench:history" } });
+      if (answer.isError || (answer.structuredContent as { status?: string }).status !== "succeeded") {
+        throw new Error(`submit_run did not succeed: ${JSON.stringify(answer.content)}`);
+      }
+      if (i >= 2) ms.push(performance.now() - t);
+    }
+    return summarize(ms);
+  };
+  // The shape of budgetFigures' WHERE (lib/intake/submit.ts), on this agent.
+  const plan = async () => {
+    const rows = await db.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(
+      `EXPLAIN ANALYZE SELECT count(*) FROM "Run" WHERE "agentId" = $1::uuid AND ("createdAt" >= now() - interval '1 hour'
+         OR status IN ('auto_approved', 'approved', 'queued', 'running', 'previewing', 'pending_review', 'pending_release')
+         OR "finishedAt" >= now() - interval '1 day')`,
+      agent.id,
+    );
+    const lines = rows.map((row) => row["QUERY PLAN"]);
+    return {
+      scans: lines.flatMap((line) => {
+        const scan = /(Seq Scan|Index Only Scan|Index Scan|Bitmap Index Scan)(?: using "?(\w+)"?)? on "?(\w+)"?/.exec(line);
+        return scan ? [`${scan[1]} ${scan[2] ?? scan[3]}`] : [];
+      }),
+      executionMs: Number(/Execution Time: ([\d.]+)/.exec(lines.join("\n"))?.[1]),
+    };
+  };
+
+  const steps: { oldRuns: number; submitMs: ReturnType<typeof summarize>; budgetsPlan: Awaited<ReturnType<typeof plan>> }[] = [];
+  steps.push({ oldRuns: 0, submitMs: await submits(), budgetsPlan: await plan() });
+  console.error(new Date().toISOString(), "baseline done");
+  const template = await db.run.findFirstOrThrow({ where: { agentId: agent.id }, select: { id: true } });
+  const columns = (
+    await db.$queryRawUnsafe<{ c: string }[]>(
+      `SELECT string_agg(quote_ident(column_name), ', ') AS c FROM information_schema.columns
+        WHERE table_name = 'Run' AND column_name NOT IN ('id', 'createdAt', 'finishedAt', 'status', 'idempotencyKey', 'execution')`,
+    )
+  )[0]!.c;
+  let added = 0;
+  for (const total of HISTORY) {
+    // Old runs had their search documents built long ago: none is owed (an empty one stands in), or
+    // the background pass would spend minutes building them during the measurement. Set in the
+    // inserting transaction, so that pass never sees them owed.
+    await db.$transaction(
+      async (tx) => {
+        await tx.$executeRawUnsafe(
+          `INSERT INTO "Run" (id, "createdAt", "finishedAt", status, execution, ${columns})
+         SELECT gen_random_uuid(), now() - interval '30 days' - g * interval '1 second', now() - interval '30 days', 'succeeded',
+                '{"cpuMs": 40, "wallMs": 5}'::jsonb, ${columns}
+           FROM "Run" r, generate_series(1, $2::int) g WHERE r.id = $1::uuid`,
+          template.id,
+          total - added,
+        );
+        await tx.$executeRawUnsafe(
+          `UPDATE "Run" SET "searchVector" = ''::tsvector WHERE "agentId" = $1::uuid AND "searchVector" IS NULL AND "finishedAt" < now() - interval '29 days'`,
+          agent.id,
+        );
+      },
+      { timeout: 300_000 },
+    );
+    added = total;
+    await db.$executeRawUnsafe(`ANALYZE "Run"`);
+    console.error(new Date().toISOString(), `${total} old runs inserted`);
+    steps.push({ oldRuns: total, submitMs: await submits(), budgetsPlan: await plan() });
+    console.error(new Date().toISOString(), `submissions after ${total} done`);
+  }
+  const baseline = steps[0]!.submitMs.p50;
+  const last = steps.at(-1)!;
+  console.log(
+    JSON.stringify(
+      {
+        benchmark: "history",
+        node: process.version,
+        steps,
+        ratioP50AtMostHistory: Number((last.submitMs.p50 / baseline).toFixed(2)),
+        targetRatio: 1.2,
+        withoutSeqScan: steps.every((step) => !step.budgetsPlan.scans.some((scan) => scan.startsWith("Seq Scan"))),
+      },
+      null,
+      2,
+    ),
+  );
+  await endpoint.close();
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
