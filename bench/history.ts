@@ -3,11 +3,11 @@
  *
  * The endpoint of ./endpoint.ts (its in-process worker executes each run), the demo agent, and
  * SUBMITS of one auto-approved one-line script (its analysis cached after the first), each timed
- * from `submit_run` to its answer with the result: first with the agent's runs so far (the
- * baseline, in the same run), then
- * after HISTORY old runs of that agent are added (finished 30 days ago, copies of one of its runs
- * with their search documents standing built, inserted in SQL and analyzed). Each step also prints the plan of the budgets' statement shape,
- * EXPLAIN ANALYZE: which scans it used and how long it took.
+ * from `submit_run` to its answer with the result, THINK_MS apart off the clock: first with the
+ * agent's runs so far (the baseline, in the same run), then after HISTORY old runs of that agent
+ * are added (finished 30 days ago, copies of one of its runs with their search documents standing
+ * built, inserted in SQL and analyzed). Each step also prints the plan of the budgets' statement
+ * shape (lib/intake/submit.ts budgetFigures), EXPLAIN ANALYZE: which scans it used, how long it took.
  *
  * Target: p50 with HISTORY old runs at most 1.2× the baseline's, a plan without a sequential scan.
  */

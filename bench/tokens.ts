@@ -106,8 +106,8 @@ function chart(rows: TaskFigures[]): string {
   const x = (n: number) => (Math.log10(Math.max(n, 1)) / max) * plot;
   const sides = [
     ["#9aa5b1", "direct MCP calls", (r: TaskFigures) => r.direct.tokens],
-    ["#2f6fdf", "one Airlock run, eight tools listed", (r: TaskFigures) => r.airlock.tokens],
-    ["#0b8a5a", "the same, three tools selected", (r: TaskFigures) => r.airlockCodeMode.tokens],
+    ["#2f6fdf", "one Airlock run, 8 tools listed", (r: TaskFigures) => r.airlock.tokens],
+    ["#0b8a5a", "the same, 3 tools selected", (r: TaskFigures) => r.airlockCodeMode.tokens],
   ] as const;
   const bars = rows.map((r, i) => {
     const y = 40 + i * rowHeight;
