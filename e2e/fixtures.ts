@@ -12,8 +12,8 @@ type State = { databaseUrl: string; dataDir: string; credentials: DemoCredential
 /**
  * Connects the MCP SDK's Client to `<baseURL><path>` with `Authorization: Bearer <token>`.
  * Defaults: the seeded demo agent's token, the tests' baseURL (pass another for a server of the
- * test's own) and `/api/mcp` (pass a query to select tools). Every client it makes is closed after the test (or after the hook that made it);
- * closing one earlier is fine.
+ * test's own) and `/api/mcp` (pass a query to select tools). Every client it makes is closed after
+ * the test (or after the hook that made it); closing one earlier is fine.
  */
 export type ConnectMcp = (token?: string, baseURL?: string, path?: string) => Promise<Client>;
 
