@@ -26,6 +26,8 @@ function summarize(samples: number[]) {
 
 async function main() {
   const endpoint = await startBenchEndpoint();
+  // After the endpoint set the environment, as the app's modules expect.
+  const { OPEN_RUN_STATUSES } = await import("@/lib/intake/submit");
   const { client, db, agentName } = endpoint;
   const agent = await db.agent.findFirstOrThrow({ where: { name: agentName } });
 
@@ -46,7 +48,7 @@ async function main() {
   const plan = async () => {
     const rows = await db.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(
       `EXPLAIN ANALYZE SELECT count(*) FROM "Run" WHERE "agentId" = $1::uuid AND ("createdAt" >= now() - interval '1 hour'
-         OR status IN ('auto_approved', 'approved', 'queued', 'running', 'previewing', 'pending_review', 'pending_release')
+         OR status IN (${OPEN_RUN_STATUSES.map((status) => `'${status}'`).join(", ")})
          OR "finishedAt" >= now() - interval '1 day')`,
       agent.id,
     );

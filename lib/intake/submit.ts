@@ -176,11 +176,12 @@ const FAILED = ["denied", "failed", "timed_out", "check_failed", "withheld", "re
 type BudgetFigures = { lastHour: number; active: number; pending: number; failures: number; usedMs: number; reservedMs: number };
 
 /**
- * The statuses of a run not finished, as one SQL list: the predicate of the partial index
+ * The statuses of a run not finished, and as one SQL list: the predicate of the partial index
  * "Run_agentId_open_idx" (migration 20261203142757_budget_figures_by_index), which the planner uses
  * only for this very list. Constants, never input.
  */
-const OPEN_STATUSES_SQL = Prisma.raw([...IN_FLIGHT, ...PENDING].map((status) => `'${status}'`).join(", "));
+export const OPEN_RUN_STATUSES = [...IN_FLIGHT, ...PENDING] as const;
+const OPEN_STATUSES_SQL = Prisma.raw(OPEN_RUN_STATUSES.map((status) => `'${status}'`).join(", "));
 
 /**
  * Every figure the budgets need, in one statement over the agent's runs: inside intake's

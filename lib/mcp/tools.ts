@@ -48,20 +48,19 @@ void schemaNamesViewFields;
 /**
  * A run's view as an agent is answered it, on every door (tools and MCP tasks): what is empty is left
  * out — empty lists, false flags, null fields, and in `rows` an empty `read` and null counts —
- * because every answer stays in the agent's context (about 30 tokens of a succeeded run's 200).
+ * because every answer stays in the agent's context (about 35 tokens of a small succeeded run's 200).
  * `result` is the script's own value and is kept as it is, null included.
  */
 export function agentView(view: RunView): SchemaView & Partial<RunView> {
   const lean: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(view)) {
     const empty = value === null || value === false || (Array.isArray(value) && value.length === 0);
-    if (key === "result" || !empty) lean[key] = value;
+    if (key === "result" || (key !== "rows" && !empty)) lean[key] = value;
   }
   if (view.rows) {
     const { read, returned, covered } = view.rows;
     const rows = { ...(Object.keys(read).length > 0 ? { read } : {}), ...(returned !== null ? { returned } : {}), ...(covered !== null ? { covered } : {}) };
     if (Object.keys(rows).length > 0) lean.rows = rows;
-    else delete lean.rows;
   }
   return lean as SchemaView & Partial<RunView>;
 }
