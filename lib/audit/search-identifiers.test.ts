@@ -154,6 +154,20 @@ describe("identifiers match by their parts", () => {
     expect(row?.found).toBe(true);
   });
 
+  it("builds at most the batch it is asked for", async () => {
+    await refreshSearchDocuments(db.prisma, "all");
+    const batch: string[] = [];
+    for (let i = 0; i < 12; i++) batch.push(await run(`return "numbat ${i}";`));
+    const owedCount = async () => (await Promise.all(batch.map(owed))).filter(Boolean).length;
+    expect(await owedCount()).toBe(12);
+    for (const left of [7, 2]) {
+      const [row] = await db.prisma.$queryRaw<{ built: number }[]>`SELECT "airlock_search_refresh"(5, true) AS built`;
+      expect(row?.built).toBe(5);
+      expect(await owedCount()).toBe(left);
+    }
+    expect(await refreshSearchDocuments(db.prisma, "all")).toBe(2);
+  });
+
   it("refuses a batch size outside 1 to 10,000", async () => {
     for (const size of [0, 10_001]) {
       await expect(db.prisma.$queryRaw`SELECT "airlock_search_refresh"(${size}::integer, true)`).rejects.toThrow(/a batch is 1 to 10000 runs/);

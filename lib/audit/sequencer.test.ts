@@ -1,11 +1,13 @@
 /**
  * The background sequencer on a real PostgreSQL: events this process commits are chained soon
  * after their commit, what another process stages is chained within IDLE_MS, and a quiet process
- * asks the database about once a second, not ten times.
+ * asks the database about once a second, not ten times. A backlog of search documents is built a
+ * small batch per pass, one pass right after another, and `close` waits for one batch, not for the
+ * whole backlog.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { AFTER_STAGING_MS, IDLE_MS, startAuditSequencer } from "./sequencer";
+import { AFTER_STAGING_MS, DOCUMENTS_PER_PASS, IDLE_MS, startAuditSequencer } from "./sequencer";
 import { recordAudit } from "./record";
 
 let db: TestDatabase;
@@ -58,3 +60,35 @@ it("chains this process's events right after their commit, another's within IDLE
     await sequencer.close();
   }
 }, 20_000);
+
+it("works off a backlog of search documents a batch per pass, and closes after one batch", async () => {
+  const owner = await db.prisma.user.create({ data: { email: "backlog@example.com", name: "Backlog", role: "admin" } });
+  const agent = await db.prisma.agent.create({ data: { name: "backlog-bot", ownerId: owner.id } });
+  const backlog = DOCUMENTS_PER_PASS * 10;
+  // Settled runs whose documents are owed, as a bulk import leaves them.
+  await db.prisma.$executeRaw`
+    INSERT INTO "Run" (id, "agentId", status, language, code, "codeSha256", purpose, "inputsDigest", "requestDigest", "updatedAt")
+    SELECT gen_random_uuid(), ${agent.id}::uuid, 'succeeded', 'javascript', 'return ' || i || ';', 'x', 'imported run ' || i, 'x', 'backlog-' || i, now()
+    FROM generate_series(1, ${backlog}::integer) AS i`;
+  const owed = async () => Number((await db.prisma.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM "Run" WHERE "searchVector" IS NULL`)[0]!.n);
+  expect(await owed()).toBe(backlog);
+
+  // Closed right after its first pass, the sequencer has built whole batches, and far from all of them.
+  const first = startAuditSequencer(db.prisma);
+  await expect.poll(owed, { timeout: 5_000, interval: 5 }).toBeLessThan(backlog);
+  await first.close();
+  const left = await owed();
+  expect((backlog - left) % DOCUMENTS_PER_PASS).toBe(0);
+  expect(left).toBeGreaterThanOrEqual(backlog - 3 * DOCUMENTS_PER_PASS);
+
+  // Left running, it follows a full batch with the next at once, not IDLE_MS later: the rest is
+  // built in well under the time that many idle passes would take.
+  const second = startAuditSequencer(db.prisma);
+  const started = Date.now();
+  try {
+    await expect.poll(owed, { timeout: 20_000, interval: 20 }).toBe(0);
+    expect(Date.now() - started).toBeLessThan(((left / DOCUMENTS_PER_PASS) * IDLE_MS) / 2);
+  } finally {
+    await second.close();
+  }
+}, 30_000);

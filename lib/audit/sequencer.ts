@@ -4,19 +4,24 @@
  * owed (./search-refresh.ts), so both happen promptly even when nobody reads the log. A pass runs
  * AFTER_STAGING_MS after this process commits events (./record.ts onEventsStaged), and at least
  * every IDLE_MS for what other processes commit, so a quiet process does not query the database
- * ten times a second. A failed pass loses nothing (the events stay staged, the documents owed, and
- * any reader does the work first); it is logged once per outage and retried at the next tick.
- * `close` waits for the pass under way.
+ * ten times a second. A pass builds at most DOCUMENTS_PER_PASS documents; while more are owed the
+ * next pass follows AFTER_STAGING_MS later, so a backlog of any size (a bulk import) is worked
+ * off in small steps that never keep staged events waiting behind it. A failed pass loses nothing
+ * (the events stay staged, the documents owed, and any reader does the work first); it is logged
+ * once per outage and retried at the next tick. `close` waits for the pass under way, which is
+ * one chaining and one small batch of documents at most.
  */
 import type { Db } from "@/lib/db";
 import { sequenceAudit } from "@/lib/db/audit-sequence";
 import { onEventsStaged } from "./record";
-import { refreshSearchDocuments } from "./search-refresh";
+import { buildSearchDocuments } from "./search-refresh";
 
 /** How soon after this process commits events a pass chains them (batching what commits meanwhile). */
 export const AFTER_STAGING_MS = 100;
 /** The longest wait between passes, for what other processes commit. */
 export const IDLE_MS = 1_000;
+/** Search documents one pass builds at most (a document takes about 2 to 13 ms). */
+export const DOCUMENTS_PER_PASS = 100;
 
 export function startAuditSequencer(db: Db): { close(): Promise<void> } {
   let failing = false;
@@ -25,8 +30,8 @@ export function startAuditSequencer(db: Db): { close(): Promise<void> } {
   /** When the next pass is due (ms since the epoch); a pass under way has none. */
   let due: number | null = null;
   let pass: Promise<void> | null = null;
-  /** Whether events were staged during the pass under way (they may have missed it). */
-  let stagedDuring = false;
+  /** Whether events were staged during the pass under way (they may have missed it), or documents are still owed after it. */
+  let soon = false;
   const schedule = (ms: number) => {
     if (closed) return;
     const at = Date.now() + ms;
@@ -38,12 +43,13 @@ export function startAuditSequencer(db: Db): { close(): Promise<void> } {
   };
   const tick = () => {
     due = null;
-    stagedDuring = false;
+    soon = false;
     pass = sequenceAudit(db)
-      .then(() => refreshSearchDocuments(db, "settled"))
+      .then(() => buildSearchDocuments(db, "settled", DOCUMENTS_PER_PASS))
       .then(
-        () => {
+        (built) => {
           failing = false;
+          if (built === DOCUMENTS_PER_PASS) soon = true;
         },
         (error: unknown) => {
           if (!failing)
@@ -55,11 +61,11 @@ export function startAuditSequencer(db: Db): { close(): Promise<void> } {
       )
       .then(() => {
         pass = null;
-        schedule(stagedDuring ? AFTER_STAGING_MS : IDLE_MS);
+        schedule(soon ? AFTER_STAGING_MS : IDLE_MS);
       });
   };
   const unsubscribe = onEventsStaged(() => {
-    if (pass) stagedDuring = true;
+    if (pass) soon = true;
     else schedule(AFTER_STAGING_MS);
   });
   schedule(AFTER_STAGING_MS);
