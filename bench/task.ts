@@ -9,14 +9,15 @@
  *   warm pool), and the answer is `submit_run`'s own (or get_run's when it was not done in time).
  *
  * For each: machine time from the first request to the answer, over REPETITIONS (each client is
- * connected beforehand), and the tokens that reach the agent's context (o200k_base):
+ * connected beforehand), and the tokens that reach the agent's context (o200k_base), counted after
+ * the clock stops (tokenizing is the model provider's work, not the agent's machine's):
  * - direct: the upstream's `tools/list` JSON, every call's arguments and every result's text;
  * - airlock: Airlock's `tools/list` JSON, the `search_tools` text (detail full, the two tools), the
  *   `submit_run` arguments and the answer's text; counted again as `airlockCodeMode` on a connection
  *   whose URL selects the three tools the plan uses (CODE_MODE_QUERY), which lists fewer.
  * `structuredContent` is not counted when the text repeats it. Model turns are counted too: one per
- * tool call the model makes, plus its answer. Both answers are compared, so a wrong Airlock result
- * fails the benchmark instead of looking fast.
+ * tool call the model makes, plus its answer. Every repetition's answers are compared, so a wrong
+ * Airlock result fails the benchmark instead of looking fast.
  *
  * The endpoint runs in this process (./endpoint.ts); Next's own routing is not included.
  */
@@ -62,11 +63,14 @@ function textOf(answer: CallAnswer): string {
   return (answer.content ?? []).map((c) => c.text ?? "").join("");
 }
 
-const tokens = (value: string) => encode(value).length;
+const tokens = (context: readonly string[]) => context.reduce((sum, text) => sum + encode(text).length, 0);
+
+/** What reached the agent's context, as text; counted (tokenized) after the clock stops, as a model provider would. */
+type Seen = { net: Money; context: string[]; turns: number };
 
 /** Direct calling: the agent pages through the ledger itself. */
-async function direct(client: Client): Promise<{ net: Money; tokens: number; turns: number }> {
-  let context = tokens(JSON.stringify(await client.listTools()));
+async function direct(client: Client): Promise<Seen> {
+  const context = [JSON.stringify(await client.listTools())];
   let turns = 1; // the answer
   const net: Money = {};
   for (const [tool, key, sign, status] of [
@@ -79,39 +83,34 @@ async function direct(client: Client): Promise<{ net: Money; tokens: number; tur
       const answer = (await client.callTool({ name: tool, arguments: args })) as CallAnswer;
       turns++;
       const text = textOf(answer);
-      context += tokens(JSON.stringify(args)) + tokens(text);
+      context.push(JSON.stringify(args), text);
       const page = JSON.parse(text) as Record<string, { currency: string; amountMinor: number }[]> & { nextCursor: string | null };
       for (const row of page[key]!) net[row.currency] = (net[row.currency] ?? 0) + sign * row.amountMinor;
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
   }
-  return { net, tokens: context, turns };
+  return { net, context, turns };
 }
 
 /** One Airlock run: discovery, one submit, and get_run only when the submit's short wait ended first. */
-async function airlock(client: Client, discover: boolean): Promise<{ net: Money; tokens: number; turns: number }> {
-  let context = 0;
+async function airlock(client: Client, discover: boolean): Promise<Seen> {
+  const context: string[] = [];
   let turns = 1; // the answer
   if (discover) {
-    context += tokens(JSON.stringify(await client.listTools()));
+    context.push(JSON.stringify(await client.listTools()));
     const found = (await client.callTool({ name: "search_tools", arguments: { query: "listInvoices listRefunds", detail: "full" } })) as CallAnswer;
-    context += tokens(textOf(found));
+    context.push(textOf(found));
     turns++;
   }
-  // The same script each time, as an agent asked the same question again: each is a new run, executed
-  // in full; its analysis comes from intake's cache after the first (lib/intake/analyze.ts).
   const args = { code: SCRIPT, purpose: "Net paid revenue minus succeeded refunds per currency" };
-  context += tokens(JSON.stringify(args));
+  context.push(JSON.stringify(args));
   let answer = (await client.callTool({ name: "submit_run", arguments: args })) as CallAnswer;
   turns++;
   for (;;) {
     const view = answer.structuredContent as { runId: string; status: string; result?: unknown; error?: unknown };
-    if (view.status === "succeeded") {
-      context += tokens(textOf(answer));
-      return { net: view.result as Money, tokens: context, turns };
-    }
+    context.push(textOf(answer));
+    if (view.status === "succeeded") return { net: view.result as Money, context, turns };
     if (!["queued", "auto_approved", "running"].includes(view.status)) throw new Error(`the run ended ${view.status}: ${JSON.stringify(view.error)}`);
-    context += tokens(textOf(answer));
     answer = (await client.callTool({ name: "get_run", arguments: { runId: view.runId, waitSeconds: 30 } })) as CallAnswer;
     turns++;
   }
@@ -135,25 +134,25 @@ async function main() {
 
   const directMs: number[] = [];
   const airlockMs: number[] = [];
-  let directRun = await direct(directClient);
-  let airlockRun = await airlock(agentClient, true);
+  const directRun = await direct(directClient);
+  const airlockRun = await airlock(agentClient, true);
   const codeModeRun = await airlock(await endpoint.connect(CODE_MODE_QUERY), true);
+  const sorted = (net: Money) => JSON.stringify(Object.entries(net).sort(([a], [b]) => a.localeCompare(b)));
+  const sameAnswer = (run: Seen) => {
+    if (sorted(directRun.net) !== sorted(run.net))
+      throw new Error(`the answers differ: direct ${JSON.stringify(directRun.net)}, other ${JSON.stringify(run.net)}`);
+  };
   for (let i = 0; i < WARMUP + REPETITIONS; i++) {
     // Alternating, so a machine that slows down slows both sides.
     await new Promise((resolve) => setTimeout(resolve, THINK_MS));
     const d = await timed(() => direct(directClient));
     const a = await timed(() => airlock(agentClient, false));
+    [d.value, a.value].forEach(sameAnswer);
     if (i < WARMUP) continue;
     directMs.push(d.ms);
     airlockMs.push(a.ms);
-    directRun = d.value;
-    airlockRun = { ...a.value, tokens: airlockRun.tokens, turns: airlockRun.turns };
   }
-  const sorted = (net: Money) => JSON.stringify(Object.entries(net).sort(([a], [b]) => a.localeCompare(b)));
-  for (const run of [airlockRun, codeModeRun]) {
-    if (sorted(directRun.net) !== sorted(run.net))
-      throw new Error(`the answers differ: direct ${JSON.stringify(directRun.net)}, airlock ${JSON.stringify(run.net)}`);
-  }
+  [airlockRun, codeModeRun].forEach(sameAnswer);
   const d = summarize(directMs);
   const a = summarize(airlockMs);
   console.log(
@@ -165,11 +164,11 @@ async function main() {
         repetitions: REPETITIONS,
         tokens: {
           tokenizer: "o200k_base",
-          direct: directRun.tokens,
-          airlock: airlockRun.tokens,
-          ratio: Number((airlockRun.tokens / directRun.tokens).toFixed(3)),
-          airlockCodeMode: codeModeRun.tokens,
-          codeModeRatio: Number((codeModeRun.tokens / directRun.tokens).toFixed(3)),
+          direct: tokens(directRun.context),
+          airlock: tokens(airlockRun.context),
+          ratio: Number((tokens(airlockRun.context) / tokens(directRun.context)).toFixed(3)),
+          airlockCodeMode: tokens(codeModeRun.context),
+          codeModeRatio: Number((tokens(codeModeRun.context) / tokens(directRun.context)).toFixed(3)),
           codeModeQuery: CODE_MODE_QUERY,
         },
         turns: { direct: directRun.turns, airlock: airlockRun.turns },
