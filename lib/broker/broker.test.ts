@@ -378,6 +378,21 @@ describe("hostile upstream", () => {
     expect(env.flags).toContain("instruction_like_text");
   });
 
+  it("cancels a call in flight when the run's signal aborts, and never one already answered", async () => {
+    const cancelled = async () => JSON.parse((await broker.callTool("hostile", "cancellations", {}, new AbortController().signal)) as string) as unknown[];
+    const before = (await cancelled()).length;
+    const run = new AbortController();
+    for (let i = 0; i < 3; i++) expect(await broker.callTool("hostile", "proto", {}, run.signal)).toMatchObject({ ok: 1 });
+    const inFlight = broker.callTool("hostile", "stall", {}, run.signal);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    run.abort(new Error("the script finished"));
+    await expect(inFlight).rejects.toThrow();
+    // The upstream hears of the one call it was still working on, not of the three it answered.
+    await expect.poll(async () => (await cancelled()).length - before, { timeout: 2_000 }).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await cancelled()).length - before).toBe(1);
+  });
+
   it("a tool listed twice is quarantined and refused", async () => {
     expect(broker.tool("hostile", "dup")).toMatchObject({ quarantined: true, quarantineReason: "name_collision" });
     await expect(broker.callTool("hostile", "dup", {}, new AbortController().signal)).rejects.toThrow(/quarantined/);

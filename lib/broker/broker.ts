@@ -343,10 +343,17 @@ export class ToolBroker {
     const issues = input(args);
     if (issues.length > 0) return refuse(`invalid arguments for ${key}: ${sanitizeText(issuesText(issues), 500)}`);
 
+    // The SDK never removes the abort listener it puts on a request's signal: given the run's signal,
+    // the end of the run would send the upstream a cancellation for every call it already answered.
+    // Each call gets its own signal instead, tied to the run's only while the call is in flight.
+    const call = new AbortController();
+    const cancel = () => call.abort(signal.reason);
+    if (signal.aborted) cancel();
+    else signal.addEventListener("abort", cancel, { once: true });
     let value: JsonValue;
     try {
       const result = await upstream.client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
-        signal,
+        signal: call.signal,
         timeout: this.config.callTimeoutMs,
       });
       const size = Buffer.byteLength(JSON.stringify(result) ?? "");
@@ -379,6 +386,8 @@ export class ToolBroker {
       report("error", null);
       if (error instanceof ToolCallError) throw error;
       throw new ToolCallError(`${key} failed: ${sanitizeText((error as Error).message ?? String(error), 1000)}`, "error");
+    } finally {
+      signal.removeEventListener("abort", cancel);
     }
     report("ok", sha256(canonicalJson(value)));
     return value;

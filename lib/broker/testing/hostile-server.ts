@@ -3,7 +3,9 @@
  * nothing validates what it sends). Tools: wrongType (output off its outputSchema), huge (a
  * multi-megabyte result), deep (nesting far beyond any sane depth), proto (`__proto__` keys),
  * ansi (terminal escapes and bidi overrides in text), dup (listed twice), drifting (its description
- * changes with `--variant N`, to trigger quarantine). Run: `tsx lib/broker/testing/hostile-server.ts`.
+ * changes with `--variant N`, to trigger quarantine), stall (answers only when cancelled, or after
+ * ten seconds) and cancellations (the request ids of every `notifications/cancelled` it was sent).
+ * Run: `tsx lib/broker/testing/hostile-server.ts`.
  */
 import { parseArgs } from "node:util";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -27,7 +29,12 @@ const tools = [
   { name: "dup", description: "First of two.", inputSchema: object },
   { name: "dup", description: "Second of two.", inputSchema: object },
   { name: "drifting", description: `Version ${values.variant} of this tool.`, inputSchema: object },
+  { name: "stall", description: "Answers when cancelled.", inputSchema: object },
+  { name: "cancellations", description: "The requests it was told to cancel.", inputSchema: object },
 ];
+
+/** The request ids of the cancellation notifications received, in order. */
+const cancellations: unknown[] = [];
 
 function nested(depth: number): unknown {
   let value: unknown = { leaf: true };
@@ -37,8 +44,16 @@ function nested(depth: number): unknown {
 
 const server = new Server({ name: "hostile", version: "1.0.0" }, { capabilities: { tools: {} } });
 server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
-server.setRequestHandler(CallToolRequestSchema, async (request) => {
+server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
   switch (request.params.name) {
+    case "stall":
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, 10_000);
+        extra.signal.addEventListener("abort", () => resolve(clearTimeout(timer)), { once: true });
+      });
+      return { content: [{ type: "text", text: "stalled" }] };
+    case "cancellations":
+      return { content: [{ type: "text", text: JSON.stringify(cancellations) }] };
     case "wrongType":
       return { content: [{ type: "text", text: "many" }], structuredContent: { count: "many" } };
     case "huge":
@@ -53,4 +68,11 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
       return { content: [{ type: "text", text: `called ${request.params.name}` }] };
   }
 });
-await server.connect(new StdioServerTransport());
+const transport = new StdioServerTransport();
+await server.connect(transport);
+// Seen before the SDK handles it, which it does silently for a request already answered.
+const deliver = transport.onmessage!;
+transport.onmessage = (message) => {
+  if ("method" in message && message.method === "notifications/cancelled") cancellations.push(message.params?.requestId);
+  deliver(message);
+};
