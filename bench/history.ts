@@ -1,15 +1,22 @@
 /**
- * `npm run bench:history` — does intake slow down as an agent's history grows? Printed as JSON.
+ * `npm run bench:history` — do intake and the console slow down as an agent's history grows?
+ * Printed as JSON.
  *
  * The endpoint of ./endpoint.ts (its in-process worker executes each run), the demo agent, and
  * SUBMITS of one auto-approved one-line script (its analysis cached after the first), each timed
  * from `submit_run` to its answer with the result, THINK_MS apart off the clock: first with the
  * agent's runs so far (the baseline, in the same run), then after HISTORY old runs of that agent
  * are added (finished 30 days ago, copies of one of its runs with their search documents standing
- * built, inserted in SQL and analyzed). Each step also prints the plan of the budgets' statement
+ * built, inserted in SQL, then vacuumed and analyzed as autovacuum leaves old rows). Each step also prints the plan of the budgets' statement
  * shape (lib/intake/submit.ts budgetFigures), EXPLAIN ANALYZE: which scans it used, how long it took.
  *
- * Target: p50 with HISTORY old runs at most 1.2× the baseline's, a plan without a sequential scan.
+ * Each step also times (p50 of CONSOLE_READS, after one untimed) the console's reads of the run
+ * history: the runs list unfiltered and for the agent, the dashboard, the review queue and the
+ * Patterns page (lib/review/runs-presenter.ts, lib/runs/dashboard.ts, lib/review/queue-presenter.ts,
+ * lib/review/patterns.ts), the search documents of the old runs standing as above.
+ *
+ * Target: submit p50 with HISTORY old runs at most 1.2× the baseline's, a plan without a sequential
+ * scan; each console read within 300 ms.
  */
 import { startBenchEndpoint } from "./endpoint";
 
@@ -17,6 +24,7 @@ const SUBMITS = 25;
 const HISTORY = [200_000];
 /** Off the clock between submissions, as a model thinks between turns: the warm pool refills. */
 const THINK_MS = 150;
+const CONSOLE_READS = 5;
 
 function summarize(samples: number[]) {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -28,8 +36,35 @@ async function main() {
   const endpoint = await startBenchEndpoint();
   // After the endpoint set the environment, as the app's modules expect.
   const { OPEN_RUN_STATUSES } = await import("@/lib/intake/submit");
+  const { runsList } = await import("@/lib/review/runs-presenter");
+  const { loadDashboard } = await import("@/lib/runs/dashboard");
+  const { queueView } = await import("@/lib/review/queue-presenter");
+  const { listPatterns } = await import("@/lib/review/patterns");
   const { client, db, agentName } = endpoint;
   const agent = await db.agent.findFirstOrThrow({ where: { name: agentName } });
+  const admin = await db.user.findFirstOrThrow({ where: { role: "admin" } });
+  const viewer = { type: "user", id: admin.id, email: admin.email, role: admin.role } as const;
+  const reads: Record<string, () => Promise<unknown>> = {
+    runsList: () => runsList(db, {}),
+    runsListOfAgent: () => runsList(db, { agent: agentName }),
+    dashboard: () => loadDashboard(db),
+    reviewQueue: () => queueView(db, viewer),
+    patterns: () => listPatterns(db, viewer),
+  };
+  const consoleMs = async () => {
+    const p50: Record<string, number> = {};
+    for (const [name, read] of Object.entries(reads)) {
+      await read();
+      const ms: number[] = [];
+      for (let i = 0; i < CONSOLE_READS; i++) {
+        const t = performance.now();
+        await read();
+        ms.push(performance.now() - t);
+      }
+      p50[name] = summarize(ms).p50;
+    }
+    return p50;
+  };
 
   const submits = async () => {
     const ms: number[] = [];
@@ -62,8 +97,9 @@ async function main() {
     };
   };
 
-  const steps: { oldRuns: number; submitMs: ReturnType<typeof summarize>; budgetsPlan: Awaited<ReturnType<typeof plan>> }[] = [];
-  steps.push({ oldRuns: 0, submitMs: await submits(), budgetsPlan: await plan() });
+  type Step = { oldRuns: number; submitMs: ReturnType<typeof summarize>; budgetsPlan: Awaited<ReturnType<typeof plan>>; consoleMs: Record<string, number> };
+  const steps: Step[] = [];
+  steps.push({ oldRuns: 0, submitMs: await submits(), budgetsPlan: await plan(), consoleMs: await consoleMs() });
   console.error(new Date().toISOString(), "baseline done");
   const template = await db.run.findFirstOrThrow({ where: { agentId: agent.id }, select: { id: true } });
   const columns = (
@@ -95,9 +131,9 @@ async function main() {
       { timeout: 300_000 },
     );
     added = total;
-    await db.$executeRawUnsafe(`ANALYZE "Run"`);
+    await db.$executeRawUnsafe(`VACUUM ANALYZE "Run"`);
     console.error(new Date().toISOString(), `${total} old runs inserted`);
-    steps.push({ oldRuns: total, submitMs: await submits(), budgetsPlan: await plan() });
+    steps.push({ oldRuns: total, submitMs: await submits(), budgetsPlan: await plan(), consoleMs: await consoleMs() });
     console.error(new Date().toISOString(), `submissions after ${total} done`);
   }
   const baseline = steps[0]!.submitMs.p50;
@@ -111,6 +147,8 @@ async function main() {
         ratioP50AtMostHistory: Number((last.submitMs.p50 / baseline).toFixed(2)),
         targetRatio: 1.2,
         withoutSeqScan: steps.every((step) => !step.budgetsPlan.scans.some((scan) => scan.startsWith("Seq Scan"))),
+        consoleSlowestMs: Math.max(...Object.values(last.consoleMs)),
+        consoleTargetMs: 300,
       },
       null,
       2,

@@ -10,7 +10,7 @@ import { setEnvForChildren } from "@/lib/env";
 import { submitRun } from "@/lib/intake/submit";
 import { getRun } from "@/lib/runs/service";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
-import { listPatterns } from "./patterns";
+import { groupsQuery, listPatterns } from "./patterns";
 
 let ledger: LedgerRuntime;
 const admin = { type: "user", id: "00000000-0000-4000-8000-00000000000a", email: "owner@example.com", role: "admin" } as const;
@@ -121,5 +121,35 @@ describe("airlock skills patterns", () => {
     const io = capture();
     expect(await runCli(["skills", "patterns", "--min", "0"], io)).toBe(2);
     expect(io.err).toMatch(/--min must be a whole number of runs, at least 1/);
+  });
+});
+
+describe("the grouping's plan", () => {
+  it("counts the runs from Run_patterns_idx alone (an index-only scan), and reads other runs only by key", async () => {
+    // With sequential and bitmap scans priced out, as on a table of many runs, the planner may read
+    // the index alone only if it covers every column the counts use; one added without it fails this.
+    await ledger.db.prisma.$executeRawUnsafe(`VACUUM ANALYZE "Run"`);
+    const lines = await ledger.db.prisma.$transaction(async (tx) => {
+      await tx.$executeRaw`SET LOCAL enable_seqscan = off`;
+      await tx.$executeRaw`SET LOCAL enable_bitmapscan = off`;
+      const rows = await tx.$queryRaw<{ "QUERY PLAN": string }[]>`EXPLAIN ${groupsQuery(2)}`;
+      return rows.map((row) => row["QUERY PLAN"]);
+    });
+    const runScans = lines
+      .filter((line) => / on "Run"/.test(line))
+      .map((line) =>
+        line
+          .trim()
+          .replace(/^->\s+/, "")
+          .replace(/\s+\(cost.*$/, ""),
+      );
+    expect(runScans).toContain('Index Only Scan using "Run_patterns_idx" on "Run" r');
+    expect(runScans).toContain('Index Scan Backward using "Run_fingerprint_createdAt_idx" on "Run" x'); // three examples per group shown
+    // Nothing else reads run rows but the reviewed runs by their id.
+    for (const scan of runScans) {
+      expect(scan).toMatch(
+        /^(Index Only Scan using "Run_patterns_idx"|Index Scan Backward using "Run_fingerprint_createdAt_idx"|Index Scan using "Run_pkey") on "Run" \w+$/,
+      );
+    }
   });
 });

@@ -11,6 +11,9 @@
  * count and up to five values, most used first, read from the newest HOLE_SAMPLE runs) and up to
  * three example runs, newest first.
  *
+ * The grouping reads an index of the columns it needs (migration
+ * 20261203170844_patterns_without_reading_every_run), not the wide run rows.
+ *
  * Runs stored before fingerprints existed are fingerprinted first, BACKFILL_BATCH per call
  * (`backfilled` says how many); a run whose code retention purged has none and is in no pattern.
  * The listing is audited (`patterns.listed`): the holes are literals from agents' code.
@@ -19,6 +22,7 @@ import { recordAudit } from "@/lib/audit/record";
 import { requireScope, type Actor } from "@/lib/contracts/scopes";
 import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
 import type { Db } from "@/lib/db";
+import { Prisma } from "@/lib/generated/prisma/client";
 import { fingerprintScript, type Hole } from "@/lib/script-fingerprint";
 
 export const BACKFILL_BATCH = 2_000;
@@ -89,28 +93,57 @@ type GroupRow = {
   examples: string[];
 };
 
+/**
+ * The groups of at least `minRuns` runs, as listPatterns reads them (exported for its plan's test).
+ * The counts stream through Run_patterns_idx in (fingerprint, agent) order without a sort or a join;
+ * review time joins only the reviewed runs; the agents' names and the examples are read for the
+ * MAX_PATTERNS groups shown, the examples through the (fingerprint, createdAt) index.
+ */
+export function groupsQuery(minRuns: number): Prisma.Sql {
+  return Prisma.sql`
+    WITH per_agent AS (
+      SELECT r.fingerprint, r."agentId",
+             count(*) AS n,
+             count(*) FILTER (WHERE r.status = 'succeeded') AS succeeded,
+             count(*) FILTER (WHERE r.status::text = ANY(${[...TERMINAL_STATUSES]}::text[])) AS ended,
+             min(r."createdAt") AS "firstAt",
+             max(r."createdAt") AS "lastAt"
+      FROM "Run" r
+      WHERE r.fingerprint IS NOT NULL
+      GROUP BY r.fingerprint, r."agentId"
+    ), groups AS (
+      SELECT fingerprint, sum(n)::int AS count, sum(succeeded)::int AS succeeded, sum(ended)::int AS ended,
+             min("firstAt") AS "firstAt", max("lastAt") AS "lastAt", array_agg("agentId") AS "agentIds"
+      FROM per_agent
+      GROUP BY fingerprint
+      HAVING sum(n) >= ${minRuns}
+    ), reviewed AS (
+      -- Each reviewed run's last verdict, less its submission.
+      SELECT r.fingerprint, sum(extract(epoch FROM v.decided - r."createdAt")) AS seconds
+      FROM (SELECT rv."runId", max(rv."createdAt") AS decided FROM "Review" rv GROUP BY rv."runId") v
+      JOIN "Run" r ON r.id = v."runId"
+      WHERE r.fingerprint IS NOT NULL
+      GROUP BY r.fingerprint
+    ), shown AS (
+      SELECT g.*, coalesce(rv.seconds, 0)::float8 AS "reviewSeconds"
+      FROM groups g LEFT JOIN reviewed rv ON rv.fingerprint = g.fingerprint
+      ORDER BY "reviewSeconds" DESC, g.count DESC, g."lastAt" DESC
+      LIMIT ${MAX_PATTERNS}
+    )
+    SELECT s.fingerprint, s.count, s.succeeded, s.ended, s."firstAt", s."lastAt", s."reviewSeconds",
+           (SELECT array_agg(a.name ORDER BY a.name) FROM "Agent" a WHERE a.id = ANY(s."agentIds")) AS agents,
+           (SELECT array_agg(e.id::text ORDER BY e."createdAt" DESC, e.id DESC)
+              FROM (SELECT x.id, x."createdAt" FROM "Run" x WHERE x.fingerprint = s.fingerprint
+                    ORDER BY x."createdAt" DESC, x.id DESC LIMIT 3) e) AS examples
+    FROM shown s
+    ORDER BY s."reviewSeconds" DESC, s.count DESC, s."lastAt" DESC`;
+}
+
 export async function listPatterns(db: Db, actor: Actor, options: { minRuns?: number } = {}): Promise<PatternList> {
   requireScope(actor, "patterns:read");
   const minRuns = Math.max(1, Math.floor(options.minRuns ?? 2));
   const backfilled = await backfill(db);
-  const groups = await db.$queryRaw<GroupRow[]>`
-    SELECT r.fingerprint,
-           count(*)::int AS count,
-           (count(*) FILTER (WHERE r.status = 'succeeded'))::int AS succeeded,
-           (count(*) FILTER (WHERE r.status::text = ANY(${[...TERMINAL_STATUSES]}::text[])))::int AS ended,
-           array_agg(DISTINCT a.name ORDER BY a.name) AS agents,
-           min(r."createdAt") AS "firstAt",
-           max(r."createdAt") AS "lastAt",
-           coalesce(sum(extract(epoch FROM v.decided - r."createdAt")), 0)::float8 AS "reviewSeconds",
-           (array_agg(r.id::text ORDER BY r."createdAt" DESC))[1:3] AS examples
-    FROM "Run" r
-    JOIN "Agent" a ON a.id = r."agentId"
-    LEFT JOIN LATERAL (SELECT max(rv."createdAt") AS decided FROM "Review" rv WHERE rv."runId" = r.id) v ON true
-    WHERE r.fingerprint IS NOT NULL
-    GROUP BY r.fingerprint
-    HAVING count(*) >= ${minRuns}
-    ORDER BY "reviewSeconds" DESC, count DESC, "lastAt" DESC
-    LIMIT ${MAX_PATTERNS}`;
+  const groups = await db.$queryRaw<GroupRow[]>(groupsQuery(minRuns));
   const patterns: Pattern[] = [];
   for (const group of groups) {
     const samples = await db.run.findMany({
