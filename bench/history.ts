@@ -7,13 +7,14 @@
  * from `submit_run` to its answer with the result, THINK_MS apart off the clock: first with the
  * agent's runs so far (the baseline, in the same run), then after HISTORY old runs of that agent
  * are added (finished 30 days ago, copies of one of its runs with their search documents standing
- * built, inserted in SQL, then vacuumed and analyzed as autovacuum leaves old rows). Each step also prints the plan of the budgets' statement
- * shape (lib/intake/submit.ts budgetFigures), EXPLAIN ANALYZE: which scans it used, how long it took.
+ * built, inserted in SQL, then vacuumed and analyzed as autovacuum leaves old rows). Each step also
+ * prints the plan of the budgets' statement shape (lib/intake/submit.ts budgetFigures), EXPLAIN
+ * ANALYZE: which scans it used, how long it took.
  *
  * Each step also times (p50 of CONSOLE_READS, after one untimed) the console's reads of the run
  * history: the runs list unfiltered and for the agent, the dashboard, the review queue and the
  * Patterns page (lib/review/runs-presenter.ts, lib/runs/dashboard.ts, lib/review/queue-presenter.ts,
- * lib/review/patterns.ts), the search documents of the old runs standing as above.
+ * lib/review/patterns.ts).
  *
  * Target: submit p50 with HISTORY old runs at most 1.2× the baseline's, a plan without a sequential
  * scan; each console read within 300 ms.
