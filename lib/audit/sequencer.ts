@@ -20,7 +20,7 @@ import { buildSearchDocuments } from "./search-refresh";
 export const AFTER_STAGING_MS = 100;
 /** The longest wait between passes, for what other processes commit. */
 export const IDLE_MS = 1_000;
-/** Search documents one pass builds at most (a document takes about 2 to 13 ms). */
+/** Search documents one pass builds at most (about 1 ms each for a small run). */
 export const DOCUMENTS_PER_PASS = 100;
 
 export function startAuditSequencer(db: Db): { close(): Promise<void> } {
