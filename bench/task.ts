@@ -102,6 +102,8 @@ async function airlock(client: Client, discover: boolean): Promise<Seen> {
     context.push(textOf(found));
     turns++;
   }
+  // The same script each time, as an agent asked the same question again: each is a new run, executed
+  // in full; its analysis comes from intake's cache after the first (lib/intake/analyze.ts).
   const args = { code: SCRIPT, purpose: "Net paid revenue minus succeeded refunds per currency" };
   context.push(JSON.stringify(args));
   let answer = (await client.callTool({ name: "submit_run", arguments: args })) as CallAnswer;
