@@ -36,10 +36,12 @@
  *   is the run left to the maintenance sweep, which never re-runs a run that made a call that was
  *   not read-only;
  * - while it runs, the executor heartbeats and polls `cancelRequestedAt`, aborting the sandbox when
- *   a cancel arrives from any process.
+ *   a cancel arrives from any process;
+ * - once the write that ends its execution committed, the row it wrote is handed to the waits for
+ *   the run in this process (`handOver`, ./run-changes.ts); a wait elsewhere learns of it by NOTIFY.
  */
 import type { Span } from "@opentelemetry/api";
-import type { Db } from "@/lib/db";
+import { afterCommit, type Db } from "@/lib/db";
 import { runColumn, runColumnValue } from "@/lib/contracts/run-columns";
 import { jsonDigest } from "@/lib/digest";
 import type { Prisma, Run } from "@/lib/generated/prisma/client";
@@ -73,6 +75,8 @@ export type ExecutorDeps = {
   isolation: IsolationLevel;
   /** What the registry knows of a tool: its data class (a pii tool gets tokens restored) and its marked personal-data fields. */
   tool(server: string, name: string): Pick<ToolInfo, "dataClass" | "piiFields"> | undefined;
+  /** Given the row of a run whose execution this executor ended, once that write committed: waits in this process end with it (./run-changes.ts). */
+  handOver?(run: Run): void;
   heartbeatMs?: number;
 };
 
@@ -361,7 +365,7 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
   // Whether the agent gets what the run produced now, after reviewers release it, or not at all (release
   // policies): a result, and as much the logs and errors of a run that failed, which can carry the same data.
   const release = await decideResultRelease(db, run, screened);
-  await finish(db, fence, screened, { scope, personal }, release);
+  await finish(deps, fence, screened, { scope, personal }, release);
   span.setAttribute("airlock.status", screened.status);
 }
 
@@ -420,7 +424,7 @@ function decidedIsolation(run: { id: string; policyRequest: unknown }): string {
  * with the release decision and the tokens of its personal data.
  */
 async function finish(
-  db: Db,
+  { db, handOver }: Pick<ExecutorDeps, "db" | "handOver">,
   fence: RunFence,
   envelope: Envelope,
   pii: { scope: string; personal: readonly PiiValue[] },
@@ -433,7 +437,7 @@ async function finish(
   try {
     await db.$transaction(async (tx) => {
       const artifacts = artifactRecords(envelope.artifacts);
-      const written = await transitionRun(tx, SYSTEM, {
+      const written = await transitionRunReturning(tx, SYSTEM, {
         runId: fence.runId,
         from: "running",
         to: released?.status ?? envelope.status,
@@ -467,6 +471,7 @@ async function finish(
       else {
         await storeArtifacts(tx, fence.runId, artifacts);
         await assignTokens(tx, pii.scope, fence.runId, pii.personal);
+        if (handOver) afterCommit(() => handOver(written));
       }
     });
   } catch (error) {

@@ -1,7 +1,9 @@
 /**
  * Pushed run changes on a real PostgreSQL: a wait ends when a run's status changes in another
  * connection, long before its own bound; a killed listening connection neither loses a change nor
- * leaves waits hanging; a forged notification only makes the caller read again.
+ * leaves waits hanging; a forged notification only makes the caller read again; a row the
+ * process's own executor hands over ends a wait with that row, unless it is another agent's or
+ * still in progress.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_AGENT_SCOPES, type Actor } from "@/lib/contracts/scopes";
@@ -104,6 +106,34 @@ describe("pushed run changes", () => {
     const view = await getRun({ db: db.prisma, changes }, agent, { runId: mine, waitSeconds: 1 });
     expect(view.status).toBe("queued");
     expect(performance.now() - forged).toBeGreaterThanOrEqual(900);
+  });
+
+  it("a row handed over in this process ends the wait with that row: get_run answers with it, without a push or a read", async () => {
+    const runId = await queuedRun();
+    await move(runId, "queued", "running");
+    const row = await db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    const started = performance.now();
+    // The stored run stays running: an answer of `failed` can only come from the row handed over.
+    setTimeout(() => changes.handOver({ ...row, status: "failed" }), 50);
+    const view = await getRun({ db: db.prisma, changes }, agent, { runId, waitSeconds: 30 });
+    expect(view.status).toBe("failed");
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it("a handed row of another agent's run, or of one still in progress, only makes the caller read again", async () => {
+    const runId = await queuedRun();
+    await move(runId, "queued", "running");
+    const row = await db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    for (const handed of [
+      { ...row, agentId: "00000000-0000-4000-8000-00000000beef", status: "failed" as const },
+      { ...row, status: "pending_release" as const },
+    ]) {
+      const started = performance.now();
+      setTimeout(() => changes.handOver(handed), 50);
+      const view = await getRun({ db: db.prisma, changes }, agent, { runId, waitSeconds: 1 });
+      expect(view.status).toBe("running");
+      expect(performance.now() - started).toBeGreaterThanOrEqual(900);
+    }
   });
 
   it("a killed listening connection loses no change: waits poll, and pushes resume once it is back", async () => {

@@ -8,8 +8,13 @@
  * Guarantees:
  * - a wait armed before the caller reads the run ends on any change committed after it was armed,
  *   so read-then-wait misses nothing;
- * - a push only wakes: the caller always reads the run again, so a stray or forged notification
- *   (any role can NOTIFY) costs a read and changes no answer;
+ * - a push only wakes: the caller reads the run again, so a stray or forged notification (any role
+ *   can NOTIFY) costs a read and changes no answer;
+ * - the one exception is `handOver`: the process that ended a run's execution hands its waiters the
+ *   row its own transaction wrote, once that transaction committed (the executor, through
+ *   afterCommit), so a wait in the same process ends without the push and the read. It is a call
+ *   in the process, never a message anyone else can send, and a wait it ends gets the row as
+ *   committed then;
  * - nothing is missed while the connection is down: waits poll every POLL_MS until it is back,
  *   every wait is woken when it comes back, and even while it is up a wait reads again at least
  *   every SAFETY_MS;
@@ -17,6 +22,7 @@
  *   and every wait.
  */
 import pg from "pg";
+import type { Run } from "@/lib/generated/prisma/client";
 
 export const CHANNEL = "airlock_run_changed";
 /** How often a wait reads again while no push can arrive. */
@@ -27,8 +33,11 @@ export const SAFETY_MS = 5_000;
 const MAX_BACKOFF_MS = 5_000;
 
 export type ArmedWait = {
-  /** Resolves on a change of the run, after `ms`, or on `signal`, whichever is first. */
-  wait(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves on a change of the run, after `ms`, or on `signal`, whichever is first: with the row
+   * when this process handed it over (`handOver`), else with null (read the run again).
+   */
+  wait(ms: number, signal?: AbortSignal): Promise<Run | null>;
   /** Disarms a wait that will not be waited for. */
   cancel(): void;
 };
@@ -36,11 +45,13 @@ export type ArmedWait = {
 export type RunChanges = {
   /** Arms a wait for the run's next change; call it before reading the run. */
   arm(runId: string): ArmedWait;
+  /** Ends the waits for `run` with its row; call only once the transaction that wrote it committed. */
+  handOver(run: Run): void;
   close(): Promise<void>;
 };
 
 export function listenRunChanges(connectionString: string): RunChanges {
-  const waiters = new Map<string, Set<() => void>>();
+  const waiters = new Map<string, Set<(run: Run | null) => void>>();
   let client: pg.Client | null = null;
   let listening = false;
   let failing = false;
@@ -49,7 +60,7 @@ export function listenRunChanges(connectionString: string): RunChanges {
   let retry: NodeJS.Timeout | null = null;
 
   const wakeAll = () => {
-    for (const set of waiters.values()) for (const wake of set) wake();
+    for (const set of waiters.values()) for (const wake of set) wake(null);
   };
 
   const connect = async () => {
@@ -69,7 +80,7 @@ export function listenRunChanges(connectionString: string): RunChanges {
     next.on("end", lost);
     next.on("notification", (message) => {
       if (message.channel !== CHANNEL || !message.payload) return;
-      for (const wake of waiters.get(message.payload) ?? []) wake();
+      for (const wake of waiters.get(message.payload) ?? []) wake(null);
     });
     client = next;
     try {
@@ -104,8 +115,8 @@ export function listenRunChanges(connectionString: string): RunChanges {
     arm(id) {
       // Notifications carry the id as PostgreSQL prints a uuid: lower case.
       const runId = id.toLowerCase();
-      let wake!: () => void;
-      const changed = new Promise<void>((resolve) => (wake = resolve));
+      let wake!: (run: Run | null) => void;
+      const changed = new Promise<Run | null>((resolve) => (wake = resolve));
       const set = waiters.get(runId) ?? new Set();
       set.add(wake);
       waiters.set(runId, set);
@@ -118,11 +129,11 @@ export function listenRunChanges(connectionString: string): RunChanges {
           let timer: NodeJS.Timeout | undefined;
           let onAbort: (() => void) | undefined;
           try {
-            await Promise.race([
+            return await Promise.race([
               changed,
-              new Promise<void>((resolve) => {
-                timer = setTimeout(resolve, Math.max(0, Math.min(ms, listening ? SAFETY_MS : POLL_MS)));
-                onAbort = resolve;
+              new Promise<null>((resolve) => {
+                timer = setTimeout(() => resolve(null), Math.max(0, Math.min(ms, listening ? SAFETY_MS : POLL_MS)));
+                onAbort = () => resolve(null);
                 signal?.addEventListener("abort", onAbort, { once: true });
               }),
             ]);
@@ -134,6 +145,9 @@ export function listenRunChanges(connectionString: string): RunChanges {
         },
         cancel: disarm,
       };
+    },
+    handOver(run) {
+      for (const wake of waiters.get(run.id.toLowerCase()) ?? []) wake(run);
     },
     async close() {
       closed = true;

@@ -99,6 +99,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       { cause: error },
     );
   });
+  const changes = listenRunChanges(options.databaseUrl);
   if (options.execute) {
     const sandboxPool = createSandboxPool({ size: config.sandbox.poolSize, isolation: sandbox.level, packages: config.packages });
     pool = sandboxPool;
@@ -116,13 +117,13 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
         runScript: (request) => sandboxPool.run(request),
         tool: (server, name) => broker.tool(server, name),
         onPendingReview: (runId) => notifyEscalation(runId, db),
+        handOver: (run) => changes.handOver(run),
       },
     });
   }
   /** A job for another process's queue, when this one does not execute. */
   const addJob = (task: string, jobKey: string, runId: string) =>
     quickAddJob({ connectionString: options.databaseUrl, logger: quietQueueLogger }, task, { runId }, { jobKey, maxAttempts: 3 }).then(() => undefined);
-  const changes = listenRunChanges(options.databaseUrl);
   const auditSequencer = startAuditSequencer(db);
   const runtime: Runtime = {
     db,

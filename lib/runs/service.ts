@@ -302,7 +302,8 @@ export const getRunSchema = z
 /**
  * A run as its agent sees it; with waitSeconds, once it is no longer in progress (or its plan is
  * ready) or the wait is over. A wait ends on the pushed change when `deps.changes` is given (armed
- * before each read, so no change falls between them), else at the next poll.
+ * before each read, so no change falls between them), else at the next poll; a run that ended its
+ * execution in this process is answered with the row the executor committed, without a read.
  */
 export async function getRun(deps: Pick<RunDeps, "db" | "changes">, actor: AgentActor, raw: unknown, signal?: AbortSignal): Promise<RunView> {
   requireScope(actor, "runs:read");
@@ -345,7 +346,14 @@ export async function watchRun(
       return presentRun(deps.db, run);
     }
     const left = Math.max(0, deadline - Date.now());
-    if (armed) await armed.wait(left, signal);
-    else await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, left)));
+    if (!armed) await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, left)));
+    else {
+      // A row handed over by this process's executor stands for the next read when it has settled;
+      // one still in progress is read again, so that the next wait is armed before its read.
+      const handed = await armed.wait(left, signal);
+      if (handed && handed.agentId === actor.id && !(IN_PROGRESS_STATUSES as readonly string[]).includes(handed.status)) {
+        next = { run: handed, armed: undefined };
+      }
+    }
   }
 }
