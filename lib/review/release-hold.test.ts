@@ -256,6 +256,35 @@ describe("release decisions", () => {
     });
   });
 
+  it("decide on the agent's owner: as intake recorded it, or read when the stored request does not name it", async () => {
+    const system: Actor = { type: "system", name: "test" };
+    const ownerId = (await ledger.db.prisma.agent.findUniqueOrThrow({ where: { id: ledger.agent.id } })).ownerId;
+    const forbidOwner = `${defaultPolicyText()}
+@id("owner-results-stay-home")
+@reason("Results of this owner's agents stay in the console.")
+forbid (principal, action == Action::"release", resource)
+when { principal.owner == User::"${ownerId}" };
+`;
+    await ledger.db.prisma.$transaction((tx) => publishPolicyText(tx, system, forbidOwner));
+    try {
+      const recorded = (owner: string) => {
+        const r = run(["internal"]);
+        const user = { type: "User", id: owner };
+        const agent = { uid: { type: "Agent", id: ledger.agent.id }, attrs: { owner: { __entity: user } }, parents: [] };
+        return { ...r, policyRequest: { ...r.policyRequest, entities: [...r.policyRequest.entities, { uid: user, attrs: {}, parents: [] }, agent] } };
+      };
+      for (const candidate of [recorded(ownerId), run(["internal"])]) {
+        const decided = await decideResultRelease(ledger.db.prisma, candidate, envelope(1));
+        expect(decided).toMatchObject({ decision: "deny", reasons: [{ policyId: "owner-results-stay-home" }] });
+        expect(decided.request.entities).toContainEqual({ uid: { type: "Agent", id: ledger.agent.id }, attrs: { owner: { __entity: { type: "User", id: ownerId } } }, parents: [] });
+      }
+      // Another owner named for this agent is the one decided on: the read is skipped, not repeated.
+      expect((await decideResultRelease(ledger.db.prisma, recorded("00000000-0000-4000-8000-00000000beef"), envelope(1))).decision).toBe("allow");
+    } finally {
+      await ledger.db.prisma.$transaction((tx) => publishPolicyText(tx, system, defaultPolicyText()));
+    }
+  });
+
   it("a release policy's forbid withholds the result at once, with its reason, and nobody is asked", async () => {
     const system: Actor = { type: "system", name: "test" };
     const forbid = `${defaultPolicyText()}

@@ -43,10 +43,28 @@ export function statusAfterRelease(decision: ReleaseDecision): "succeeded" | "pe
 }
 
 /** The data classes intake decided the run on (its tools' and inputs'), from its stored policy request. */
-function decidedDataClasses(run: Pick<Run, "id" | "policyRequest">): string[] {
-  const proposal = runColumn(run, "policyRequest")?.entities.find((entity) => entity.uid.type === "Proposal");
+function decidedDataClasses(request: RunColumnValue<"policyRequest"> | null): string[] {
+  const proposal = request?.entities.find((entity) => entity.uid.type === "Proposal");
   const classes = proposal?.attrs.dataClasses;
   return Array.isArray(classes) ? classes.filter((c): c is string => typeof c === "string") : [];
+}
+
+/**
+ * The agent's owner as intake put it in the run's policy request, from the authenticated agent (an
+ * agent's owner never changes); null when the stored request does not name it for this agent.
+ */
+function decidedOwner(request: RunColumnValue<"policyRequest"> | null, agentId: string): string | null {
+  const agent = request?.entities.find((entity) => entity.uid.type === "Agent" && entity.uid.id === agentId);
+  const owner = agent?.attrs.owner;
+  const uid = owner && typeof owner === "object" && "__entity" in owner ? (owner.__entity as { type?: unknown; id?: unknown }) : null;
+  return uid?.type === "User" && typeof uid.id === "string" ? uid.id : null;
+}
+
+/** The run's agent and its owner: as decided at intake, or read when the stored request does not say. */
+async function runAgent(db: Db, run: Pick<Run, "agentId">, request: RunColumnValue<"policyRequest"> | null) {
+  const ownerId = decidedOwner(request, run.agentId);
+  if (ownerId !== null) return { id: run.agentId, ownerId };
+  return db.agent.findUniqueOrThrow({ where: { id: run.agentId }, select: { id: true, ownerId: true } });
 }
 
 /**
@@ -62,11 +80,9 @@ export async function decideResultRelease(
   const bytes = Buffer.byteLength(JSON.stringify(envelope.result ?? null), "utf8");
   let built = buildReleaseRequest({ agent: { id: run.agentId, ownerId: "" }, flags, bytes, dataClasses: [] });
   try {
-    const [agent, published] = await Promise.all([
-      db.agent.findUniqueOrThrow({ where: { id: run.agentId }, select: { id: true, ownerId: true } }),
-      publishedPolicy(db),
-    ]);
-    built = buildReleaseRequest({ agent, flags, bytes, dataClasses: decidedDataClasses(run) });
+    const request = runColumn(run, "policyRequest");
+    const [agent, published] = await Promise.all([runAgent(db, run, request), publishedPolicy(db)]);
+    built = buildReleaseRequest({ agent, flags, bytes, dataClasses: decidedDataClasses(request) });
     if (!published) throw new Error("no policy version is published");
     const decided = decideRelease(built, published.prepared);
     return {
