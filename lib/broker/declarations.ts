@@ -144,13 +144,28 @@ function annotationTags(tool: ToolInfo): string[] {
 export function generateDeclarations(tools: readonly ToolInfo[]): string {
   const byServer = new Map<string, ToolInfo[]>();
   for (const tool of tools) byServer.set(tool.server, [...(byServer.get(tool.server) ?? []), tool]);
-  const servers = [...byServer].map(([server, list]) => {
-    const methods = list.map((tool) => {
-      const input = schemaToType(tool.inputSchema, "args", tool.inputSchema, 0, "    ");
-      const output = tool.outputSchema ? schemaToType(tool.outputSchema, "result", tool.outputSchema, 0, "    ") : "any";
-      return `${doc(tool.description, annotationTags(tool), "    ")}    ${key(tool.name)}(args: ${input}): Promise<${output}>;`;
-    });
-    return `  ${key(server)}: {\n${methods.join("\n")}\n  };`;
-  });
+  const servers = [...byServer].map(([server, list]) => `  ${key(server)}: {\n${list.map(methodDeclaration).join("\n")}\n  };`);
   return `declare const tools: {\n${servers.join("\n")}\n};\n`;
+}
+
+type Declared = { name: string; inputSchema: Schema; outputSchema: Schema | null; heading: string; text: string };
+
+/**
+ * Every submission's analysis declares the tools again, and a schema's type is most of the work:
+ * a tool's declaration is kept with the tool and written anew when its name, its schemas (by
+ * identity: a listing brings new objects, never edits old ones) or its comment (description,
+ * annotations, data class, quarantine) differ from what it was written from.
+ */
+const declared = new WeakMap<ToolInfo, Declared>();
+
+function methodDeclaration(tool: ToolInfo): string {
+  const heading = doc(tool.description, annotationTags(tool), "    ");
+  const kept = declared.get(tool);
+  if (kept && kept.name === tool.name && kept.inputSchema === tool.inputSchema && kept.outputSchema === tool.outputSchema && kept.heading === heading)
+    return kept.text;
+  const input = schemaToType(tool.inputSchema, "args", tool.inputSchema, 0, "    ");
+  const output = tool.outputSchema ? schemaToType(tool.outputSchema, "result", tool.outputSchema, 0, "    ") : "any";
+  const text = `${heading}    ${key(tool.name)}(args: ${input}): Promise<${output}>;`;
+  declared.set(tool, { name: tool.name, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema, heading, text });
+  return text;
 }

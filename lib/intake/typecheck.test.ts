@@ -122,4 +122,25 @@ describe("the declarations an agent and the type-checker read", () => {
     // Had a comment been closed, `evil` would be declared; it is not.
     expect(JSON.stringify(typeCheckScript(parseScript("return evil;", "typescript"), text))).toMatch(/Cannot find name 'evil'/);
   });
+
+  it("follow the tool when it changes: a kept declaration is never one the tool has left", () => {
+    const live = tool("lookup", { type: "object", properties: { q: { type: "string" } } }, null);
+    expect(generateDeclarations([live])).toContain("q?: string;");
+    // Quarantined, relabelled and relisted in place, as the broker and the registry do.
+    live.quarantined = true;
+    expect(generateDeclarations([live])).toContain("@quarantined");
+    live.dataClass = "pii";
+    live.annotations = { readOnlyHint: false, destructiveHint: true };
+    expect(generateDeclarations([live])).toContain("@dataClass pii @readOnlyHint false @destructiveHint true");
+    live.description = "finds a customer";
+    expect(generateDeclarations([live])).toContain("finds a customer");
+    live.inputSchema = { type: "object", properties: { customerId: { type: "integer" } }, required: ["customerId"] };
+    live.outputSchema = { type: "object", properties: { name: { type: "string" } } };
+    const relisted = generateDeclarations([live]);
+    expect(relisted).toContain("customerId: number;");
+    expect(relisted).not.toContain("q?: string;");
+    expect(relisted).toContain("Promise<{");
+    // A second tool under the same name is declared from its own schemas.
+    expect(generateDeclarations([tool("lookup", { type: "object", properties: { other: { type: "boolean" } } }, null)])).toContain("other?: boolean;");
+  });
 });
