@@ -1,7 +1,10 @@
 /**
  * The demo ledger's state file holds customers' personal data: it is readable by its owner only,
- * whether the ledger creates it or finds it (with a wider mode) from an earlier version.
+ * whether the ledger creates it or finds it (with a wider mode) from an earlier version. It is
+ * replaced whole on every write, so a process killed mid-write, or another process reading it,
+ * never finds it torn.
  */
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,13 +19,15 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
 
-async function updateEmail(statePath: string): Promise<void> {
+async function updateEmail(statePath: string, times = 1): Promise<void> {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await createLedgerServer({ statePath }).connect(serverSide);
   const client = new Client({ name: "ledger-test", version: "1" });
   await client.connect(clientSide);
-  const result = await client.callTool({ name: "updateCustomerEmail", arguments: { customerId: "cus_003", email: "new.address@example.org" } });
-  expect(result.isError).toBeFalsy();
+  for (let i = 0; i < times; i++) {
+    const result = await client.callTool({ name: "updateCustomerEmail", arguments: { customerId: "cus_003", email: `new.address${i}@example.org` } });
+    expect(result.isError).toBeFalsy();
+  }
   await client.close();
 }
 
@@ -40,4 +45,29 @@ it("narrows an existing ledger-state.json to 0600 when it starts", async () => {
   expect(mode(statePath)).toBe("600");
   await updateEmail(statePath);
   expect(mode(statePath)).toBe("600");
+});
+
+it("another process reading the state file while the ledger writes it always finds a whole file", async () => {
+  const statePath = join(dir, "shared-state.json");
+  await updateEmail(statePath);
+  // A second process reads and parses the file as fast as it can while this one writes it 200 times.
+  const reader = spawn(
+    process.execPath,
+    [
+      "-e",
+      `const fs = require("node:fs"); let reads = 0, torn = 0;
+       process.stdin.on("end", () => { process.stdout.write(JSON.stringify({ reads, torn })); process.exit(0); }).resume();
+       (function read() { try { JSON.parse(fs.readFileSync(${JSON.stringify(statePath)}, "utf8")); } catch { torn++; } reads++; setImmediate(read); })();`,
+    ],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  );
+  let out = "";
+  reader.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  const ended = new Promise((resolve) => reader.on("exit", resolve));
+  await updateEmail(statePath, 200);
+  reader.stdin.end();
+  await ended;
+  const { reads, torn } = JSON.parse(out) as { reads: number; torn: number };
+  expect(reads).toBeGreaterThan(20);
+  expect(torn).toBe(0);
 });

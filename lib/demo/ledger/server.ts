@@ -5,10 +5,11 @@
  * updateCustomerEmail changes PII. Every tool declares an outputSchema and returns
  * structuredContent. State lives in memory, or in the JSON file given with `--state FILE` (so a
  * demo survives restarts); that file holds customers' personal data, so it is kept readable by its
- * owner only (0600, also an existing file). Run: `tsx lib/demo/ledger/server.ts [--seed N] [--state FILE]`.
+ * owner only (0600, also an existing file), and replaced whole on every write (a kill mid-write
+ * leaves the previous state). Run: `tsx lib/demo/ledger/server.ts [--seed N] [--state FILE]`.
  * It is a demo upstream, not part of Airlock's trust boundary: Airlock treats it as untrusted.
  */
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -68,8 +69,13 @@ export function createLedgerServer(options: { seed?: number; statePath?: string 
   const stored = statePath !== undefined && existsSync(statePath);
   if (stored) chmodSync(statePath, 0o600);
   const state: State = stored ? (JSON.parse(readFileSync(statePath, "utf8")) as State) : { ...generateLedgerData(options.seed), idempotency: {}, outbox: [] };
+  // Written beside the file and renamed over it: a process killed mid-write (a worker's SIGKILL, a
+  // Ctrl-C) leaves the previous state whole, never a truncated file the next start cannot read.
   const save = () => {
-    if (statePath) writeFileSync(statePath, JSON.stringify(state), { mode: 0o600 });
+    if (!statePath) return;
+    const next = `${statePath}.${process.pid}.tmp`;
+    writeFileSync(next, JSON.stringify(state), { mode: 0o600 });
+    renameSync(next, statePath);
   };
   const server = new McpServer({ name: "ledger", version: "1.0.0" });
   const read = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
