@@ -276,7 +276,11 @@ when { principal.owner == User::"${ownerId}" };
       for (const candidate of [recorded(ownerId), run(["internal"])]) {
         const decided = await decideResultRelease(ledger.db.prisma, candidate, envelope(1));
         expect(decided).toMatchObject({ decision: "deny", reasons: [{ policyId: "owner-results-stay-home" }] });
-        expect(decided.request.entities).toContainEqual({ uid: { type: "Agent", id: ledger.agent.id }, attrs: { owner: { __entity: { type: "User", id: ownerId } } }, parents: [] });
+        expect(decided.request.entities).toContainEqual({
+          uid: { type: "Agent", id: ledger.agent.id },
+          attrs: { owner: { __entity: { type: "User", id: ownerId } } },
+          parents: [],
+        });
       }
       // Another owner named for this agent is the one decided on: the read is skipped, not repeated.
       expect((await decideResultRelease(ledger.db.prisma, recorded("00000000-0000-4000-8000-00000000beef"), envelope(1))).decision).toBe("allow");
