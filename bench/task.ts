@@ -2,19 +2,26 @@
  * `npm run bench:task` — the demo task done two ways, side by side in one run, printed as JSON:
  * net paid revenue minus succeeded refunds per currency, paging 500 rows at a time.
  *
- * - direct: an SDK client on the ledger's own MCP server (stdio, as the broker starts it) calls
- *   listInvoices page by page and listRefunds, and adds up in the agent;
- * - airlock: an SDK client on Airlock's MCP endpoint submits one script that does the same; policy
- *   auto-approves it and the in-process worker executes it in the sandbox (strict isolation,
- *   warm pool), and the answer is `submit_run`'s own (or get_run's when it was not done in time).
+ * - direct: an SDK client on the ledger's own MCP server (stdio, as the broker starts it) lists its
+ *   tools, calls listInvoices page by page and listRefunds, and adds up in the agent;
+ * - airlock: an SDK client on Airlock's MCP endpoint lists Airlock's tools, asks search_tools for
+ *   the two tools' declarations and submits one script that does the same; policy auto-approves it
+ *   and the in-process worker executes it in the sandbox (strict isolation, warm pool), and the
+ *   answer is `submit_run`'s own (or get_run's when it was not done in time). Done twice: on a
+ *   connection offering all eight tools, and on one whose URL selects the three the plan uses
+ *   (CODE_MODE_QUERY), which lists fewer.
  *
- * For each: machine time from the first request to the answer, over REPETITIONS (each client is
- * connected beforehand), and the tokens that reach the agent's context (o200k_base), counted after
- * the clock stops (tokenizing is the model provider's work, not the agent's machine's):
+ * Both sides are timed over the same plan as their tokens are counted: from the first request
+ * (tools/list) to the answer, over REPETITIONS, each client connected beforehand. The JSON also
+ * gives each request's share (`phasesMs`), so the run alone (submit_run to its answer) can be
+ * compared with earlier figures, which left Airlock's tools/list and search_tools off its clock
+ * while direct's tools/list was on it.
+ *
+ * Tokens reach the agent's context as text and are counted after the clock stops (o200k_base;
+ * tokenizing is the model provider's work, not the agent's machine's):
  * - direct: the upstream's `tools/list` JSON, every call's arguments and every result's text;
  * - airlock: Airlock's `tools/list` JSON, the `search_tools` text (detail full, the two tools), the
- *   `submit_run` arguments and the answer's text; counted again as `airlockCodeMode` on a connection
- *   whose URL selects the three tools the plan uses (CODE_MODE_QUERY), which lists fewer.
+ *   `submit_run` arguments and the answer's text.
  * `structuredContent` is not counted when the text repeats it. Model turns are counted too: one per
  * tool call the model makes, plus its answer. Every repetition's answers are compared, so a wrong
  * Airlock result fails the benchmark instead of looking fast.
@@ -53,7 +60,7 @@ const SCRIPT = [
 type Money = Record<string, number>;
 type CallAnswer = { content?: { type: string; text?: string }[]; structuredContent?: unknown; isError?: boolean };
 
-function summarize(samples: number[]) {
+function summarize(samples: readonly number[]) {
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (q: number) => Number(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(2));
   return { n: samples.length, p50: at(0.5), min: at(0), max: at(1) };
@@ -65,12 +72,26 @@ function textOf(answer: CallAnswer): string {
 
 const tokens = (context: readonly string[]) => context.reduce((sum, text) => sum + encode(text).length, 0);
 
-/** What reached the agent's context, as text; counted (tokenized) after the clock stops, as a model provider would. */
-type Seen = { net: Money; context: string[]; turns: number };
+/**
+ * What reached the agent's context, as text, counted (tokenized) after the clock stops as a model
+ * provider would; and how long each request of the plan took, by name.
+ */
+type Seen = { net: Money; context: string[]; turns: number; phases: Record<string, number> };
 
-/** Direct calling: the agent pages through the ledger itself. */
+/** The time `request` took, added to `phases[name]`. */
+async function phase<T>(phases: Record<string, number>, name: string, request: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    return await request();
+  } finally {
+    phases[name] = (phases[name] ?? 0) + performance.now() - started;
+  }
+}
+
+/** Direct calling: the agent lists the ledger's tools and pages through the ledger itself. */
 async function direct(client: Client): Promise<Seen> {
-  const context = [JSON.stringify(await client.listTools())];
+  const phases: Record<string, number> = {};
+  const context = [JSON.stringify(await phase(phases, "toolsList", () => client.listTools()))];
   let turns = 1; // the answer
   const net: Money = {};
   for (const [tool, key, sign, status] of [
@@ -80,7 +101,7 @@ async function direct(client: Client): Promise<Seen> {
     let cursor: string | undefined;
     do {
       const args = { status, limit: 500, ...(cursor ? { cursor } : {}) };
-      const answer = (await client.callTool({ name: tool, arguments: args })) as CallAnswer;
+      const answer = (await phase(phases, "calls", () => client.callTool({ name: tool, arguments: args }))) as CallAnswer;
       turns++;
       const text = textOf(answer);
       context.push(JSON.stringify(args), text);
@@ -89,39 +110,54 @@ async function direct(client: Client): Promise<Seen> {
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
   }
-  return { net, context, turns };
+  return { net, context, turns, phases };
 }
 
 /** One Airlock run: discovery, one submit, and get_run only when the submit's short wait ended first. */
-async function airlock(client: Client, discover: boolean): Promise<Seen> {
-  const context: string[] = [];
-  let turns = 1; // the answer
-  if (discover) {
-    context.push(JSON.stringify(await client.listTools()));
-    const found = (await client.callTool({ name: "search_tools", arguments: { query: "listInvoices listRefunds", detail: "full" } })) as CallAnswer;
-    context.push(textOf(found));
-    turns++;
-  }
+async function airlock(client: Client): Promise<Seen> {
+  const phases: Record<string, number> = {};
+  const context = [JSON.stringify(await phase(phases, "toolsList", () => client.listTools()))];
+  const found = (await phase(phases, "searchTools", () =>
+    client.callTool({ name: "search_tools", arguments: { query: "listInvoices listRefunds", detail: "full" } }),
+  )) as CallAnswer;
+  context.push(textOf(found));
+  let turns = 2; // search_tools and the answer
   // The same script each time, as an agent asked the same question again: each is a new run, executed
   // in full; its analysis comes from intake's cache after the first (lib/intake/analyze.ts).
   const args = { code: SCRIPT, purpose: "Net paid revenue minus succeeded refunds per currency" };
   context.push(JSON.stringify(args));
-  let answer = (await client.callTool({ name: "submit_run", arguments: args })) as CallAnswer;
+  let answer = (await phase(phases, "run", () => client.callTool({ name: "submit_run", arguments: args }))) as CallAnswer;
   turns++;
   for (;;) {
     const view = answer.structuredContent as { runId: string; status: string; result?: unknown; error?: unknown };
     context.push(textOf(answer));
-    if (view.status === "succeeded") return { net: view.result as Money, context, turns };
+    if (view.status === "succeeded") return { net: view.result as Money, context, turns, phases };
     if (!["queued", "auto_approved", "running"].includes(view.status)) throw new Error(`the run ended ${view.status}: ${JSON.stringify(view.error)}`);
-    answer = (await client.callTool({ name: "get_run", arguments: { runId: view.runId, waitSeconds: 30 } })) as CallAnswer;
+    answer = (await phase(phases, "run", () => client.callTool({ name: "get_run", arguments: { runId: view.runId, waitSeconds: 30 } }))) as CallAnswer;
     turns++;
   }
 }
 
-async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
-  const t = performance.now();
-  const value = await fn();
-  return { ms: performance.now() - t, value };
+/** The plan's machine time over the repetitions, and each request's share of it. */
+class Timings {
+  private readonly totals: number[] = [];
+  private readonly phases = new Map<string, number[]>();
+
+  async time(plan: () => Promise<Seen>): Promise<Seen> {
+    const started = performance.now();
+    const seen = await plan();
+    this.totals.push(performance.now() - started);
+    for (const [name, ms] of Object.entries(seen.phases)) this.phases.set(name, [...(this.phases.get(name) ?? []), ms]);
+    return seen;
+  }
+
+  get p50(): number {
+    return summarize(this.totals).p50;
+  }
+
+  summary() {
+    return { ...summarize(this.totals), phasesMs: Object.fromEntries([...this.phases].map(([name, ms]) => [name, summarize(ms).p50])) };
+  }
 }
 
 async function main() {
@@ -134,29 +170,30 @@ async function main() {
   const directClient = new Client({ name: "bench-direct", version: "1" });
   await directClient.connect(new StdioClientTransport({ command: ledger.command, args: ledger.args, stderr: "ignore" }));
 
-  const directMs: number[] = [];
-  const airlockMs: number[] = [];
+  const codeModeClient = await endpoint.connect(CODE_MODE_QUERY);
   const directRun = await direct(directClient);
-  const airlockRun = await airlock(agentClient, true);
-  const codeModeRun = await airlock(await endpoint.connect(CODE_MODE_QUERY), true);
+  const airlockRun = await airlock(agentClient);
+  const codeModeRun = await airlock(codeModeClient);
   const sorted = (net: Money) => JSON.stringify(Object.entries(net).sort(([a], [b]) => a.localeCompare(b)));
   const sameAnswer = (run: Seen) => {
     if (sorted(directRun.net) !== sorted(run.net))
       throw new Error(`the answers differ: direct ${JSON.stringify(directRun.net)}, other ${JSON.stringify(run.net)}`);
   };
+  const timings = { direct: new Timings(), airlock: new Timings(), codeMode: new Timings() };
+  const sides = [
+    [timings.direct, () => direct(directClient)],
+    [timings.airlock, () => airlock(agentClient)],
+    [timings.codeMode, () => airlock(codeModeClient)],
+  ] as const;
   for (let i = 0; i < WARMUP + REPETITIONS; i++) {
-    // Alternating, so a machine that slows down slows both sides.
-    await new Promise((resolve) => setTimeout(resolve, THINK_MS));
-    const d = await timed(() => direct(directClient));
-    const a = await timed(() => airlock(agentClient, false));
-    [d.value, a.value].forEach(sameAnswer);
-    if (i < WARMUP) continue;
-    directMs.push(d.ms);
-    airlockMs.push(a.ms);
+    // Alternating, so a machine that slows down slows every side; each after a pause.
+    for (const [timing, plan] of sides) {
+      await new Promise((resolve) => setTimeout(resolve, THINK_MS));
+      sameAnswer(i < WARMUP ? await plan() : await timing.time(plan));
+    }
   }
   [airlockRun, codeModeRun].forEach(sameAnswer);
-  const d = summarize(directMs);
-  const a = summarize(airlockMs);
+  const ratio = (side: Timings) => Number((side.p50 / timings.direct.p50).toFixed(2));
   console.log(
     JSON.stringify(
       {
@@ -174,7 +211,14 @@ async function main() {
           codeModeQuery: CODE_MODE_QUERY,
         },
         turns: { direct: directRun.turns, airlock: airlockRun.turns },
-        machineMs: { direct: d, airlock: a, ratioP50: Number((a.p50 / d.p50).toFixed(2)), targetRatio: 2 },
+        machineMs: {
+          direct: timings.direct.summary(),
+          airlock: timings.airlock.summary(),
+          airlockCodeMode: timings.codeMode.summary(),
+          ratioP50: ratio(timings.airlock),
+          codeModeRatioP50: ratio(timings.codeMode),
+          targetRatio: 2,
+        },
         answer: airlockRun.net,
       },
       null,
