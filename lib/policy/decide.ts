@@ -26,8 +26,14 @@
  *
  * Guarantees: `decide` and `decideRelease` are pure (no I/O, no clock) and never throw; every
  * decision carries at least one reason with the deciding policy's id, @reason and source text.
+ * Being pure, a decision is remembered (the last DECISIONS_KEPT) by what decides it: the prepared
+ * set, whose id is the digest of its text, and the request's canonical JSON. Requests of
+ * different scripts with the same facts (tools, effect, findings, data classes, limits) are the
+ * same request. Each caller gets its own copy. A failed evaluation (a set not loaded into Cedar, a
+ * request it rejects) is never remembered: it is decided again, and denied again, every time.
  */
 import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
+import { canonicalJson } from "@/lib/canonical-json";
 import type { PolicyInfo, PreparedActionSet, PreparedPolicySet, ReviewerRole } from "@/lib/policy/policy-set";
 import { RELEASE_SCHEMA_NAME, SCHEMA_NAME, type PolicyRequest } from "@/lib/policy/request";
 
@@ -88,7 +94,33 @@ export function decideRelease(request: PolicyRequest, prepared: PreparedPolicySe
   return evaluate(request, prepared.release, RELEASE_SCHEMA_NAME, RELEASE_WORDS);
 }
 
+/** How many decisions are remembered, oldest forgotten first. */
+const DECISIONS_KEPT = 1_000;
+const decisions = new Map<string, PolicyDecision>();
+
 function evaluate(request: PolicyRequest, prepared: PreparedActionSet, schemaName: string, words: Words): PolicyDecision {
+  let key: string;
+  try {
+    key = `${prepared.id}\n${schemaName}\n${canonicalJson(request)}`;
+  } catch {
+    // A request with no canonical form (it never comes from buildPolicyRequest) is decided, not remembered.
+    return evaluateNow(request, prepared, schemaName, words);
+  }
+  const kept = decisions.get(key);
+  if (kept) {
+    // Most recently used last, so the oldest is the first forgotten.
+    decisions.delete(key);
+    decisions.set(key, kept);
+    return structuredClone(kept);
+  }
+  const decided = evaluateNow(request, prepared, schemaName, words);
+  if (decided.reasons.some((reason) => reason.policyId === BUILTIN_REASONS.evaluationError)) return decided;
+  decisions.set(key, decided);
+  if (decisions.size > DECISIONS_KEPT) decisions.delete(decisions.keys().next().value!);
+  return structuredClone(decided);
+}
+
+function evaluateNow(request: PolicyRequest, prepared: PreparedActionSet, schemaName: string, words: Words): PolicyDecision {
   const evaluationError = (message: string): PolicyDecision =>
     deny([{ policyId: BUILTIN_REASONS.evaluationError, text: `Policy evaluation failed, so ${words.denied}: ${message}`, source: "" }]);
   let answer: cedar.AuthorizationAnswer;

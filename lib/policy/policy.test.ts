@@ -3,13 +3,15 @@
  * semantics on top of Cedar (forbid > escalation > permit > default deny), fail-closed
  * evaluation, and draft validation with line/column positions.
  */
+import { randomUUID } from "node:crypto";
+import * as cedar from "@cedar-policy/cedar-wasm/nodejs";
 import { describe, expect, it } from "vitest";
 import { analyzeScript } from "@/lib/intake/analyze";
 import type { ScriptFacts } from "@/lib/contracts/analysis";
 import type { ToolFacts } from "@/lib/contracts/tools";
 import type { Finding } from "@/lib/contracts/analysis";
 import { BUILTIN_REASONS, decide, decideRelease } from "@/lib/policy/decide";
-import { defaultPolicyText, preparePolicySet, PolicyValidationError, validatePolicyText } from "@/lib/policy/policy-set";
+import { defaultPolicyText, preparePolicySet, PolicyValidationError, validatePolicyText, type PreparedPolicySet } from "@/lib/policy/policy-set";
 import { buildPolicyRequest, buildReleaseRequest, type PolicyRequestInput } from "@/lib/policy/request";
 
 const defaults = preparePolicySet(defaultPolicyText());
@@ -236,6 +238,34 @@ describe("decide on other policy sets", () => {
     const decision = decide(request(), { ...defaults, id: "never-prepared" });
     expect(decision.decision).toBe("deny");
     expect(decision.reasons[0]!.text).toMatch(/Policy evaluation failed.*never-prepared/);
+  });
+
+  it("remembers a decision by the policy text and the whole request, and gives each caller its own copy", () => {
+    const docsOnly = preparePolicySet('@id("only-docs") @reason("docs only") permit (principal, action, resource) when { resource.tools == ["docs.search"] };');
+    const first = decide(request(), docsOnly);
+    expect(first.decision).toBe("allow");
+    first.reasons.length = 0;
+    first.decision = "deny";
+    expect(decide(request(), docsOnly)).toMatchObject({ decision: "allow", reasons: [{ policyId: "only-docs" }] });
+    // Another text, the same request: decided by that text.
+    const nothing = preparePolicySet('@id("forbid-all") @reason("closed") forbid (principal, action, resource);');
+    expect(ids(decide(request(), nothing))).toEqual(["forbid-all"]);
+    // The same text, one fact of the request changed: decided anew.
+    expect(decide(request({ agent: { id: "agent-1", ownerId: "user-2" }, capabilitySet: ["ledger.listInvoices"] }), docsOnly).decision).toBe("deny");
+    expect(decide(request({ facts: { ...READ_ONLY_PUBLIC, effect: "write" } }), defaults).decision).toBe("escalate");
+  });
+
+  it("never remembers a failed evaluation: a set loaded into Cedar after a denial decides the next request", () => {
+    const id = `late-${randomUUID()}`;
+    const source = "permit (principal, action, resource);";
+    const late: PreparedPolicySet = {
+      id,
+      policies: new Map([["allow-all", { id: "allow-all", action: "run", effect: "permit", reason: "all", approvals: 0, source }]]),
+      release: null,
+    };
+    expect(ids(decide(request(), late))).toEqual([BUILTIN_REASONS.evaluationError]);
+    expect(cedar.preparsePolicySet(id, { staticPolicies: { "allow-all": source } }).type).toBe("success");
+    expect(decide(request(), late)).toMatchObject({ decision: "allow", reasons: [{ policyId: "allow-all" }] });
   });
 
   it("prepares the same text to the same content-addressed set", () => {
