@@ -1,7 +1,7 @@
 /**
- * What an agent reads through the MCP door, recorded before the answer is sent (each in its own
- * short transaction; if the event cannot be written the call fails and the agent gets an
- * internal error, not the data):
+ * What an agent reads through the MCP door, recorded before the answer is sent (each staged by a
+ * statement of its own, which commits whole or not at all; if the event cannot be written the
+ * call fails and the agent gets an internal error, not the data):
  * - `tools.searched {query, server, detail, results}` for every search_tools;
  * - `inputs.listed {count}` for every list_inputs;
  * - `run.result_read {via, dataClasses, status}` whenever a run's result is handed to the agent
@@ -11,14 +11,15 @@
  * Refusals (auth.forbidden) go through lib/audit/access.ts; rejected tokens through
  * lib/auth/token-rejections.ts.
  */
-import { recordAudit, type AuditEventInput } from "@/lib/audit/record";
+import { stageAuditEvents, type AuditEventInput } from "@/lib/audit/record";
 import type { Db } from "@/lib/db";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { touchesRegulatedData } from "@/lib/contracts/data-classes";
 import { runOfView, type AgentActor, type RunView } from "@/lib/runs/service";
 
 export async function recordAgentRead(db: Db, agent: AgentActor, event: Omit<AuditEventInput, "actor">): Promise<void> {
-  await db.$transaction((tx) => recordAudit(tx, { actor: agent, ...event }));
+  // The event is the whole change: one statement needs no transaction around it (and saves two round trips).
+  await stageAuditEvents(db, [{ actor: agent, ...event }], new Date());
 }
 
 /** The data classes a run touches: its inputs' and, from analysis, its tools' (facts.dataClasses). */
