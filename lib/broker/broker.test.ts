@@ -14,7 +14,7 @@ import { generateLedgerData } from "@/lib/demo/ledger/data";
 import { createLedgerServer } from "@/lib/demo/ledger/server";
 import { REPO_ROOT } from "@/lib/sandbox/host";
 import { runInSandbox } from "@/lib/sandbox";
-import { ConfigError, ToolBroker, loadConfig, parseConfig, type BrokerCallRecord, type ToolCallError } from "./index";
+import { ConfigError, ToolBroker, loadConfig, parseConfig, type ToolCallError } from "./index";
 import { JsonFilePinStore } from "./testing/file-pin-store";
 
 const tmp = mkdtempSync(join(tmpdir(), "airlock-broker-test-"));
@@ -69,10 +69,9 @@ describe("config", () => {
 
 describe("ledger upstream", () => {
   let broker: ToolBroker;
-  const records: BrokerCallRecord[] = [];
   beforeAll(async () => {
     const config = parseConfig({ servers: { ledger: ledgerServer } }, join(tmp, "a.json"));
-    broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(join(tmp, "pins-ledger.json")), onToolCall: (r) => records.push(r) });
+    broker = await ToolBroker.connect(config, { pins: new JsonFilePinStore(join(tmp, "pins-ledger.json")) });
   });
   afterAll(() => broker?.close());
 
@@ -146,8 +145,7 @@ describe("ledger upstream", () => {
     expect(broker.search("", "name", { server: "nope" }).tools).toEqual([]);
   });
 
-  it("validates arguments before they leave the host, returns null-prototype results and reports each call", async () => {
-    records.length = 0;
+  it("validates arguments before they leave the host, returns null-prototype results and fails an upstream error", async () => {
     await expect(broker.callTool("ledger", "listInvoices", { status: "bogus" }, new AbortController().signal)).rejects.toMatchObject({ outcome: "refused" });
     await expect(broker.callTool("ledger", "nope", {}, new AbortController().signal)).rejects.toThrow(/unknown tool/);
     const value = (await broker.callTool("ledger", "getCustomer", { customerId: "cus_001" }, new AbortController().signal)) as Record<string, unknown>;
@@ -155,13 +153,6 @@ describe("ledger upstream", () => {
     expect(value.customer).toMatchObject({ id: "cus_001", email: expect.stringContaining("@example.com") });
     const failed = broker.callTool("ledger", "getCustomer", { customerId: "cus_999" }, new AbortController().signal);
     await expect(failed).rejects.toMatchObject({ outcome: "error", message: expect.stringContaining("no customer cus_999") } satisfies Partial<ToolCallError>);
-    expect(records.map((r) => r.outcome)).toEqual(["refused", "refused", "ok", "error"]);
-    expect(records[2]).toMatchObject({
-      server: "ledger",
-      tool: "getCustomer",
-      argsDigest: expect.stringMatching(/^[0-9a-f]{64}$/),
-      resultDigest: expect.stringMatching(/^[0-9a-f]{64}$/),
-    });
   });
 
   it("issueRefund is idempotent by key; the state file keeps writes across restarts", async () => {

@@ -9,8 +9,8 @@
  *  - every call is checked against the tool's inputSchema before it leaves the host, and every
  *    result is size-capped, depth-capped, copied into null-prototype objects and checked against
  *    the outputSchema before it reaches a script; an upstream `isError` result is a failed call;
- *  - every call is reported to `onToolCall` with digests of arguments and result (never the
- *    values), duration and outcome;
+ *  - what a call took and returned is recorded by its caller (lib/runs/executor.ts, with the
+ *    digests of what it stores), not here;
  *  - credentials in the config (env, headers) are handed to the transport only.
  * Refuses: unknown tools, quarantined tools, invalid arguments, results that are too big, too
  * deep, not JSON-like or off-schema. Capability checks (which tools a run may call) belong to the
@@ -29,7 +29,7 @@ import { compileToolSchema, issuesText, type SchemaCheck } from "./schema-check"
 import { generateDeclarations } from "./declarations";
 import { NEVER_ACCEPTED, type PinStore } from "./pins";
 import { effectOf, type ToolAnnotations } from "@/lib/contracts/tools";
-import type { BrokerCallRecord, ToolInfo } from "./types";
+import type { ToolInfo } from "./types";
 import { canonicalJson } from "@/lib/canonical-json";
 
 export class ToolCallError extends Error {
@@ -161,13 +161,12 @@ export class ToolBroker {
     private readonly pins: PinStore,
     private readonly config: AirlockConfig,
     private readonly limits: BrokerLimits,
-    private readonly onToolCall?: (record: BrokerCallRecord) => void,
   ) {}
 
   /** Connects every configured upstream, lists and pins its tools. Fails naming the upstream. */
   static async connect(
     config: AirlockConfig,
-    options: { pins: PinStore; onToolCall?: (record: BrokerCallRecord) => void; limits?: Partial<BrokerLimits> },
+    options: { pins: PinStore; limits?: Partial<BrokerLimits> },
   ): Promise<ToolBroker> {
     const limits = { ...DEFAULT_BROKER_LIMITS, ...options.limits };
     const settled = await Promise.allSettled(Object.entries(config.servers).map(([name, server]) => connectUpstream(name, server, limits.connectTimeoutMs)));
@@ -196,7 +195,7 @@ export class ToolBroker {
       await Promise.allSettled([...upstreams.values()].map((u) => u.client.close()));
       throw error;
     }
-    return new ToolBroker(upstreams, registry, options.pins, config, limits, options.onToolCall);
+    return new ToolBroker(upstreams, registry, options.pins, config, limits);
   }
 
   private static async listAll(upstream: Upstream, limits: BrokerLimits): Promise<ToolInfo[]> {
@@ -322,12 +321,7 @@ export class ToolBroker {
 
   /** Calls one tool; the signature matches the sandbox's CallTool. */
   readonly callTool = async (server: string, name: string, args: JsonValue, signal: AbortSignal): Promise<JsonValue> => {
-    const started = performance.now();
-    const argsDigest = sha256(canonicalJson(args));
-    const report = (outcome: BrokerCallRecord["outcome"], resultDigest: string | null) =>
-      this.onToolCall?.({ server, tool: name, argsDigest, resultDigest, durationMs: performance.now() - started, outcome });
     const refuse = (message: string): never => {
-      report("refused", null);
       throw new ToolCallError(message, "refused");
     };
     const key = `${server}.${name}`;
@@ -383,13 +377,11 @@ export class ToolBroker {
         value = texts.every((t) => t !== null) ? texts.join("\n") : content;
       }
     } catch (error) {
-      report("error", null);
       if (error instanceof ToolCallError) throw error;
       throw new ToolCallError(`${key} failed: ${sanitizeText((error as Error).message ?? String(error), 1000)}`, "error");
     } finally {
       signal.removeEventListener("abort", cancel);
     }
-    report("ok", sha256(canonicalJson(value)));
     return value;
   };
 

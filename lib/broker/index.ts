@@ -6,4 +6,4 @@ export { ToolBroker, ToolCallError, BrokerError, DEFAULT_BROKER_LIMITS, toolHash
 export { loadConfig, parseConfig, ConfigError, type AirlockConfig, type ServerConfig } from "./config";
 export type { PinStore } from "./pins";
 export { generateDeclarations } from "./declarations";
-export type { ToolInfo, BrokerCallRecord } from "./types";
+export type { ToolInfo } from "./types";

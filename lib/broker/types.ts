@@ -22,11 +22,3 @@ export type ToolInfo = {
   piiFields: Readonly<Record<string, PiiTokenKind>>;
 };
 
-export type BrokerCallRecord = {
-  server: string;
-  tool: string;
-  argsDigest: string;
-  resultDigest: string | null;
-  durationMs: number;
-  outcome: "ok" | "error" | "refused";
-};
