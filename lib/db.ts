@@ -22,6 +22,7 @@
  * by the ESLint import rule instead.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { createHash } from "node:crypto";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient, type Prisma } from "@/lib/generated/prisma/client";
 import { env } from "@/lib/env";
@@ -30,8 +31,25 @@ import { sequenceAudit } from "@/lib/db/audit-sequence";
 export type { PrismaClient };
 export type Tx = Prisma.TransactionClient;
 
+/**
+ * Every statement is a named prepared statement, named by the digest of its text: a connection
+ * parses each distinct text once, and PostgreSQL may keep its plan, instead of parsing it again on
+ * every execution. It needs a connection of its own, as LISTEN does: a transaction-mode pooler
+ * (PgBouncer's `pool_mode = transaction`) is not supported (docs/deploy.md).
+ */
+const statementNames = new Map<string, string>();
+function statementName({ sql }: { sql: string }): string {
+  let name = statementNames.get(sql);
+  if (name === undefined) {
+    name = `airlock_${createHash("sha256").update(sql).digest("base64url").slice(0, 32)}`;
+    if (statementNames.size >= 10_000) statementNames.clear();
+    statementNames.set(sql, name);
+  }
+  return name;
+}
+
 export function createPrismaClient(databaseUrl: string): PrismaClient {
-  const base = new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl }) });
+  const base = new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl }, { statementNameGenerator: statementName }) });
   const chained = base.$extends({
     query: {
       auditEvent: {
