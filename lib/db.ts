@@ -32,17 +32,21 @@ export type { PrismaClient };
 export type Tx = Prisma.TransactionClient;
 
 /**
- * Every statement is a named prepared statement, named by the digest of its text: a connection
- * parses each distinct text once, and PostgreSQL may keep its plan, instead of parsing it again on
- * every execution. It needs a connection of its own, as LISTEN does: a transaction-mode pooler
- * (PgBouncer's `pool_mode = transaction`) is not supported (docs/deploy.md).
+ * Statements are named prepared statements, named by the digest of their text: a connection parses
+ * each distinct text once, and PostgreSQL may keep its plan, instead of parsing it again on every
+ * execution. The first PREPARED_TEXTS distinct texts of the process are named, the rest run
+ * unnamed, so no connection ever holds more than that many. Named statements need a connection of
+ * their own, as LISTEN does: a transaction-mode pooler (PgBouncer's `pool_mode = transaction`) is
+ * not supported (docs/deploy.md).
  */
+const PREPARED_TEXTS = 1_000;
 const statementNames = new Map<string, string>();
 function statementName({ sql }: { sql: string }): string {
   let name = statementNames.get(sql);
   if (name === undefined) {
+    // "" is pg's unnamed statement, parsed anew each time.
+    if (statementNames.size >= PREPARED_TEXTS) return "";
     name = `airlock_${createHash("sha256").update(sql).digest("base64url").slice(0, 32)}`;
-    if (statementNames.size >= 10_000) statementNames.clear();
     statementNames.set(sql, name);
   }
   return name;
