@@ -3,9 +3,10 @@
  * cached forever (a clock is passed in, nothing sleeps); start-up refuses a level the host cannot
  * meet unless the config allows degrading; and a degraded runtime decides and runs at
  * permission-only, where the shipped policy denies scripts that are not read-only — through real
- * intake, real Cedar, the real ledger upstream and a real sandbox.
+ * intake, real Cedar, the real ledger upstream and a real sandbox; a start that fails part-way
+ * leaves none of the upstream processes it had started running.
  */
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -173,6 +174,25 @@ describe("a runtime below strict, through intake, policy and the sandbox", () =>
       .toBe("succeeded");
     expect((await db.prisma.run.findUniqueOrThrow({ where: { id: read.runId } })).isolation).toBe("permission-only");
   }, 120_000);
+
+  it("a start that fails after the upstreams connected leaves none of them running", async () => {
+    const stateFile = join(await mkdtemp(join(tmpdir(), "airlock-ledger-")), "state.json");
+    /** Processes whose command line names this test's ledger state file: the ledger the broker started. */
+    const ledgers = async () => {
+      const found: number[] = [];
+      for (const pid of (await readdir("/proc")).filter((name) => /^\d+$/.test(name))) {
+        const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+        if (cmdline.includes(stateFile)) found.push(Number(pid));
+      }
+      return found;
+    };
+    // The queue's connection is refused (a wrong password), after the broker has started the ledger.
+    const refused = new URL(db.url);
+    refused.password = "not-the-password";
+    const config = { ...demoConfig(stateFile), sandbox: { isolation: "permission-only" as const, poolSize: 1 } };
+    await expect(createRuntime(db.prisma, config, { databaseUrl: refused.toString(), execute: true })).rejects.toThrow(/password/);
+    await expect.poll(ledgers, { timeout: 10_000, interval: 100 }).toEqual([]);
+  }, 60_000);
 
   it("a web process whose workers may degrade decides at permission-only", async () => {
     const runtime = await runtimeWith({ isolation: "strict", poolSize: 1, allowDegraded: true }, false);

@@ -23,7 +23,7 @@ import { ALLOWED_BUILTINS, createSandboxPool, type SandboxPool } from "@/lib/san
 import { quickAddJob, runMigrations as migrateQueue } from "graphile-worker";
 import { notifyEscalation } from "./notify";
 import { checkIsolation, type IsolationCheck } from "./isolation";
-import { listenRunChanges } from "./run-changes";
+import { listenRunChanges, type RunChanges } from "./run-changes";
 import { startAuditSequencer } from "@/lib/audit/sequencer";
 import { EXECUTE_RUN, PREVIEW_RUN, startRunQueue, type MaintenanceOptions, type RunQueue } from "./queue";
 import { quietQueueLogger } from "@/lib/db/queue-logger";
@@ -86,41 +86,51 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
   const sandbox = await checkIsolation(config.sandbox, { execute: options.execute });
   await upsertServers(db, config);
   const broker = await ToolBroker.connect(config, { pins: new DbPinStore(db) });
-  await syncRegistry(db, broker.tools());
   const allowedImports = [...config.packages, ...ALLOWED_BUILTINS];
   let pool: SandboxPool | null = null;
   let queue: RunQueue | null = null;
-  // The queue's own schema (graphile_worker) is installed by the migrate step, as the owner
-  // (lib/db/setup.ts); here graphile-worker checks it is current, which the app role may read.
-  await migrateQueue({ connectionString: options.databaseUrl, logger: quietQueueLogger }).catch((error: unknown) => {
-    if ((error as { code?: string }).code !== "42501") throw error;
-    throw new Error(
-      "The job queue's schema (graphile_worker) is missing or out of date, and this role may not install it; run `npx airlock db migrate` as the owner (AIRLOCK_MIGRATION_DATABASE_URL).",
-      { cause: error },
-    );
-  });
-  const changes = listenRunChanges(options.databaseUrl);
-  if (options.execute) {
-    const sandboxPool = createSandboxPool({ size: config.sandbox.poolSize, isolation: sandbox.level, packages: config.packages });
-    pool = sandboxPool;
-    queue = await startRunQueue({
-      databaseUrl: options.databaseUrl,
-      db,
-      concurrency: Math.max(1, config.sandbox.poolSize),
-      drainMs: options.drainMs,
-      maintenance: options.maintenance,
-      retention: config.retention.days,
-      executor: {
-        executorId: options.executorId ?? `${hostname()}-${process.pid}`,
-        isolation: sandbox.level,
-        callTool: broker.callTool,
-        runScript: (request) => sandboxPool.run(request),
-        tool: (server, name) => broker.tool(server, name),
-        onPendingReview: (runId) => notifyEscalation(runId, db),
-        handOver: (run) => changes.handOver(run),
-      },
+  // Pushed run changes; set once the start succeeded, before any wait can arm (runs the queue ends
+  // earlier have nobody in this process waiting for them).
+  let changes: RunChanges | null = null;
+  try {
+    await syncRegistry(db, broker.tools());
+    // The queue's own schema (graphile_worker) is installed by the migrate step, as the owner
+    // (lib/db/setup.ts); here graphile-worker checks it is current, which the app role may read.
+    await migrateQueue({ connectionString: options.databaseUrl, logger: quietQueueLogger }).catch((error: unknown) => {
+      if ((error as { code?: string }).code !== "42501") throw error;
+      throw new Error(
+        "The job queue's schema (graphile_worker) is missing or out of date, and this role may not install it; run `npx airlock db migrate` as the owner (AIRLOCK_MIGRATION_DATABASE_URL).",
+        { cause: error },
+      );
     });
+    if (options.execute) {
+      const sandboxPool = createSandboxPool({ size: config.sandbox.poolSize, isolation: sandbox.level, packages: config.packages });
+      pool = sandboxPool;
+      queue = await startRunQueue({
+        databaseUrl: options.databaseUrl,
+        db,
+        concurrency: Math.max(1, config.sandbox.poolSize),
+        drainMs: options.drainMs,
+        maintenance: options.maintenance,
+        retention: config.retention.days,
+        executor: {
+          executorId: options.executorId ?? `${hostname()}-${process.pid}`,
+          isolation: sandbox.level,
+          callTool: broker.callTool,
+          runScript: (request) => sandboxPool.run(request),
+          tool: (server, name) => broker.tool(server, name),
+          onPendingReview: (runId) => notifyEscalation(runId, db),
+          handOver: (run) => changes?.handOver(run),
+        },
+      });
+    }
+  } catch (error) {
+    // A failed start leaves nothing running (the web process retries it on its next request).
+    await pool?.close().catch(() => {});
+    await broker.close();
+    throw error;
   }
+  changes = listenRunChanges(options.databaseUrl);
   /** A job for another process's queue, when this one does not execute. */
   const addJob = (task: string, jobKey: string, runId: string) =>
     quickAddJob({ connectionString: options.databaseUrl, logger: quietQueueLogger }, task, { runId }, { jobKey, maxAttempts: 3 }).then(() => undefined);
