@@ -57,17 +57,19 @@ it("another process reading the state file while the ledger writes it always fin
       "-e",
       `const fs = require("node:fs"); let reads = 0, torn = 0;
        process.stdin.on("end", () => { process.stdout.write(JSON.stringify({ reads, torn })); process.exit(0); }).resume();
-       (function read() { try { JSON.parse(fs.readFileSync(${JSON.stringify(statePath)}, "utf8")); } catch { torn++; } reads++; setImmediate(read); })();`,
+       (function read() { try { JSON.parse(fs.readFileSync(${JSON.stringify(statePath)}, "utf8")); } catch { torn++; } if (++reads === 1) process.stdout.write("reading\\n"); setImmediate(read); })();`,
     ],
     { stdio: ["pipe", "pipe", "inherit"] },
   );
   let out = "";
   reader.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
   const ended = new Promise((resolve) => reader.on("exit", resolve));
+  // The writes begin once the reader is reading, so they overlap its reads.
+  await new Promise<void>((resolve) => reader.stdout.on("data", () => out.startsWith("reading\n") && resolve()));
   await updateEmail(statePath, 200);
   reader.stdin.end();
   await ended;
-  const { reads, torn } = JSON.parse(out) as { reads: number; torn: number };
+  const { reads, torn } = JSON.parse(out.slice("reading\n".length)) as { reads: number; torn: number };
   expect(reads).toBeGreaterThan(20);
   expect(torn).toBe(0);
 });
