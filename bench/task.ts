@@ -13,9 +13,9 @@
  *
  * Both sides are timed over the same plan as their tokens are counted: from the first request
  * (tools/list) to the answer, over REPETITIONS, each client connected beforehand. The JSON also
- * gives each request's share (`phasesMs`), so the run alone (submit_run to its answer) can be
- * compared with earlier figures, which left Airlock's tools/list and search_tools off its clock
- * while direct's tools/list was on it.
+ * gives each request's p50 on its own (`phasesMs`, so they need not add up to the plan's p50), so
+ * the run alone (submit_run to its answer) can be compared with earlier figures, which left
+ * Airlock's tools/list and search_tools off its clock while direct's tools/list was on it.
  *
  * Tokens reach the agent's context as text and are counted after the clock stops (o200k_base;
  * tokenizing is the model provider's work, not the agent's machine's):
