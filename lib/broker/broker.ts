@@ -164,10 +164,7 @@ export class ToolBroker {
   ) {}
 
   /** Connects every configured upstream, lists and pins its tools. Fails naming the upstream. */
-  static async connect(
-    config: AirlockConfig,
-    options: { pins: PinStore; limits?: Partial<BrokerLimits> },
-  ): Promise<ToolBroker> {
+  static async connect(config: AirlockConfig, options: { pins: PinStore; limits?: Partial<BrokerLimits> }): Promise<ToolBroker> {
     const limits = { ...DEFAULT_BROKER_LIMITS, ...options.limits };
     const settled = await Promise.allSettled(Object.entries(config.servers).map(([name, server]) => connectUpstream(name, server, limits.connectTimeoutMs)));
     const upstreams = new Map<string, Upstream>();

@@ -21,4 +21,3 @@ export type ToolInfo = {
   /** From the config: field paths of its results and arguments that hold personal data, and their kind. */
   piiFields: Readonly<Record<string, PiiTokenKind>>;
 };
-
