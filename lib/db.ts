@@ -22,6 +22,7 @@
  * by the ESLint import rule instead.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { createHash } from "node:crypto";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient, type Prisma } from "@/lib/generated/prisma/client";
 import { env } from "@/lib/env";
@@ -30,8 +31,32 @@ import { sequenceAudit } from "@/lib/db/audit-sequence";
 export type { PrismaClient };
 export type Tx = Prisma.TransactionClient;
 
+/**
+ * Statements are named prepared statements, named by the digest of their text: a connection parses
+ * each distinct text once, and PostgreSQL may keep its plan, instead of parsing and planning it
+ * again on every execution (a third to two thirds of PostgreSQL's CPU on the demo run). As with
+ * any prepared statement, after five executions PostgreSQL may use a generic plan where it
+ * estimates one no costlier than the custom plans so far; `ALTER ROLE airlock_app SET
+ * plan_cache_mode = force_custom_plan` turns that off (docs/deploy.md). The first PREPARED_TEXTS
+ * distinct texts of the process are named, the rest run unnamed, so no connection ever holds more
+ * than that many. Named statements need a connection of their own, as LISTEN does: a
+ * transaction-mode pooler (PgBouncer's `pool_mode = transaction`) is not supported.
+ */
+const PREPARED_TEXTS = 1_000;
+const statementNames = new Map<string, string>();
+function statementName({ sql }: { sql: string }): string {
+  let name = statementNames.get(sql);
+  if (name === undefined) {
+    // "" is pg's unnamed statement, parsed anew each time.
+    if (statementNames.size >= PREPARED_TEXTS) return "";
+    name = `airlock_${createHash("sha256").update(sql).digest("base64url").slice(0, 32)}`;
+    statementNames.set(sql, name);
+  }
+  return name;
+}
+
 export function createPrismaClient(databaseUrl: string): PrismaClient {
-  const base = new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl }) });
+  const base = new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl }, { statementNameGenerator: statementName }) });
   const chained = base.$extends({
     query: {
       auditEvent: {
