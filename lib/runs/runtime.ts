@@ -126,7 +126,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
     }
   } catch (error) {
     // A failed start leaves nothing running (the web process retries it on its next request).
-    await pool?.close().catch(() => {});
+    await pool?.close().catch((closing: unknown) => console.error("closing the sandbox pool of a failed start failed", closing));
     await broker.close();
     throw error;
   }
