@@ -138,7 +138,7 @@ async function airlock(client: Client): Promise<Seen> {
   }
 }
 
-/** The plan's machine time over the repetitions, and each request's share of it. */
+/** The plan's machine time over the repetitions, and each request's own p50 (`phasesMs`). */
 class Timings {
   private readonly totals: number[] = [];
   private readonly phases = new Map<string, number[]>();
