@@ -65,7 +65,6 @@ describe("toSafeJson", () => {
     expect(refusal([new Map()])).toBe("[0] is not a plain object");
     expect(refusal({ invoice: new Invoice() })).toBe(".invoice is not a plain object");
     expect(refusal({ items: List.from([1]) })).toBe(".items is not a plain array");
-    // eslint-disable-next-line no-sparse-arrays
     expect(refusal({ items: [1, , 3] })).toBe(".items[1] is a hole");
   });
 
