@@ -44,6 +44,27 @@ return { quoted: read("quoted.csv"), plain: read("plain.csv") };`,
     });
   });
 
+  it("makes a CSV column named __proto__ or constructor an own field of each row, switching no prototype", async () => {
+    writeFileSync(join(dir, "special.csv"), "__proto__,constructor,id\nx,y,1\n");
+    writeFileSync(join(dir, "normal.csv"), "constructor,id\ny,2\n");
+    const env = await runInSandbox({
+      code: `const look = (row) => ({ keys: Object.keys(row), values: Object.values(row), plain: Object.getPrototypeOf(row) === Object.prototype });
+return { special: inputs.csv("special.csv").map(look), normal: inputs.csv("normal.csv").map(look), polluted: ({}).x ?? null };`,
+      inputs: [
+        { name: "special.csv", path: join(dir, "special.csv") },
+        { name: "normal.csv", path: join(dir, "normal.csv") },
+      ],
+      allowedTools: [],
+      callTool: echo,
+    });
+    expect(env.error).toBeNull();
+    expect(env.result).toEqual({
+      special: [{ keys: ["__proto__", "constructor", "id"], values: ["x", "y", "1"], plain: true }],
+      normal: [{ keys: ["constructor", "id"], values: ["y", "2"], plain: true }],
+      polluted: null,
+    });
+  });
+
   it("runs tools, inputs, allowlisted imports, artifacts, logs and returns the result", async () => {
     const calls: ToolCallRecord[] = [];
     const env = await runInSandbox({

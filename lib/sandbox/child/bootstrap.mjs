@@ -215,10 +215,28 @@ function csvRows(source) {
   return rows;
 }
 
+/** One object per row, keyed by the header; an empty line is no row. */
 function parseCsv(text) {
-  const [header, ...body] = csvRows(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  const rows = csvRows(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  const header = rows[0];
   if (!header) return [];
-  return body.filter((r) => !(r.length === 1 && r[0] === "")).map((r) => Object.fromEntries(header.map((h, i) => [h, r[i] ?? ""])));
+  // Assigned key by key, rows share one shape: about three times faster to build and to read
+  // than Object.fromEntries. A `__proto__` column is defined as an own property instead, the way
+  // fromEntries does (assigning it throws here: --disable-proto=throw).
+  const assignable = !header.includes("__proto__");
+  const records = [];
+  for (let k = 1; k < rows.length; k++) {
+    const row = rows[k];
+    if (row.length === 1 && row[0] === "") continue;
+    if (!assignable) {
+      records.push(Object.fromEntries(header.map((h, i) => [h, row[i] ?? ""])));
+      continue;
+    }
+    const record = {};
+    for (let i = 0; i < header.length; i++) record[header[i]] = row[i] ?? "";
+    records.push(record);
+  }
+  return records;
 }
 
 function makeInputs(dir, names) {
