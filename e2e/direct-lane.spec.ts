@@ -51,7 +51,13 @@ test("a write through call_tool is refused with USE_SUBMIT_RUN: nothing is store
     });
     const { isError, data } = body(answer);
     expect(isError).toBe(true);
-    expect(data).toEqual({ error: { code: "USE_SUBMIT_RUN", message: expect.stringMatching(/issueRefund is not accepted as read-only.*submit_run/) } });
+    expect(data).toEqual({
+      error: {
+        code: "USE_SUBMIT_RUN",
+        message: expect.stringMatching(/issueRefund is not accepted as read-only.*submit_run/),
+        next: expect.stringContaining("submit_run"),
+      },
+    });
     expect(await db.run.count({ where: { code: { contains: "direct-e2e-1" } } })).toBe(0);
     // The ledger never saw the key: no refund was issued under it.
     expect(await readFile(join(state.dataDir, "ledger-state.json"), "utf8").catch(() => "")).not.toContain("direct-e2e-1");

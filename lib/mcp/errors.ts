@@ -7,10 +7,12 @@
  * | McpError already (unknown tool, task not supported) | protocol     | rethrown                     | rethrown                |
  * | AppError bad_request / payload_too_large            | malformed    | InvalidParams                | InvalidParams           |
  * | any other AppError (forbidden, not_found, conflict, | outcome      | isError result               | InvalidRequest          |
- * | BUDGET_EXCEEDED, USE_SUBMIT_RUN, …)                 |              | `{error: {code, message}}`   | `CODE: message`         |
+ * | BUDGET_EXCEEDED, USE_SUBMIT_RUN, …)                 |              | `{error: {code, message,     | `CODE: message Next:    |
+ * |                                                     |              | next}}`                      | next`                   |
  * | anything else                                       | unexpected   | logged, InternalError        | logged, InternalError   |
  *
- * On the task path a task is created or refused, so an outcome is a protocol error there.
+ * On the task path a task is created or refused, so an outcome is a protocol error there. Every
+ * outcome says what the agent should do `next`, as a run's error does (lib/errors.ts).
  * Protocol errors are thrown as ProtocolError, never as the SDK's McpError: McpError writes
  * "MCP error <code>: " into its own message, which goes out as the JSON-RPC message, and the
  * client's McpError adds the prefix again ("MCP error -32602: MCP error -32602: …").
@@ -18,7 +20,7 @@
  * (clients validate structuredContent against it even for isError results).
  */
 import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { isAppError } from "@/lib/errors";
+import { isAppError, RUN_ERROR_RULES, type AppErrorCode } from "@/lib/errors";
 import { BudgetExceeded, DirectCallRefused } from "@/lib/intake/submit";
 
 /** A JSON-RPC error as the SDK sends it: its code, and its message as is. */
@@ -35,17 +37,35 @@ export class ProtocolError extends Error {
 export type McpFailure =
   | { kind: "protocol"; error: ProtocolError }
   | { kind: "malformed"; message: string }
-  | { kind: "outcome"; code: string; message: string }
+  | { kind: "outcome"; code: string; message: string; next: string }
   | { kind: "unexpected"; error: unknown };
+
+const NOT_THE_AGENTS_FAULT = "This is not the agent's fault: try again later, and tell the user if it persists.";
+
+/** What an agent should do after each AppError that reaches it as an outcome (not a malformed call). */
+const OUTCOME_NEXT: Record<Exclude<AppErrorCode, "bad_request" | "payload_too_large">, string> = {
+  unauthorized: "Send the agent token an Airlock admin issued as `Authorization: Bearer <token>`.",
+  forbidden: "This agent's token lacks the scope the message names: ask an Airlock admin to grant it, or do without this tool.",
+  not_found: "Check the id: use the one this agent got back (submit_run's runId); other agents' runs and unpublished skills are not visible.",
+  conflict: "The run is not in a state that allows this, or the key was used for another request: call get_run for its status, or use a new idempotencyKey.",
+  gone: "The data was purged under the retention policy and cannot be read again; tell the user.",
+  rate_limited: "Wait a few seconds and try again.",
+  config_invalid: NOT_THE_AGENTS_FAULT,
+  database_unavailable: NOT_THE_AGENTS_FAULT,
+  stored_data_invalid: NOT_THE_AGENTS_FAULT,
+  internal: NOT_THE_AGENTS_FAULT,
+};
 
 export function classifyMcpError(error: unknown): McpFailure {
   if (error instanceof ProtocolError) return { kind: "protocol", error };
   // The SDK's own (unknown task, a closed connection): sent with its message, without the prefix it carries.
   if (error instanceof McpError) return { kind: "protocol", error: new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, "")) };
-  if (error instanceof BudgetExceeded || error instanceof DirectCallRefused) return { kind: "outcome", code: error.runCode, message: error.message };
+  if (error instanceof BudgetExceeded || error instanceof DirectCallRefused) {
+    return { kind: "outcome", code: error.runCode, message: error.message, next: RUN_ERROR_RULES[error.runCode].next };
+  }
   if (isAppError(error)) {
     if (error.code === "bad_request" || error.code === "payload_too_large") return { kind: "malformed", message: error.message };
-    return { kind: "outcome", code: error.code.toUpperCase(), message: error.message };
+    return { kind: "outcome", code: error.code.toUpperCase(), message: error.message, next: OUTCOME_NEXT[error.code] };
   }
   return { kind: "unexpected", error };
 }
@@ -66,12 +86,13 @@ function protocolError(failure: Exclude<McpFailure, { kind: "outcome" }>, path: 
 export function toolFailure(error: unknown): CallToolResult {
   const failure = classifyMcpError(error);
   if (failure.kind !== "outcome") throw protocolError(failure, "tool");
-  return { content: [{ type: "text", text: JSON.stringify({ error: { code: failure.code, message: failure.message } }) }], isError: true };
+  const { code, message, next } = failure;
+  return { content: [{ type: "text", text: JSON.stringify({ error: { code, message, next } }) }], isError: true };
 }
 
 /** submit_run as a task: every failure refuses the task with a protocol error (the one to throw). */
 export function taskRefusal(error: unknown): ProtocolError {
   const failure = classifyMcpError(error);
-  if (failure.kind === "outcome") return new ProtocolError(ErrorCode.InvalidRequest, `${failure.code}: ${failure.message}`);
+  if (failure.kind === "outcome") return new ProtocolError(ErrorCode.InvalidRequest, `${failure.code}: ${failure.message} Next: ${failure.next}`);
   return protocolError(failure, "task");
 }

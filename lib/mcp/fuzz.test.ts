@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ErrorCode, GetTaskResultSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
@@ -26,7 +26,7 @@ import { publishPolicyText } from "@/lib/policy/store";
 import { appRuntime } from "@/lib/runs/runtime";
 import type { AgentActor } from "@/lib/runs/service";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { createMcpServer } from "./server";
+import { createMcpServer, MAX_ARGUMENT_DEPTH } from "./server";
 
 const SEED = 20261202;
 const RUNS_PER_TOOL = 40;
@@ -197,5 +197,55 @@ describe("the MCP tools under hostile arguments", () => {
       ),
       { seed: SEED, numRuns: RUNS_PER_TOOL, endOnFailure: true },
     );
+  });
+});
+
+describe("the MCP door under malformed requests", () => {
+  /** The protocol error a request is answered with (fails if it is answered at all). */
+  async function refusal(request: Promise<unknown>): Promise<McpError> {
+    const error = await request.then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(McpError);
+    return error as McpError;
+  }
+  const nested = (levels: number): unknown => {
+    let value: unknown = "bottom";
+    for (let i = 1; i < levels; i++) value = i % 2 ? [value] : { x: value };
+    return { x: value };
+  };
+
+  it("arguments nested thousands of levels deep are InvalidParams on every tool, never a stack overflow", async () => {
+    for (const name of Object.keys(TOOLS)) {
+      for (const levels of [MAX_ARGUMENT_DEPTH + 1, 5_000, 50_000]) {
+        const error = await refusal(client.callTool({ name, arguments: nested(levels) as Record<string, unknown> }));
+        expect(error.code, `${name} at ${levels} levels: ${error.message}`).toBe(ErrorCode.InvalidParams);
+        expect(error.message).toContain(`nested deeper than ${MAX_ARGUMENT_DEPTH} levels`);
+      }
+    }
+    // Exactly at the limit (call_tool's arguments, then `arguments`, then the value): the call reaches the tool's schema.
+    const atLimit = { server: "ledger", tool: "listInvoices", arguments: { limit: 5, status: nested(MAX_ARGUMENT_DEPTH - 2) } };
+    await typedAnswer("call_tool", atLimit);
+    const answered = await client.callTool({ name: "call_tool", arguments: atLimit }).catch((error: unknown) => error);
+    expect(String((answered as McpError).message ?? "")).not.toContain("nested deeper");
+  });
+
+  it("params that fail the protocol's schema are InvalidParams in one line, on the SDK's own methods too", async () => {
+    const cases: [string, Promise<unknown>, string][] = [
+      [
+        "tools/call",
+        client.request({ method: "tools/call", params: { name: "get_run", arguments: "abc" } } as never, CallToolResultSchema),
+        "params.arguments",
+      ],
+      ["tools/call", client.request({ method: "tools/call", params: { arguments: {} } } as never, CallToolResultSchema), "params.name"],
+      ["tasks/get", client.request({ method: "tasks/get", params: {} } as never, GetTaskResultSchema), "params.taskId"],
+    ];
+    for (const [method, request, field] of cases) {
+      const error = await refusal(request);
+      expect(error.code, error.message).toBe(ErrorCode.InvalidParams);
+      expect(error.message).toContain(`Invalid ${method} request: ${field}: `);
+      expect(error.message).not.toContain("\n");
+    }
   });
 });

@@ -25,7 +25,7 @@ import { createDataset } from "@/lib/runs/datasets";
 import { appRuntime } from "@/lib/runs/runtime";
 import type { AgentActor, RunView } from "@/lib/runs/service";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { AppError } from "@/lib/errors";
+import { AppError, RUN_ERROR_RULES } from "@/lib/errors";
 import { BudgetExceeded } from "@/lib/intake/submit";
 import { ProtocolError, classifyMcpError, taskRefusal, toolFailure } from "./errors";
 import { createMcpServer, selectTools } from "./server";
@@ -524,11 +524,12 @@ describe("MCP tool contract", () => {
       const task = taskRefusal(error);
       if (onToolPath === "result") {
         const result = toolFailure(error);
-        const body = JSON.parse((result.content[0] as { text: string }).text) as { error: { code: string; message: string } };
+        const body = JSON.parse((result.content[0] as { text: string }).text) as { error: { code: string; message: string; next: string } };
         expect(result.isError).toBe(true);
         expect(result.structuredContent).toBeUndefined();
+        expect(body.error.next).toMatch(/^[A-Z].{20,}\.$/);
         expect(task.code).toBe(ErrorCode.InvalidRequest);
-        expect(task.message).toContain(`${body.error.code}: ${body.error.message}`);
+        expect(task.message).toBe(`${body.error.code}: ${body.error.message} Next: ${body.error.next}`);
       } else {
         let thrown: unknown;
         try {
@@ -545,7 +546,8 @@ describe("MCP tool contract", () => {
       }
       expect(task.message).not.toContain("secret");
     }
-    expect(classifyMcpError(new BudgetExceeded("x"))).toMatchObject({ code: "BUDGET_EXCEEDED" });
+    expect(classifyMcpError(new BudgetExceeded("x"))).toMatchObject({ code: "BUDGET_EXCEEDED", next: RUN_ERROR_RULES.BUDGET_EXCEEDED.next });
+    expect(classifyMcpError(new AppError("forbidden", "x"))).toMatchObject({ code: "FORBIDDEN", next: expect.stringContaining("scope") });
     expect(logged).toHaveBeenCalledTimes(2);
     logged.mockRestore();
   });

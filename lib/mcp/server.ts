@@ -4,8 +4,10 @@
  * (lib/mcp/http.ts), so every handler acts as that agent and nobody else.
  *
  * Error contract (one mapper for the tool and the task path, lib/mcp/errors.ts):
- * - malformed calls (unknown tool, arguments that fail the closed schema, oversize code) are
- *   JSON-RPC protocol errors (InvalidParams) with a message naming the problem;
+ * - malformed calls (unknown tool, arguments that fail the closed schema, oversize code,
+ *   arguments nested deeper than MAX_ARGUMENT_DEPTH, params of any method that fail the
+ *   protocol's schema) are JSON-RPC protocol errors (InvalidParams) with a message naming the
+ *   problem;
  * - outcomes an agent should act on (missing scope, unknown run, idempotency conflict, budget
  *   exceeded) are tool results with `isError: true` and a typed `code` in the JSON text — or, for
  *   submit_run as a task, which is created or refused, InvalidRequest `CODE: message`;
@@ -27,7 +29,7 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { CreateTaskResult } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ClientRequestSchema, ErrorCode, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { recordForbidden } from "@/lib/audit/access";
 import { requireScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
@@ -80,6 +82,54 @@ const NO_ELICITATION: jsonSchemaValidator = {
   getValidator: () => () => ({ valid: false, data: undefined, errorMessage: "Airlock asks clients for no input" }),
 };
 
+/**
+ * Tool arguments nested deeper than this are refused at the door. No tool takes more than a few
+ * levels, and a deeper value only exhausts the stack of whatever walks it next (the analyser, a
+ * digest) instead of getting an answer.
+ */
+export const MAX_ARGUMENT_DEPTH = 64;
+
+/** Whether a JSON value has more than `limit` levels of arrays and objects; walked without recursion. */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const pending: [unknown, number][] = [[value, 1]];
+  while (pending.length > 0) {
+    const [item, level] = pending.pop()!;
+    if (item === null || typeof item !== "object") continue;
+    if (level > limit) return true;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) pending.push([child, level + 1]);
+  }
+  return false;
+}
+
+const REQUEST_SCHEMAS = new Map(ClientRequestSchema.options.map((schema) => [schema.shape.method.value as string, schema]));
+type RequestHandlers = Map<string, (request: { method: string }, extra: unknown) => Promise<unknown>>;
+
+/**
+ * The SDK parses a request's params with the protocol's schema before the handler runs, and
+ * answers a failure with InternalError and zod's multi-line dump. Here such a request gets what
+ * it is, InvalidParams naming its first problem in one line; any other failure passes unchanged.
+ * Applied to every handler the server has, the SDK's own (initialize, ping, tasks/*) included.
+ */
+function refuseMalformedParams(server: Server): void {
+  const handlers = (server as unknown as { _requestHandlers?: unknown })._requestHandlers;
+  if (!(handlers instanceof Map)) throw new Error("The MCP SDK no longer keeps _requestHandlers; refuseMalformedParams must follow it");
+  for (const [method, handler] of handlers as RequestHandlers) {
+    const schema = REQUEST_SCHEMAS.get(method);
+    if (!schema) continue;
+    (handlers as RequestHandlers).set(method, async (request, extra) => {
+      try {
+        return await handler(request, extra);
+      } catch (error) {
+        const parsed = schema.safeParse(request);
+        if (parsed.success) throw error;
+        const issue = parsed.error.issues[0]!;
+        const where = issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ` : "";
+        throw new ProtocolError(ErrorCode.InvalidParams, `Invalid ${method} request: ${where}${issue.message}`.slice(0, 500));
+      }
+    });
+  }
+}
+
 /** The server for one request, offering `offered` (every tool unless a selection narrows it). */
 export function createMcpServer(ctx: McpContext, offered: readonly McpTool[] = MCP_TOOLS): Server {
   const listing = offered.map((tool) => tool.listing);
@@ -100,6 +150,9 @@ export function createMcpServer(ctx: McpContext, offered: readonly McpTool[] = M
     const door = `mcp:${name.slice(0, 64)}`;
     const tool = byName.get(name);
     try {
+      if (nestedDeeperThan(args, MAX_ARGUMENT_DEPTH)) {
+        throw new ProtocolError(ErrorCode.InvalidParams, `The arguments are nested deeper than ${MAX_ARGUMENT_DEPTH} levels; no tool takes that.`);
+      }
       if (!tool) {
         const why = BY_NAME.has(name)
           ? `${name} is not offered on this connection, whose URL selects ${offered.map((t) => t.name).join(", ")} (?tools=)`
@@ -117,5 +170,6 @@ export function createMcpServer(ctx: McpContext, offered: readonly McpTool[] = M
       return toolFailure(error);
     }
   });
+  refuseMalformedParams(server);
   return server;
 }

@@ -140,9 +140,11 @@ describe("record_outcome", () => {
     const getRun = (await client.callTool({ name: "get_run", arguments: { runId: run.id } })) as CallToolResult;
     const getRunAnswer = JSON.parse((getRun.content[0] as { text: string }).text) as unknown;
     expect(refused).toEqual({ isError: true, value: getRunAnswer });
-    expect(refused.value).toEqual({ error: { code: "NOT_FOUND", message: `No run ${run.id} for this agent.` } });
+    expect(refused.value).toEqual({ error: { code: "NOT_FOUND", message: `No run ${run.id} for this agent.`, next: expect.stringContaining("Check the id") } });
     const unknown = await call(client, { runId: "00000000-0000-4000-8000-000000000000", action: "discarded" });
-    expect(unknown.value).toEqual({ error: { code: "NOT_FOUND", message: "No run 00000000-0000-4000-8000-000000000000 for this agent." } });
+    expect(unknown.value).toEqual({
+      error: { code: "NOT_FOUND", message: "No run 00000000-0000-4000-8000-000000000000 for this agent.", next: expect.stringContaining("Check the id") },
+    });
     expect(await db.prisma.runOutcome.count({ where: { runId: run.id } })).toBe(0);
     expect(await db.prisma.auditEvent.count({ where: { action: "run.outcome_recorded", subjectId: run.id } })).toBe(0);
   });
@@ -177,13 +179,15 @@ describe("record_outcome", () => {
     const waiting = await runOf(agent, "pending_review");
     expect(await call(client, { runId: waiting.id, action: "answered_user" })).toEqual({
       isError: true,
-      value: { error: { code: "CONFLICT", message: expect.stringContaining("has not finished (status: pending_review)") } },
+      value: {
+        error: { code: "CONFLICT", message: expect.stringContaining("has not finished (status: pending_review)"), next: expect.stringContaining("get_run") },
+      },
     });
     const run = await runOf(agent);
     for (let i = 0; i < MAX_OUTCOMES_PER_RUN; i++) expect((await call(client, { runId: run.id, action: "other", detail: `${i}` })).isError).toBe(false);
     expect(await call(client, { runId: run.id, action: "other" })).toEqual({
       isError: true,
-      value: { error: { code: "CONFLICT", message: expect.stringContaining(`the limit is ${MAX_OUTCOMES_PER_RUN}`) } },
+      value: { error: { code: "CONFLICT", message: expect.stringContaining(`the limit is ${MAX_OUTCOMES_PER_RUN}`), next: expect.any(String) } },
     });
     expect(await db.prisma.runOutcome.count({ where: { runId: run.id } })).toBe(MAX_OUTCOMES_PER_RUN);
   });
