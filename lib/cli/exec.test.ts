@@ -107,6 +107,16 @@ describe("airlock exec --dev", () => {
     expect(await db.prisma.auditEvent.count({ where: { action: { startsWith: "run." } } })).toBe(before);
   });
 
+  it("says how to allow a tool when the script called one that was not named", async () => {
+    const { out, io } = capture();
+    expect(await execCommand(["--dev", join(dir, "invoices.js")], io)).toBe(1);
+    expect(out.stdout).toMatch(/CAPABILITY_DENIED/);
+    expect(out.stderr).toContain("--dev lets a script call only the tools named with --allow SERVER.TOOL,... (or every tool with --allow-all).");
+    const allowed = capture();
+    expect(await execCommand(["--dev", "--allow", "ledger.listInvoices", join(dir, "invoices.js")], allowed.io)).toBe(0);
+    expect(allowed.out.stderr).not.toContain("--allow SERVER.TOOL");
+  });
+
   it("writes nothing to the server's database (no servers or tools registered) and refuses the server's own configuration file", async () => {
     const registered = async () => [await db.prisma.upstreamServer.count(), await db.prisma.upstreamTool.count()];
     const before = await registered();

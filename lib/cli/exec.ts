@@ -301,6 +301,9 @@ async function execDev(args: DevArgs, code: string, io: CliIo): Promise<number> 
     // The CLI exits right after this command: wait until the sandbox's directories are removed.
     await membersTornDown();
     io.stdout(args.json ? `${JSON.stringify({ ...env, findings }, null, 2)}\n` : formatEnvelope(env));
+    if (env.error?.code === "CAPABILITY_DENIED" && !args.allowAll) {
+      io.stderr("airlock exec: --dev lets a script call only the tools named with --allow SERVER.TOOL,... (or every tool with --allow-all).\n");
+    }
     return env.status === "succeeded" ? 0 : 1;
   });
 }
