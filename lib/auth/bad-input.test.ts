@@ -174,6 +174,37 @@ describe("the JSON decision door", () => {
   });
 });
 
+describe("the JSON decision route's body", () => {
+  const post = async (init: { body: BodyInit; headers?: Record<string, string> }) => {
+    const { POST } = await import("@/app/api/queue/[runId]/decision/route");
+    as("reviewer");
+    const request = new NextRequest(`http://localhost/api/queue/${runId}/decision`, { method: "POST", duplex: "half", ...init } as never);
+    const response = await POST(request, { params: Promise.resolve({ runId }) });
+    return { status: response.status, error: ((await response.json()) as { error: { code: string; message: string } }).error };
+  };
+
+  it("is 413 when too large, declared or streamed, and 400 when not JSON; nothing is stored", async () => {
+    // Declared: refused on the header, before the (absent) bytes are read.
+    const declared = await post({ body: "{}", headers: { "content-length": String(200 * 1024 * 1024) } });
+    expect(declared).toEqual({ status: 413, error: expect.objectContaining({ code: "payload_too_large" }) });
+    // Streamed without a length: refused once it passes 64 KiB, the rest never read.
+    let pulled = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled++;
+        controller.enqueue(new TextEncoder().encode(`{"comment":"${"x".repeat(16 * 1024)}`));
+      },
+    });
+    expect(await post({ body: endless })).toEqual({ status: 413, error: expect.objectContaining({ code: "payload_too_large" }) });
+    expect(pulled).toBeLessThan(10);
+    expect(await post({ body: "verdict=approve" })).toEqual({
+      status: 400,
+      error: expect.objectContaining({ code: "bad_request", message: "The body must be JSON." }),
+    });
+    expect(await db.prisma.review.count({ where: { runId } })).toBe(0);
+  });
+});
+
 describe("URL doors", () => {
   it("the audit export answers 400 for a filter with U+0000; a URL cannot carry a lone surrogate", async () => {
     const { GET } = await import("@/app/api/audit/export/route");
