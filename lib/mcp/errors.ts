@@ -90,8 +90,11 @@ export function toolFailure(error: unknown): CallToolResult {
   return { content: [{ type: "text", text: JSON.stringify({ error: { code, message, next } }) }], isError: true };
 }
 
-/** submit_run as a task: every failure refuses the task with a protocol error (the one to throw). */
-export function taskRefusal(error: unknown): ProtocolError {
+/**
+ * A request that must be answered or refused, not given a result: submit_run as a task, and the
+ * SDK's own methods (tasks/*). Every failure refuses it with a protocol error (the one to throw).
+ */
+export function requestRefusal(error: unknown): ProtocolError {
   const failure = classifyMcpError(error);
   if (failure.kind === "outcome") return new ProtocolError(ErrorCode.InvalidRequest, `${failure.code}: ${failure.message} Next: ${failure.next}`);
   return protocolError(failure, "task");

@@ -247,5 +247,9 @@ describe("the MCP door under malformed requests", () => {
       expect(error.message).toContain(`Invalid ${method} request: ${field}: `);
       expect(error.message).not.toContain("\n");
     }
+    // A well-formed request the SDK's own handler refuses keeps its code, with the prefix once.
+    const unknownTask = await refusal(client.request({ method: "tasks/get", params: { taskId: "no-such-task" } }, GetTaskResultSchema));
+    expect(unknownTask.code).toBe(ErrorCode.InvalidParams);
+    expect(unknownTask.message).toMatch(/^MCP error -32602: (?!MCP error)/);
   });
 });

@@ -27,7 +27,7 @@ import type { AgentActor, RunView } from "@/lib/runs/service";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { AppError, RUN_ERROR_RULES } from "@/lib/errors";
 import { BudgetExceeded } from "@/lib/intake/submit";
-import { ProtocolError, classifyMcpError, taskRefusal, toolFailure } from "./errors";
+import { ProtocolError, classifyMcpError, requestRefusal, toolFailure } from "./errors";
 import { createMcpServer, selectTools } from "./server";
 import { agentView } from "./tools";
 
@@ -521,7 +521,7 @@ describe("MCP tool contract", () => {
     ];
     for (const [error, kind, onToolPath] of cases) {
       expect(classifyMcpError(error).kind).toBe(kind);
-      const task = taskRefusal(error);
+      const task = requestRefusal(error);
       if (onToolPath === "result") {
         const result = toolFailure(error);
         const body = JSON.parse((result.content[0] as { text: string }).text) as { error: { code: string; message: string; next: string } };

@@ -37,7 +37,7 @@ import { appRuntime } from "@/lib/runs/runtime";
 import { submitRun } from "@/lib/intake/submit";
 import { AppError } from "@/lib/errors";
 import { structuredResult, type McpContext, type McpTool } from "./define";
-import { ProtocolError, taskRefusal, toolFailure } from "./errors";
+import { ProtocolError, requestRefusal, toolFailure } from "./errors";
 import { runTaskStore, taskOf } from "./tasks";
 import { agentView, MCP_TOOLS, submitRunTool } from "./tools";
 
@@ -107,8 +107,10 @@ type RequestHandlers = Map<string, (request: { method: string }, extra: unknown)
 /**
  * The SDK parses a request's params with the protocol's schema before the handler runs, and
  * answers a failure with InternalError and zod's multi-line dump. Here such a request gets what
- * it is, InvalidParams naming its first problem in one line; any other failure passes unchanged.
- * Applied to every handler the server has, the SDK's own (initialize, ping, tasks/*) included.
+ * it is, InvalidParams naming its first problem in one line. Any other failure goes through the
+ * door's one mapper (lib/mcp/errors.ts): the SDK's McpError without the prefix it would repeat,
+ * anything unexpected logged and answered without its message. Applied to every handler the
+ * server has, the SDK's own (initialize, ping, tasks/*) included.
  */
 function refuseMalformedParams(server: Server): void {
   const handlers = (server as unknown as { _requestHandlers?: unknown })._requestHandlers;
@@ -121,7 +123,7 @@ function refuseMalformedParams(server: Server): void {
         return await handler(request, extra);
       } catch (error) {
         const parsed = schema.safeParse(request);
-        if (parsed.success) throw error;
+        if (parsed.success) throw requestRefusal(error);
         const issue = parsed.error.issues[0]!;
         const where = issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ` : "";
         throw new ProtocolError(ErrorCode.InvalidParams, `Invalid ${method} request: ${where}${issue.message}`.slice(0, 500));
@@ -166,7 +168,7 @@ export function createMcpServer(ctx: McpContext, offered: readonly McpTool[] = M
       return await tool.invoke(args, { ctx, db: prisma(), signal: extra.signal });
     } catch (error) {
       await recordForbidden(prisma(), ctx.agent, error, door);
-      if (task) throw taskRefusal(error);
+      if (task) throw requestRefusal(error);
       return toolFailure(error);
     }
   });
