@@ -55,7 +55,8 @@ async function datasetFile(db: Db, input: { name: string; datasetId: string; sha
 
   const dataset = await db.dataset.findUniqueOrThrow({ where: { id: input.datasetId }, select: { content: true } });
   if (sha256Hex(dataset.content) !== input.sha256) throw new Error(`dataset ${input.name} changed since the run was approved`);
-  const partial = join(dir, `.${input.sha256}.${randomUUID()}`);
+  // turbopackIgnore: a runtime path under AIRLOCK_DATA_DIR; without it Next traces the whole project.
+  const partial = join(/*turbopackIgnore: true*/ dir, `.${input.sha256}.${randomUUID()}`);
   await writeFile(partial, dataset.content, { mode: 0o400, flag: "wx" });
   await rename(partial, path);
   await removeUnused(db, dir);
