@@ -8,30 +8,17 @@
  * Runs execute (the in-process worker, a strict sandbox), so a script the fuzzer writes that
  * policy allows really runs.
  */
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema, ErrorCode, GetTaskResultSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAgent } from "@/lib/auth/agents";
-import { createUser } from "@/lib/auth/users";
-import { isScope, type Actor } from "@/lib/contracts/scopes";
-import { prisma } from "@/lib/db";
-import { setEnvForChildren } from "@/lib/env";
-import { defaultPolicyText } from "@/lib/policy/policy-set";
-import { publishPolicyText } from "@/lib/policy/store";
-import { appRuntime } from "@/lib/runs/runtime";
-import type { AgentActor } from "@/lib/runs/service";
-import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { createMcpServer, MAX_ARGUMENT_DEPTH } from "./server";
+import { connectMcpAgent, type McpAgent } from "@/lib/testing/mcp-agent";
+import { MAX_ARGUMENT_DEPTH } from "./server";
 
 const SEED = 20261202;
 const RUNS_PER_TOOL = 40;
-const system: Actor = { type: "system", name: "test" };
-let db: TestDatabase;
+let fixture: McpAgent;
+let db: McpAgent["db"];
 let client: Client;
 
 const hostileString = fc.oneof(
@@ -115,28 +102,11 @@ async function typedAnswer(name: string, args: unknown): Promise<void> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  setEnvForChildren({ DATABASE_URL: db.url, AIRLOCK_IN_PROCESS_WORKER: "true", AIRLOCK_DATA_DIR: await mkdtemp(join(tmpdir(), "airlock-mcp-fuzz-")) });
-  await db.prisma.$transaction(async (tx) => {
-    await createUser(tx, system, { email: "owner@example.com", role: "admin" });
-    await publishPolicyText(tx, system, defaultPolicyText());
-  });
-  const created = await db.prisma.$transaction((tx) => createAgent(tx, system, { name: "fuzzer", ownerEmail: "owner@example.com" }));
-  const row = await db.prisma.agent.findUniqueOrThrow({ where: { id: created.agentId } });
-  const agent: AgentActor = { type: "agent", id: row.id, name: row.name, ownerId: row.ownerId, scopes: created.scopes.filter(isScope) };
-  const server = createMcpServer({ agent, baseUrl: "http://localhost:3000" });
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await server.connect(serverSide);
-  client = new Client({ name: "fuzzer", version: "1" });
-  await client.connect(clientSide);
+  fixture = await connectMcpAgent("fuzzer", { executes: true });
+  ({ db, client } = fixture);
 }, 120_000);
 
-afterAll(async () => {
-  await client?.close();
-  await (await appRuntime(prisma())).close();
-  await prisma().$disconnect();
-  await db?.drop();
-});
+afterAll(() => fixture?.close());
 
 describe("the MCP tools under hostile arguments", () => {
   for (const [name, keys] of Object.entries(TOOLS)) {
