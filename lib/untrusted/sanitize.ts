@@ -6,8 +6,12 @@
  * characters, and is at most `maxChars` long. It does NOT make the text trustworthy: callers keep
  * marking it `untrusted`. `looksLikeInstructions` is a heuristic flag for reviewers and release
  * policies, not a filter: it reads the text as a model would (compatibility forms folded, hidden
- * characters dropped, any run of whitespace as one space), so a line break or a non-breaking space
- * inside a phrase does not hide it.
+ * characters dropped, any run of whitespace as one space, and once more with every separator
+ * dropped and look-alike letters mapped to Latin), so a line break, a non-breaking space, a hyphen
+ * between letters or a Cyrillic letter inside a phrase does not hide it. It knows common phrasings
+ * (overriding earlier instructions, role markers with an order, chat-template tokens, the
+ * commonest phrase in French, German, Spanish and Russian); text written to evade it, paraphrase
+ * or another language can pass, so it never stands in for a review.
  */
 import type { JsonValue } from "./safe-json";
 
@@ -36,26 +40,83 @@ export function sanitizeJson(value: JsonValue): JsonValue {
 }
 
 const INSTRUCTION_LIKE = [
-  /\bignore (?:all |any )?(?:the )?(?:previous|prior|above|earlier) (?:instructions|messages|rules)\b/i,
+  /\b(?:ignore|disregard|forget|override) (?:(?:all|any|the|your|my|of) )*(?:previous|prior|above|earlier|preceding|former) (?:instructions?|directions?|directives?|messages?|rules|prompts?|guidelines|commands?|context)\b/i,
   /\bdisregard (?:all |the )?(?:previous|prior|above) /i,
+  /\bforget (?:everything|all|what) (?:you|that|above|i)\b/i,
   /\byou are now\b/i,
+  /\bfrom now on,? you\b/i,
   /\b(?:system|developer) prompt\b/i,
-  /\bnew instructions?:/i,
+  /\bnew (?:instructions?|task) ?:/i,
+  // A role marker followed by an order, as a chat transcript would carry it.
+  /\b(?:system|assistant|developer) ?: ?(?:new (?:task|instructions?)|you (?:must|are now|will now|should now)|ignore |forget |from now on|i will now)/i,
   /<\/?(?:system|assistant|instructions?)>/i,
+  // Chat templates' control tokens: nothing but a prompt carries them.
+  /<\|(?:im_start|im_end|system|user|assistant|endoftext)\|>|\[\/?INST\]|<<\/?SYS>>/i,
   /\bdo not (?:tell|inform) the user\b/i,
+  // The commonest phrase in other languages.
+  /\bignore[zr]? (?:toutes? )?(?:les |la )?(?:instructions?|consignes?) (?:précédentes?|antérieures?)/i,
+  /\bignorier(?:e|en sie)? (?:alle )?(?:vorherigen|bisherigen|vorigen) (?:anweisungen|instruktionen|befehle)/i,
+  /\bignora (?:todas )?las instrucciones anteriores/i,
+  /игнорируй(?:те)? (?:все )?(?:предыдущие|прежние) (?:инструкции|указания)/i,
 ];
 
 /**
- * Printable ASCII without space or `<`: every pattern above needs a space or a `<`, and such text
- * reads the same folded (NFKC changes no ASCII), so it cannot match. Most of a tool's data is such
- * text (ids, codes, dates, amounts); it is not read again.
+ * The same phrases read with every separator dropped and look-alike letters mapped to Latin ones,
+ * as a model still reads `IgnorePreviousInstructions`, `i-g-n-o-r-e previous instructions` or a
+ * Latin word spelled with a Cyrillic or IPA letter.
  */
-const CANNOT_MATCH = /^[!-;=-~]*$/;
+const SQUEEZED_LIKE = [
+  /(?:ignore|disregard|forget|override)(?:all|any|the|your|my|of)*(?:previous|prior|above|earlier|preceding|former)(?:instruction|direction|directive|message|rule|prompt|guideline|command|context)/,
+  /forget(?:everything|all)(?:you|that|above)/,
+];
+const LOOK_ALIKES: Record<string, string> = {
+  "\u0430": "a",
+  "\u0435": "e",
+  "\u043e": "o",
+  "\u0440": "p",
+  "\u0441": "c",
+  "\u0443": "y",
+  "\u0445": "x",
+  "\u0456": "i",
+  "\u0458": "j",
+  "\u0455": "s",
+  "\u0501": "d",
+  "\u0261": "g",
+  "\u0131": "i",
+  "\u03bf": "o",
+  "\u03b1": "a",
+  "\u03bd": "v",
+  "\u03c1": "p",
+  "\u03c4": "t",
+  "\u03b9": "i",
+  "\u03ba": "k",
+  "\u0475": "v",
+  "\u04bb": "h",
+  "\u0432": "b",
+};
+const LOOK_ALIKE = new RegExp(`[${Object.keys(LOOK_ALIKES).join("")}]`, "gu");
+
+/**
+ * Printable ASCII without space or `<`: every phrase pattern needs a space or a `<`, and such text
+ * reads the same folded (NFKC changes no ASCII). Most of a tool's data is such text (ids, codes,
+ * dates, amounts); it is read again, squeezed, only when it holds the start of a squeezed phrase.
+ */
+const NO_PHRASE = /^[!-;=-~]*$/;
+const SQUEEZED_START = /ignor|disregard|forget|overrid/i;
+
+function squeezed(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(LOOK_ALIKE, (ch) => LOOK_ALIKES[ch]!)
+    .replace(/[^a-z]+/g, "");
+}
 
 export function looksLikeInstructions(text: string): boolean {
-  if (CANNOT_MATCH.test(text)) return false;
+  if (NO_PHRASE.test(text)) return SQUEEZED_START.test(text) && SQUEEZED_LIKE.some((re) => re.test(squeezed(text)));
   const read = text.normalize("NFKC").replace(CONTROL, "").replace(/\s+/gu, " ");
-  return INSTRUCTION_LIKE.some((re) => re.test(read));
+  if (INSTRUCTION_LIKE.some((re) => re.test(read))) return true;
+  const letters = squeezed(read);
+  return SQUEEZED_LIKE.some((re) => re.test(letters));
 }
 
 /** Whether any string of a JSON value (object keys included) looks like instructions to a model. */

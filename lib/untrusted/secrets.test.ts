@@ -342,6 +342,24 @@ describe("redactSecretsInJson", () => {
   });
 });
 
+describe("secrets glued to the text around them", () => {
+  it.each<[string, string, SecretKind]>([
+    ["a letter before a Stripe key", `x${STRIPE_LIVE}`, "stripe_key"],
+    ["an id before a Stripe key", `ref_052${STRIPE_LIVE}`, "stripe_key"],
+    ["a word before a webhook secret", `refund${STRIPE_WEBHOOK} done`, "stripe_key"],
+    ["a digit before a GitHub token", `7${GITHUB_PAT}`, "github_token"],
+    ["a lowercase letter before an AWS key id", `x${AWS_ID}`, "aws_access_key"],
+    ["a digit outside base32 before an AWS key id", `ref9${AWS_ID}`, "aws_access_key"],
+  ])("finds %s", (_name, text, kind) => {
+    const secret = kind === "aws_access_key" ? AWS_ID : text.slice(text.search(/sk_|rk_|whsec_|gh[pousr]_/));
+    expectGone(text, secret.replace(/ done$/, ""), kind);
+  });
+
+  it("leaves an uppercase word that merely contains a prefix", () => {
+    expect(findSecrets("THEASIAPACIFICREGIONALSALESTEAM")).toEqual([]);
+  });
+});
+
 describe("bounded work", () => {
   const MB = 1_000_000;
   const ADVERSARIAL: [string, string][] = [
@@ -355,6 +373,9 @@ describe("bounded work", () => {
     ["openai prefixes", "sk-".repeat(MB / 3)],
     ["airlock prefixes", "alk_".repeat(MB / 4)],
     ["aws prefixes", "AKIA".repeat(MB / 4)],
+    ["aws prefixes after lowercase", "xAKIA".repeat(MB / 5)],
+    ["stripe prefixes", "sk_live_".repeat(MB / 8)],
+    ["stripe prefixes in a word", "ask_test_x".repeat(MB / 10)],
     ["pem headers", "-----BEGIN PRIVATE KEY-----".repeat(MB / 27)],
     ["pem header then body", "-----BEGIN PRIVATE KEY-----\n" + "A".repeat(MB)],
     ["assignments", "password=".repeat(MB / 9)],

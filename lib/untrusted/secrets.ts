@@ -11,6 +11,10 @@
  * mutates its input, redacts strings in values and in object keys, and reports a path per
  * redaction that is built from the redacted keys, so a path never repeats a secret.
  *
+ * A Stripe key, a `gh?_` GitHub token or an AWS key id glued to the text before it
+ * (`ref_052sk_live_…`, `xAKIA…`) is found; an AWS key id with more base32 letters right after it is
+ * not, since where it would end cannot be told.
+ *
  * Refuses: it is a detector of known credential shapes, not a proof that none are left. It does not
  * find secrets that were encoded, split across strings, reversed or otherwise disguised (a script
  * that wants to leak can always do so); short or low-entropy passwords (`password=hunter2`);
@@ -236,9 +240,11 @@ function regexDetector(kind: SecretKind, re: RegExp, options: { group?: number; 
 }
 
 // Key ids are base32 after the prefix: `ASIAPACIFICREGION…` in capitals is a word, not a key.
-const AWS = regexDetector("aws_access_key", /(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}(?![A-Za-z0-9])/g);
+// Only another base32 character before the prefix hides it: `ref9AKIA…` and `xAKIA…` are keys glued to text.
+const AWS = regexDetector("aws_access_key", /(?<![A-Z2-7])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}(?![A-Za-z0-9])/g);
 
-const GITHUB = regexDetector("github_token", /(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{36,255}|(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,255}/g);
+// `gh?_` and Stripe's prefixes hold a `_` their tails cannot: found glued to text (`ref_052sk_live_…`), never rescanned.
+const GITHUB = regexDetector("github_token", /gh[pousr]_[A-Za-z0-9]{36,255}|(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,255}/g);
 
 const SLACK = regexDetector(
   "slack_token",
@@ -246,7 +252,7 @@ const SLACK = regexDetector(
   { valid: (v) => /[0-9]/.test(v) },
 );
 
-const STRIPE = regexDetector("stripe_key", /(?<![A-Za-z0-9])(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,255}|whsec_[A-Za-z0-9]{24,255})/g);
+const STRIPE = regexDetector("stripe_key", /(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,255}|whsec_[A-Za-z0-9]{24,255})/g);
 
 const ANTHROPIC = regexDetector("anthropic_key", /(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,300}/g);
 
