@@ -205,8 +205,9 @@ function findCards(text: string, out: Span[]): void {
 }
 
 // A phone candidate: an optional `+` or `(`, then digits with single separators, ending on a digit.
-// Not inside a word, an address or a hyphenated id (`00000000-0008-4080-a000-…` is a UUID).
-const PHONE_CANDIDATE = /(?<![A-Za-z0-9_@./+-])(?:\+|\(\+?)?\d[\d ().\-/\u00a0]{5,30}\d(?!-?[A-Za-z0-9_@])/g;
+// Not inside a word, an address or a hyphenated id (`00000000-0008-4080-a000-…` is a UUID), and
+// not running into a time (`Dec 04 2026 21:23:02`: the hour is not a phone number's last group).
+const PHONE_CANDIDATE = /(?<![A-Za-z0-9_@./+-])(?:\+|\(\+?)?\d[\d ().\-/\u00a0]{5,30}\d(?!-?[A-Za-z0-9_@]|:\d)/g;
 const NANP = /^(?:\+?1[ .-]?)?(?:\([2-9]\d{2}\) ?|[2-9]\d{2}[ .-])[2-9]\d{2}[ .-]\d{4}$/;
 const NOT_A_PHONE = [
   /^\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)/, // ISO date (and what follows it)
