@@ -201,6 +201,21 @@ describe("the MCP door under malformed requests", () => {
     expect(String((answered as McpError).message ?? "")).not.toContain("nested deeper");
   });
 
+  it("a __proto__ key anywhere in the arguments is InvalidParams on every tool, and nothing is stored", async () => {
+    const runs = await db.prisma.run.count();
+    for (const name of Object.keys(TOOLS)) {
+      for (const text of [
+        '{"code":"return 1;","purpose":"p","__proto__":{"a":1}}',
+        '{"server":"ledger","tool":"listInvoices","arguments":{"x":[{"__proto__":null}]}}',
+      ]) {
+        const error = await refusal(client.callTool({ name, arguments: JSON.parse(text) as Record<string, unknown> }));
+        expect(error.code, `${name}: ${error.message}`).toBe(ErrorCode.InvalidParams);
+        expect(error.message).toContain("__proto__ key");
+      }
+    }
+    expect(await db.prisma.run.count()).toBe(runs);
+  });
+
   it("params that fail the protocol's schema are InvalidParams in one line, on the SDK's own methods too", async () => {
     const cases: [string, Promise<unknown>, string][] = [
       [

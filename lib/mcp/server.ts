@@ -5,7 +5,7 @@
  *
  * Error contract (one mapper for the tool and the task path, lib/mcp/errors.ts):
  * - malformed calls (unknown tool, arguments that fail the closed schema, oversize code,
- *   arguments nested deeper than MAX_ARGUMENT_DEPTH, params of any method that fail the
+ *   arguments nested deeper than MAX_ARGUMENT_DEPTH or holding a `__proto__` key, params of any method that fail the
  *   protocol's schema) are JSON-RPC protocol errors (InvalidParams) with a message naming the
  *   problem;
  * - outcomes an agent should act on (missing scope, unknown run, idempotency conflict, budget
@@ -89,36 +89,44 @@ const NO_ELICITATION: jsonSchemaValidator = {
  */
 export const MAX_ARGUMENT_DEPTH = 64;
 
-/** Whether a JSON value has more than `limit` levels of arrays and objects; walked without recursion. */
-export function nestedDeeperThan(value: unknown, limit: number): boolean {
+/**
+ * Why a tool's arguments are refused before any tool sees them, or null: nested deeper than
+ * MAX_ARGUMENT_DEPTH, or holding a `__proto__` key anywhere (JSON.parse makes it an own property,
+ * which some schema checks skip; no tool takes one). Walked without recursion.
+ */
+function argumentsRefusal(value: unknown): string | null {
   const pending: [unknown, number][] = [[value, 1]];
   while (pending.length > 0) {
     const [item, level] = pending.pop()!;
     if (item === null || typeof item !== "object") continue;
-    if (level > limit) return true;
+    if (level > MAX_ARGUMENT_DEPTH) return `The arguments are nested deeper than ${MAX_ARGUMENT_DEPTH} levels; no tool takes that.`;
+    if (!Array.isArray(item) && Object.hasOwn(item, "__proto__")) return "The arguments hold a __proto__ key; no tool takes one.";
     for (const child of Array.isArray(item) ? item : Object.values(item)) pending.push([child, level + 1]);
   }
-  return false;
+  return null;
 }
 
 const REQUEST_SCHEMAS = new Map(ClientRequestSchema.options.map((schema) => [schema.shape.method.value as string, schema]));
-type RequestHandlers = Map<string, (request: { method: string }, extra: unknown) => Promise<unknown>>;
+type RequestHandlers = Map<string, (request: { method: string; params?: { arguments?: unknown } }, extra: unknown) => Promise<unknown>>;
 
 /**
- * The SDK parses a request's params with the protocol's schema before the handler runs, and
- * answers a failure with InternalError and zod's multi-line dump. Here such a request gets what
- * it is, InvalidParams naming its first problem in one line. Any other failure goes through the
- * door's one mapper (lib/mcp/errors.ts): the SDK's McpError without the prefix it would repeat,
- * anything unexpected logged and answered without its message. Applied to every handler the
- * server has, the SDK's own (initialize, ping, tasks/*) included.
+ * Guards every handler the server has, the SDK's own (initialize, ping, tasks/*) included, on the
+ * request as it arrived (the SDK's parse, which runs inside the handler, drops a `__proto__` key):
+ * - tools/call arguments that argumentsRefusal refuses are InvalidParams before anything runs;
+ * - params that fail the protocol's schema are InvalidParams naming the first problem in one line
+ *   (the SDK would answer InternalError with zod's multi-line dump);
+ * - any other failure goes through the door's one mapper (lib/mcp/errors.ts): the SDK's McpError
+ *   without the prefix it would repeat, anything unexpected logged and answered without its message.
  */
-function refuseMalformedParams(server: Server): void {
+function guardRequests(server: Server): void {
   const handlers = (server as unknown as { _requestHandlers?: unknown })._requestHandlers;
-  if (!(handlers instanceof Map)) throw new Error("The MCP SDK no longer keeps _requestHandlers; refuseMalformedParams must follow it");
+  if (!(handlers instanceof Map)) throw new Error("The MCP SDK no longer keeps _requestHandlers; guardRequests must follow it");
   for (const [method, handler] of handlers as RequestHandlers) {
     const schema = REQUEST_SCHEMAS.get(method);
     if (!schema) continue;
     (handlers as RequestHandlers).set(method, async (request, extra) => {
+      const refused = method === "tools/call" ? argumentsRefusal(request.params?.arguments) : null;
+      if (refused) throw new ProtocolError(ErrorCode.InvalidParams, refused);
       try {
         return await handler(request, extra);
       } catch (error) {
@@ -152,9 +160,6 @@ export function createMcpServer(ctx: McpContext, offered: readonly McpTool[] = M
     const door = `mcp:${name.slice(0, 64)}`;
     const tool = byName.get(name);
     try {
-      if (nestedDeeperThan(args, MAX_ARGUMENT_DEPTH)) {
-        throw new ProtocolError(ErrorCode.InvalidParams, `The arguments are nested deeper than ${MAX_ARGUMENT_DEPTH} levels; no tool takes that.`);
-      }
       if (!tool) {
         const why = BY_NAME.has(name)
           ? `${name} is not offered on this connection, whose URL selects ${offered.map((t) => t.name).join(", ")} (?tools=)`
@@ -172,6 +177,6 @@ export function createMcpServer(ctx: McpContext, offered: readonly McpTool[] = M
       return toolFailure(error);
     }
   });
-  refuseMalformedParams(server);
+  guardRequests(server);
   return server;
 }
