@@ -4,13 +4,14 @@
  * (lib/mcp/http.ts), so every handler acts as that agent and nobody else.
  *
  * Error contract (one mapper for the tool and the task path, lib/mcp/errors.ts):
- * - malformed calls (unknown tool, arguments that fail the closed schema, oversize code,
- *   arguments nested deeper than MAX_ARGUMENT_DEPTH or holding a `__proto__` key, params of any method that fail the
- *   protocol's schema) are JSON-RPC protocol errors (InvalidParams) with a message naming the
- *   problem;
+ * - malformed calls (unknown tool, arguments that fail the closed schema, oversize code, arguments
+ *   nested deeper than MAX_ARGUMENT_DEPTH or holding a `__proto__` key, params of any method that
+ *   fail the protocol's schema) are JSON-RPC protocol errors (InvalidParams) with a message naming
+ *   the problem;
  * - outcomes an agent should act on (missing scope, unknown run, idempotency conflict, budget
- *   exceeded) are tool results with `isError: true` and a typed `code` in the JSON text — or, for
- *   submit_run as a task, which is created or refused, InvalidRequest `CODE: message`;
+ *   exceeded) are tool results with `isError: true` and a typed `code`, a message and what to do
+ *   `next` in the JSON text — or, for submit_run as a task, which is created or refused,
+ *   InvalidRequest `CODE: message Next: …`;
  * - a run that was denied, rejected or failed is an `isError: true` result carrying the run;
  * - anything unexpected is logged server-side and answered as an internal error without details.
  *
