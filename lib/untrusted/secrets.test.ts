@@ -355,6 +355,14 @@ describe("secrets glued to the text around them", () => {
     expectGone(text, secret.replace(/ done$/, ""), kind);
   });
 
+  it("finds a key spelled in full-width forms, and returns the text folded with it redacted", () => {
+    const wide = [...STRIPE_LIVE].map((ch) => String.fromCodePoint(ch.codePointAt(0)! + 0xfee0)).join("");
+    const r = redactSecrets(`reason: ${wide} ｏｋ`);
+    expect(r).toEqual({ text: "reason: [REDACTED:stripe_key] ok", kinds: ["stripe_key"] });
+    // Full-width text without a credential is left as written.
+    expect(redactSecrets("ｏｋ ＡＢＣ")).toEqual({ text: "ｏｋ ＡＢＣ", kinds: [] });
+  });
+
   it("leaves an uppercase word that merely contains a prefix", () => {
     expect(findSecrets("THEASIAPACIFICREGIONALSALESTEAM")).toEqual([]);
   });

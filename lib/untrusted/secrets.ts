@@ -425,9 +425,26 @@ export function findSecrets(text: string): SecretSpan[] {
   return merged;
 }
 
-/** Replaces each secret with `[REDACTED:<kind>]`; `kinds` has one entry per replacement, in order. */
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * Replaces each secret with `[REDACTED:<kind>]`; `kinds` has one entry per replacement, in order.
+ * A text that spells more credentials in compatibility forms than as written (full-width
+ * `ｓｋ＿ｌｉｖｅ＿…`, which a model reads as the key) comes back NFKC-folded, every one redacted.
+ */
 export function redactSecrets(text: string): { text: string; kinds: SecretKind[] } {
   const spans = findSecrets(text);
+  if (NON_ASCII.test(text)) {
+    const folded = text.normalize("NFKC");
+    if (folded !== text) {
+      const foldedSpans = findSecrets(folded);
+      if (foldedSpans.length > spans.length) return replaced(folded, foldedSpans);
+    }
+  }
+  return replaced(text, spans);
+}
+
+function replaced(text: string, spans: readonly SecretSpan[]): { text: string; kinds: SecretKind[] } {
   if (spans.length === 0) return { text, kinds: [] };
   let out = "";
   let at = 0;
