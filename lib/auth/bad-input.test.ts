@@ -233,11 +233,26 @@ describe("URL doors", () => {
     expect(searched).toEqual([]);
   });
 
-  it("the review queue's filters take either character without failing", async () => {
+  it("the review queue takes either character in an agent filter, and refuses what is not a filter with 400 naming it", async () => {
     const { GET } = await import("@/app/api/queue/route");
     as("reviewer");
-    const response = await GET(new NextRequest(`http://localhost/api/queue?agent=x%00y&effect=%00`), undefined);
-    expect(response.status).toBe(200);
+    const status = async (query: string) => {
+      const response = await GET(new NextRequest(`http://localhost/api/queue?${query}`), undefined);
+      return { status: response.status, body: (await response.json()) as { error?: { code: string; message: string } } };
+    };
+    expect((await status("agent=x%00y")).status).toBe(200);
+    expect((await status(`agent=x${LONE}&effect=write`)).status).toBe(200);
+    for (const [query, named] of [
+      ["effect=%00", "effect"],
+      ["limit=-1", "limit"],
+      ["status=%00", "status"],
+      ["agent=", "agent"],
+      ["agent=a&agent=b", "agent"],
+    ]) {
+      const answer = await status(query!);
+      expect(answer.status, query).toBe(400);
+      expect(answer.body.error).toMatchObject({ code: "bad_request", message: expect.stringContaining(named!) });
+    }
   });
 
   it("sign-in's return path is a path on this site or /", () => {

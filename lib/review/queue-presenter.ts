@@ -22,9 +22,10 @@ import { isEffect, riskOf, runFacts, type Effect, type Risk } from "./risk";
 
 export type QueueFilters = { agent?: string; effect?: Effect };
 
-export function parseQueueFilters(params: Record<string, string | string[] | undefined> | URLSearchParams): QueueFilters {
+/** The queue page's filters from its URL: what is not a valid filter is left out (the JSON route refuses it instead). */
+export function parseQueueFilters(params: Record<string, string | string[] | undefined>): QueueFilters {
   const get = (key: string) => {
-    const value = params instanceof URLSearchParams ? params.get(key) : params[key];
+    const value = params[key];
     return typeof value === "string" && value.length > 0 && value.length <= 200 ? value : undefined;
   };
   const effect = get("effect");

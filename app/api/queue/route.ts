@@ -1,8 +1,24 @@
-/** GET /api/queue?agent=&effect= — the review queue for the signed-in reviewer (polled by the queue page). */
+/**
+ * GET /api/queue?agent=&effect= — the review queue for the signed-in reviewer (polled by the queue
+ * page). The query is closed: another parameter, a repeated one, an empty or over-long agent, or an
+ * effect that is not one of read_only, write, destructive is 400 naming it.
+ */
+import { z } from "zod";
 import { userRoute } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
-import { parseQueueFilters, queueView } from "@/lib/review/queue-presenter";
+import { AppError, invalidArguments } from "@/lib/errors";
+import { queueView } from "@/lib/review/queue-presenter";
+import { EFFECTS } from "@/lib/review/risk";
 
 export const dynamic = "force-dynamic";
 
-export const GET = userRoute("runs:review", async (user, request) => queueView(prisma(), user, parseQueueFilters(request.nextUrl.searchParams)));
+const QUERY = z.strictObject({ agent: z.string().min(1).max(200).optional(), effect: z.enum(EFFECTS).optional() });
+
+export const GET = userRoute("runs:review", async (user, request) => {
+  const params = request.nextUrl.searchParams;
+  const repeated = [...new Set(params.keys())].find((key) => params.getAll(key).length > 1);
+  if (repeated !== undefined) throw new AppError("bad_request", `${repeated.slice(0, 64)} is given more than once.`);
+  const query = QUERY.safeParse(Object.fromEntries(params));
+  if (!query.success) throw invalidArguments(query.error);
+  return queueView(prisma(), user, query.data);
+});
