@@ -94,8 +94,8 @@ export function toolFailure(error: unknown): CallToolResult {
  * A request that must be answered or refused, not given a result: submit_run as a task, and the
  * SDK's own methods (tasks/*). Every failure refuses it with a protocol error (the one to throw).
  */
-export function requestRefusal(error: unknown): ProtocolError {
+export function requestRefusal(error: unknown, method: string): ProtocolError {
   const failure = classifyMcpError(error);
   if (failure.kind === "outcome") return new ProtocolError(ErrorCode.InvalidRequest, `${failure.code}: ${failure.message} Next: ${failure.next}`);
-  return protocolError(failure, "task");
+  return protocolError(failure, method);
 }

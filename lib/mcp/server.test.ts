@@ -12,14 +12,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { CreateTaskResultSchema } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
+import { CancelTaskResultSchema, CreateTaskResultSchema, ListTasksResultSchema } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
 import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { encode } from "gpt-tokenizer";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
 import { isScope, type Actor } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
-import { prisma } from "@/lib/db";
+import { createPrismaClient, prisma } from "@/lib/db";
 import { setEnvForChildren } from "@/lib/env";
 import { createDataset } from "@/lib/runs/datasets";
 import { appRuntime } from "@/lib/runs/runtime";
@@ -29,6 +29,7 @@ import { AppError, RUN_ERROR_RULES } from "@/lib/errors";
 import { BudgetExceeded } from "@/lib/intake/submit";
 import { ProtocolError, classifyMcpError, requestRefusal, toolFailure } from "./errors";
 import { createMcpServer, selectTools } from "./server";
+import { runTaskStore } from "./tasks";
 import { agentView } from "./tools";
 
 const system: Actor = { type: "system", name: "test" };
@@ -198,6 +199,36 @@ describe("MCP audit coverage", () => {
     // Nothing was searched, listed or read.
     expect(await eventsOf("tools.searched", limited.id)).toHaveLength(0);
     expect(await eventsOf("inputs.listed", limited.id)).toHaveLength(0);
+  });
+});
+
+describe("MCP tasks", () => {
+  it("tasks/list and tasks/cancel over a database that fails: logged, never shown (the SDK wraps the store's message into its own)", async () => {
+    const dead = createPrismaClient("postgresql://nobody:secret-password@127.0.0.1:1/none");
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const server = createMcpServer({ agent, baseUrl: "http://localhost:3000" });
+      // The server's task store, over the dead database: the store is what the SDK's handlers call.
+      (server as unknown as { _taskStore: unknown })._taskStore = runTaskStore(dead, agent, () => ({ content: [] }));
+      const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+      await server.connect(serverSide);
+      const client = new Client({ name: "dead-db", version: "1" });
+      await client.connect(clientSide);
+      clients.push(client);
+      for (const request of [
+        client.request({ method: "tasks/list", params: {} }, ListTasksResultSchema),
+        client.request({ method: "tasks/cancel", params: { taskId: "00000000-0000-4000-8000-000000000000" } }, CancelTaskResultSchema),
+      ]) {
+        const error = (await request.catch((caught: unknown) => caught)) as McpError;
+        expect(error).toBeInstanceOf(McpError);
+        expect(error.message).toMatch(/Internal error$/);
+        expect(error.message).not.toMatch(/127\.0\.0\.1|secret|prisma|tasks\.ts/i);
+      }
+      expect(logged).toHaveBeenCalled();
+    } finally {
+      logged.mockRestore();
+      await dead.$disconnect();
+    }
   });
 });
 
@@ -521,7 +552,7 @@ describe("MCP tool contract", () => {
     ];
     for (const [error, kind, onToolPath] of cases) {
       expect(classifyMcpError(error).kind).toBe(kind);
-      const task = requestRefusal(error);
+      const task = requestRefusal(error, "submit_run task");
       if (onToolPath === "result") {
         const result = toolFailure(error);
         const body = JSON.parse((result.content[0] as { text: string }).text) as { error: { code: string; message: string; next: string } };

@@ -132,7 +132,7 @@ function guardRequests(server: Server): void {
         return await handler(request, extra);
       } catch (error) {
         const parsed = schema.safeParse(request);
-        if (parsed.success) throw requestRefusal(error);
+        if (parsed.success) throw requestRefusal(error, method);
         const issue = parsed.error.issues[0]!;
         const where = issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ` : "";
         throw new ProtocolError(ErrorCode.InvalidParams, `Invalid ${method} request: ${where}${issue.message}`.slice(0, 500));
@@ -174,7 +174,7 @@ export function createMcpServer(ctx: McpContext, offered: readonly McpTool[] = M
       return await tool.invoke(args, { ctx, db: prisma(), signal: extra.signal });
     } catch (error) {
       await recordForbidden(prisma(), ctx.agent, error, door);
-      if (task) throw requestRefusal(error);
+      if (task) throw requestRefusal(error, "submit_run task");
       return toolFailure(error);
     }
   });

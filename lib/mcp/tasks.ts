@@ -9,13 +9,17 @@
  * its own runs. Results are the same tool result submit_run/get_run return; they are never stored
  * through this interface (storeTaskResult is refused).
  *
+ * Errors leave the store already mapped by the door's one mapper (lib/mcp/errors.ts): the SDK wraps
+ * what tasks/list and tasks/cancel throw into its own error with the message inside, so a raw one
+ * (a database's) would reach the agent; an unexpected one is logged and told as "Internal error".
+ *
  * Audit: a missing scope is recorded as `auth.forbidden` (door `mcp:tasks/<method>`), and
  * tasks/result of a run over regulated data as `run.result_read` (lib/mcp/audit.ts), before the
  * answer is sent. tasks/get and tasks/list return no results and record nothing.
  */
 import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import { ErrorCode, type Result, type Task } from "@modelcontextprotocol/sdk/types.js";
-import { ProtocolError } from "./errors";
+import { ProtocolError, requestRefusal } from "./errors";
 import { recordForbidden } from "@/lib/audit/access";
 import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
@@ -71,7 +75,24 @@ export function taskOf(run: Run): Task {
   };
 }
 
+/** The store with every method's failure mapped before the SDK sees it (see the header). */
 export function runTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView) => Result): TaskStore {
+  const store = unmappedTaskStore(db, agent, toResult);
+  const mapped = {} as Record<keyof TaskStore, unknown>;
+  for (const method of Object.keys(store) as (keyof TaskStore)[]) {
+    const call = store[method] as (...args: unknown[]) => Promise<unknown>;
+    mapped[method] = async (...args: unknown[]) => {
+      try {
+        return await call(...args);
+      } catch (error) {
+        throw requestRefusal(error, `tasks store ${method}`);
+      }
+    };
+  }
+  return mapped as TaskStore;
+}
+
+function unmappedTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView) => Result): TaskStore {
   const need = async (scope: Scope, method: string) => {
     try {
       requireScope(agent, scope);
