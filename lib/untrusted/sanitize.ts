@@ -97,11 +97,12 @@ const LOOK_ALIKES: Record<string, string> = {
 const LOOK_ALIKE = new RegExp(`[${Object.keys(LOOK_ALIKES).join("")}]`, "gu");
 
 /**
- * Printable ASCII without space or `<`: every phrase pattern needs a space or a `<`, and such text
- * reads the same folded (NFKC changes no ASCII). Most of a tool's data is such text (ids, codes,
- * dates, amounts); it is read again, squeezed, only when it holds the start of a squeezed phrase.
+ * Printable ASCII without a space, `<` or `[`: every phrase pattern needs one of them, and such
+ * text reads the same folded (NFKC changes no ASCII). Most of a tool's data is such text (ids,
+ * codes, dates, amounts); it is read again, squeezed, only when it holds the start of a squeezed
+ * phrase.
  */
-const NO_PHRASE = /^[!-;=-~]*$/;
+const NO_PHRASE = /^[!-;=-Z\\-~]*$/;
 const SQUEEZED_START = /ignor|disregard|forget|overrid/i;
 
 function squeezed(text: string): string {
