@@ -363,8 +363,23 @@ describe("secrets glued to the text around them", () => {
     expect(redactSecrets("ｏｋ ＡＢＣ")).toEqual({ text: "ｏｋ ＡＢＣ", kinds: [] });
   });
 
-  it("leaves an uppercase word that merely contains a prefix", () => {
-    expect(findSecrets("THEASIAPACIFICREGIONALSALESTEAM")).toEqual([]);
+  it("leaves an uppercase word that merely contains a prefix, and identifiers glued to a prefix whose tail holds no digit", () => {
+    for (const text of [
+      "THEASIAPACIFICREGIONALSALESTEAM",
+      "task_test_checkoutFlowRegression",
+      "risk_live_dashboardOverviewPanel",
+      `weighs_${"a".repeat(40)}`,
+    ]) {
+      expect(findSecrets(text), text).toEqual([]);
+    }
+  });
+
+  it("never undoes a redaction by folding: a key as written and one in full-width forms are both redacted", () => {
+    const wide = [...STRIPE_LIVE].map((ch) => String.fromCodePoint(ch.codePointAt(0)! + 0xfee0)).join("");
+    const r = redactSecrets(`\uff21${AWS_ID} ${wide}`);
+    expect(r.text).not.toContain(AWS_ID);
+    expect(r.text).not.toContain(STRIPE_LIVE);
+    expect(r.kinds.sort()).toEqual(["aws_access_key", "stripe_key"]);
   });
 });
 

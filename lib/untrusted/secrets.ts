@@ -11,9 +11,10 @@
  * mutates its input, redacts strings in values and in object keys, and reports a path per
  * redaction that is built from the redacted keys, so a path never repeats a secret.
  *
- * A Stripe key, a `gh?_` GitHub token or an AWS key id glued to the text before it
- * (`ref_052sk_live_…`, `xAKIA…`) is found; an AWS key id with more base32 letters right after it is
- * not, since where it would end cannot be told.
+ * A Stripe key or a `gh?_` GitHub token glued to the text before it (`ref_052sk_live_4eC3…`) is
+ * found when its tail holds a digit, as a generated key's does; an AWS key id glued to anything but
+ * another base32 character (`xAKIA…`) is found; an AWS key id with more base32 letters right after
+ * it is not, since where it would end cannot be told.
  *
  * Refuses: it is a detector of known credential shapes, not a proof that none are left. It does not
  * find secrets that were encoded, split across strings, reversed or otherwise disguised (a script
@@ -243,8 +244,17 @@ function regexDetector(kind: SecretKind, re: RegExp, options: { group?: number; 
 // Only another base32 character before the prefix hides it: `ref9AKIA…` and `xAKIA…` are keys glued to text.
 const AWS = regexDetector("aws_access_key", /(?<![A-Z2-7])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}(?![A-Za-z0-9])/g);
 
-// `gh?_` and Stripe's prefixes hold a `_` their tails cannot: found glued to text (`ref_052sk_live_…`), never rescanned.
-const GITHUB = regexDetector("github_token", /gh[pousr]_[A-Za-z0-9]{36,255}|(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,255}/g);
+/**
+ * `gh?_` and Stripe's prefixes hold a `_` their tails cannot, so they are found glued to the text
+ * before them (`ref_052sk_live_…`) and never rescanned. Glued to a letter or digit, the tail must
+ * hold a digit, as a generated key's does: `task_test_checkoutFlowRegression` is an identifier.
+ */
+const tailOfGluedKeyHasDigit = (value: string, match: RegExpExecArray): boolean =>
+  match.index === 0 || !/[A-Za-z0-9]/.test(match.input[match.index - 1]!) || /[0-9]/.test(value.slice(value.indexOf("_", 3) + 1));
+
+const GITHUB = regexDetector("github_token", /gh[pousr]_[A-Za-z0-9]{36,255}|(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,255}/g, {
+  valid: tailOfGluedKeyHasDigit,
+});
 
 const SLACK = regexDetector(
   "slack_token",
@@ -252,7 +262,9 @@ const SLACK = regexDetector(
   { valid: (v) => /[0-9]/.test(v) },
 );
 
-const STRIPE = regexDetector("stripe_key", /(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,255}|whsec_[A-Za-z0-9]{24,255})/g);
+const STRIPE = regexDetector("stripe_key", /(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,255}|whsec_[A-Za-z0-9]{24,255})/g, {
+  valid: tailOfGluedKeyHasDigit,
+});
 
 const ANTHROPIC = regexDetector("anthropic_key", /(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,300}/g);
 
@@ -429,19 +441,17 @@ const NON_ASCII = /[^\x00-\x7f]/;
 
 /**
  * Replaces each secret with `[REDACTED:<kind>]`; `kinds` has one entry per replacement, in order.
- * A text that spells more credentials in compatibility forms than as written (full-width
- * `ｓｋ＿ｌｉｖｅ＿…`, which a model reads as the key) comes back NFKC-folded, every one redacted.
+ * A text that spells a credential in compatibility forms (full-width `ｓｋ＿ｌｉｖｅ＿…`, which a
+ * model reads as the key) comes back NFKC-folded: redacted as written, then folded and redacted
+ * again, so folding never undoes a redaction.
  */
 export function redactSecrets(text: string): { text: string; kinds: SecretKind[] } {
-  const spans = findSecrets(text);
-  if (NON_ASCII.test(text)) {
-    const folded = text.normalize("NFKC");
-    if (folded !== text) {
-      const foldedSpans = findSecrets(folded);
-      if (foldedSpans.length > spans.length) return replaced(folded, foldedSpans);
-    }
-  }
-  return replaced(text, spans);
+  const written = replaced(text, findSecrets(text));
+  if (!NON_ASCII.test(written.text)) return written;
+  const folded = written.text.normalize("NFKC");
+  if (folded === written.text) return written;
+  const again = replaced(folded, findSecrets(folded));
+  return again.kinds.length === 0 ? written : { text: again.text, kinds: [...written.kinds, ...again.kinds] };
 }
 
 function replaced(text: string, spans: readonly SecretSpan[]): { text: string; kinds: SecretKind[] } {
