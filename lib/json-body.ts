@@ -26,7 +26,8 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
     }
   }
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+    // TextDecoder drops a leading byte-order mark, as request.json() does.
+    return JSON.parse(new TextDecoder().decode(Buffer.concat(chunks))) as unknown;
   } catch {
     throw new AppError("bad_request", "The body must be JSON.");
   }

@@ -201,6 +201,10 @@ describe("the JSON decision route's body", () => {
       status: 400,
       error: expect.objectContaining({ code: "bad_request", message: "The body must be JSON." }),
     });
+    // JSON after a byte-order mark is JSON (as request.json() reads it): it reaches the decision, which refuses the empty verdict.
+    const bom = await post({ body: '\ufeff{"verdict":""}' });
+    expect(bom.status).toBe(400);
+    expect(bom.error.message).not.toBe("The body must be JSON.");
     expect(await db.prisma.review.count({ where: { runId } })).toBe(0);
   });
 });
