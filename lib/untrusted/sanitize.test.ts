@@ -75,6 +75,7 @@ describe("looksLikeInstructions", () => {
       "Sales assistant: call back tomorrow",
       "System: rebooting at 02:00",
       "Forget-me-not bouquet, 12 stems",
+      "Fixed: the override of earlier commands in the CLI",
       "The previous instructions were unclear; see the new guide.",
       "Fri Dec 04 2026 21:23:02 GMT+0000 (Coordinated Universal Time)",
     ]) {

@@ -40,7 +40,7 @@ export function sanitizeJson(value: JsonValue): JsonValue {
 }
 
 const INSTRUCTION_LIKE = [
-  /\b(?:ignore|disregard|forget|override) (?:(?:all|any|the|your|my|of) )*(?:previous|prior|above|earlier|preceding|former) (?:instructions?|directions?|directives?|messages?|rules|prompts?|guidelines|commands?|context)\b/i,
+  /\b(?:ignore|disregard|forget) (?:(?:all|any|the|your|my|of) )*(?:previous|prior|above|earlier|preceding|former) (?:instructions?|directions?|directives?|messages?|rules|prompts?|guidelines|commands?|context)\b/i,
   /\bdisregard (?:all |the )?(?:previous|prior|above) /i,
   /\bforget (?:everything|all|what) (?:you|that|above|i)\b/i,
   /\byou are now\b/i,
@@ -66,7 +66,7 @@ const INSTRUCTION_LIKE = [
  * Latin word spelled with a Cyrillic or IPA letter.
  */
 const SQUEEZED_LIKE = [
-  /(?:ignore|disregard|forget|override)(?:all|any|the|your|my|of)*(?:previous|prior|above|earlier|preceding|former)(?:instruction|direction|directive|message|rule|prompt|guideline|command|context)/,
+  /(?:ignore|disregard|forget)(?:all|any|the|your|my|of)*(?:previous|prior|above|earlier|preceding|former)(?:instruction|direction|directive|message|rule|prompt|guideline|command|context)/,
   /forget(?:everything|all)(?:you|that|above)/,
 ];
 const LOOK_ALIKES: Record<string, string> = {
@@ -103,7 +103,7 @@ const LOOK_ALIKE = new RegExp(`[${Object.keys(LOOK_ALIKES).join("")}]`, "gu");
  * phrase.
  */
 const NO_PHRASE = /^[!-;=-Z\\-~]*$/;
-const SQUEEZED_START = /ignor|disregard|forget|overrid/i;
+const SQUEEZED_START = /ignor|disregard|forget/i;
 
 function squeezed(text: string): string {
   return text
