@@ -443,7 +443,8 @@ const NON_ASCII = /[^\x00-\x7f]/;
  * Replaces each secret with `[REDACTED:<kind>]`; `kinds` has one entry per replacement, in order.
  * A text that spells a credential in compatibility forms (full-width `ｓｋ＿ｌｉｖｅ＿…`, which a
  * model reads as the key) comes back NFKC-folded: redacted as written, then folded and redacted
- * again, so folding never undoes a redaction.
+ * again, so folding never undoes a redaction; its `kinds` are those found as written, then those
+ * the folding revealed.
  */
 export function redactSecrets(text: string): { text: string; kinds: SecretKind[] } {
   const written = replaced(text, findSecrets(text));
