@@ -125,8 +125,16 @@ describe("airlock tools", () => {
     expect(await toolsCommand(["--dts", "--server", "ledger", "--config", config], dts.io)).toBe(0);
     expect(dts.out.stdout).toContain("declare const tools: {");
     const search = capture();
-    expect(await toolsCommand(["--search", "refund", "--detail", "name", "--config", config], search.io)).toBe(0);
+    expect(await toolsCommand(["--search", "refund", "--detail", "name", "--json", "--config", config], search.io)).toBe(0);
     expect(JSON.parse(search.out.stdout).tools).toEqual(expect.arrayContaining([{ server: "ledger", name: "issueRefund" }]));
+    // As text by default, as the list is: a line per tool, then the declaration at full.
+    const text = capture();
+    expect(await toolsCommand(["--search", "refund", "--detail", "full", "--config", config], text.io)).toBe(0);
+    expect(text.out.stdout).toMatch(/^ledger\.issueRefund\b/m);
+    expect(text.out.stdout).toContain("declare const tools: {");
+    const none = capture();
+    expect(await toolsCommand(["--search", "zzzz-nothing", "--config", config], none.io)).toBe(0);
+    expect(none.out.stdout).toBe('No tool matches "zzzz-nothing".\n');
     const bad = capture();
     expect(await toolsCommand(["--detail", "everything"], bad.io)).toBe(2);
     expect(bad.out.stderr).toMatch(/^airlock tools: --detail must be one of name, summary, full\n\nUsage: airlock tools /);

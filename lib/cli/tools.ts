@@ -2,7 +2,7 @@
  * `airlock tools`: lists the configured upstreams' tools (with annotations, data class and
  * quarantine state with the hash of the definition served; annotations and data classes as two
  * admins' overrides set them), prints their TypeScript declarations (`--dts`) or searches them
- * (`--search Q`, `--detail name|summary|full`). Quarantine is decided by the tool pins in the
+ * (`--search Q`, `--detail name|summary|full`), as text, or as JSON with `--json`. Quarantine is decided by the tool pins in the
  * database, as for the server (./upstreams.ts): a tool nobody accepted — changed, added by its
  * upstream, or of a server added after first start — is quarantined (lib/broker/db-registry.ts);
  * like the server at start, it records what it listed in the tool registry; it calls no tool.
@@ -83,7 +83,12 @@ export async function toolsCommand(argv: string[], io: CliIo): Promise<number> {
         io.stdout(broker.declarations(values.server));
       } else if (values.search !== undefined) {
         const answer = broker.search(values.search, values.detail as SearchDetail, { server: values.server });
-        io.stdout(`${JSON.stringify(answer, null, 2)}\n`);
+        if (values.json) io.stdout(`${JSON.stringify(answer, null, 2)}\n`);
+        else if (answer.tools.length === 0) io.stdout(`No tool matches ${JSON.stringify(values.search)}.\n`);
+        else {
+          for (const hit of answer.tools) io.stdout(`${hit.server}.${hit.name}${hit.summary ? `  ${hit.summary}` : ""}\n`);
+          if (answer.declaration) io.stdout(`\n${answer.declaration}\n`);
+        }
       } else {
         const tools = broker.tools(values.server);
         if (values.json) io.stdout(`${JSON.stringify(tools, null, 2)}\n`);
