@@ -2,8 +2,9 @@
  * `airlock tools`: lists the configured upstreams' tools (with annotations, data class and
  * quarantine state with the hash of the definition served; annotations and data classes as two
  * admins' overrides set them), prints their TypeScript declarations (`--dts`) or searches them
- * (`--search Q`, `--detail name|summary|full`), as text, or as JSON with `--json`. Quarantine is decided by the tool pins in the
- * database, as for the server (./upstreams.ts): a tool nobody accepted — changed, added by its
+ * (`--search Q`, `--detail name|summary|full`), as text, or as JSON with `--json`. Quarantine is
+ * decided by the tool pins in the database, as for the server (./upstreams.ts): a tool nobody
+ * accepted — changed, added by its
  * upstream, or of a server added after first start — is quarantined (lib/broker/db-registry.ts);
  * like the server at start, it records what it listed in the tool registry; it calls no tool.
  * `airlock tools accept` is one admin's acceptance (named with --as EMAIL, ./person.ts) of a
