@@ -24,6 +24,7 @@ import { publishPolicyText } from "@/lib/policy/store";
 import { decideRun } from "@/lib/review/service";
 import { revokeAgentAndStopRuns } from "@/lib/runs/cancel";
 import { createRuntime, demoConfig, type Runtime } from "@/lib/runs/runtime";
+import { stagingBase } from "@/lib/sandbox/stage";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { EXIT_AWAITING_REVIEW, execCommand } from "./exec";
 import type { CliIo } from "./io";
@@ -77,8 +78,8 @@ function capture() {
 
 /** This process's sandbox directories, and mounts below them. */
 function leftovers(): string[] {
-  const prefix = join(tmpdir(), `airlock-sbx-${process.pid}-`);
-  const dirs = readdirSync(tmpdir()).map((name) => join(tmpdir(), name));
+  const prefix = join(stagingBase(), `airlock-sbx-${process.pid}-`);
+  const dirs = readdirSync(stagingBase()).map((name) => join(stagingBase(), name));
   const mounts = readFileSync("/proc/self/mountinfo", "utf8")
     .split("\n")
     .map((line) => line.split(" ")[4] ?? "");

@@ -12,21 +12,21 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createSandboxPool, membersTornDown, runInSandbox, type CallTool, type IsolationLevel } from "./index";
 import { detectHost } from "./host";
-import { SCRATCH_ENTRIES, SCRATCH_INODES, createMemberDirs, removeMemberDirs, sweepStaleMembers, writeStagedFile } from "./stage";
+import { SCRATCH_ENTRIES, SCRATCH_INODES, createMemberDirs, removeMemberDirs, stagingBase, sweepStaleMembers, writeStagedFile } from "./stage";
 
 const echo: CallTool = async (_server, _tool, args) => ({ args });
 const dir = mkdtempSync(join(tmpdir(), "airlock-scratch-test-"));
 writeFileSync(join(dir, "data.csv"), "id\n1\n");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const memberPrefix = (pid: number) => join(tmpdir(), `airlock-sbx-${pid}-`);
+const memberPrefix = (pid: number) => join(stagingBase(), `airlock-sbx-${pid}-`);
 
 /** This process's member directories, and the mounts at or below them. */
 function leftovers(pid = process.pid): { dirs: string[]; mounts: string[] } {
   const prefix = memberPrefix(pid);
   return {
-    dirs: readdirSync(tmpdir())
-      .map((name) => join(tmpdir(), name))
+    dirs: readdirSync(stagingBase())
+      .map((name) => join(stagingBase(), name))
       .filter((path) => path.startsWith(prefix)),
     mounts: readFileSync("/proc/self/mountinfo", "utf8")
       .split("\n")
