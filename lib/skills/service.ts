@@ -499,11 +499,12 @@ export async function publishedSkill(db: Db, name: string, version?: number): Pr
   return found && published(found, name);
 }
 
-/** The newest published version of every skill, by name. */
+/** The newest published version of every skill, by name: one statement, as every search_tools reads it. */
 export async function publishedSkills(db: Db): Promise<PublishedSkill[]> {
-  const skills = await db.skill.findMany({
-    orderBy: { name: "asc" },
-    include: { versions: { where: { status: "published" }, orderBy: { version: "desc" }, take: 1 } },
-  });
-  return skills.flatMap((s) => (s.versions[0] ? [published(s.versions[0], s.name)] : []));
+  const rows = await db.$queryRaw<(Parameters<typeof published>[0] & { name: string })[]>`
+    SELECT DISTINCT ON (s.name) v.id, s.name, v.version, v.description, v.language::text AS language, v.code, v."inputSchema", v."outputSchema"
+    FROM "SkillVersion" v JOIN "Skill" s ON s.id = v."skillId"
+    WHERE v.status = 'published'
+    ORDER BY s.name, v.version DESC`;
+  return rows.map((row) => published(row, row.name));
 }
