@@ -57,9 +57,9 @@ import { storedJson } from "@/lib/audit/stored-calls";
 import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./call-recorder";
 import { parseRunLimits } from "./limits";
 import { stagedDatasets } from "./staged-datasets";
-import { screenEnvelope, screenJson, screenMessage, type Redaction } from "./gate";
+import { screenEnvelope, screenJson, screenMessage, unreviewableArguments, type Redaction } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type PiiValue, type TokenDecision } from "./pii-tokens";
-import { PlanFollower } from "./plan";
+import { PlanFollower, type PlanCheck } from "./plan";
 import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease, releaseOutcome, type ReleaseDecision } from "./release-decision";
 import { transitionRun, transitionRunReturning } from "./states";
 
@@ -221,8 +221,12 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
     };
     let plannedSeq: number | null = null;
     if (!row.readOnly && follower) {
-      // Compared as planned: screened (./gate.ts), so a secret in the arguments is not in the plan either.
-      const checked = follower.check(server, tool, storedArgs.value);
+      // Compared as planned: screened (./gate.ts). A write the screen rewrote was never planned
+      // (./preview.ts): its screened form could stand for other arguments than those approved.
+      const unreviewable = unreviewableArguments(safeArgs.changed, storedArgs);
+      const checked: PlanCheck = unreviewable
+        ? { ok: false, reason: `${server}.${tool}: ${unreviewable}; no reviewer saw what it would send` }
+        : follower.check(server, tool, storedArgs.value);
       if (!checked.ok) {
         divergence ??= checked.reason;
         row.outcome = "refused";

@@ -9,7 +9,9 @@
  *   enters the sandbox, so the script cannot pass it on, encoded or not; its stored copy and digest
  *   are of the screened value;
  * - a tool call's arguments are stored screened (the upstream gets them as the script sent them),
- *   and a plan's writes are planned and followed in their screened form;
+ *   and a plan's writes are planned and followed in their screened form; a write the screen would
+ *   rewrite is never planned nor made under a plan (`unreviewableArguments`): reviewers approve
+ *   what the upstream gets;
  * - an upstream's error message is screened before it is stored or handed to the script;
  * - the result, logs, error (message and stack) and the gate report's texts are screened before
  *   the terminal write, so the audit log holds no secret the detector knows either;
@@ -37,6 +39,21 @@ export function screenJson(value: unknown, where: string): Screened<JsonValue> {
     changed: normalized.changed,
     redactions: redacted.redactions.map((r) => ({ where: r.path ? `${where}.${r.path}`.replace(/\.\[/g, "[") : where, kind: r.kind })),
   };
+}
+
+/**
+ * Why a write's arguments cannot be bound by a plan reviewers approve, or null: the screen rewrote
+ * them (a secret redacted, characters PostgreSQL refuses replaced), so what reviewers are shown is
+ * not what the upstream would get, and two different writes would look the same. Names the kinds of
+ * secret, never a secret. `normalized`: the arguments were normalized before they were screened.
+ */
+export function unreviewableArguments(normalized: boolean, screened: Screened<JsonValue>): string | null {
+  if (screened.redactions.length > 0) {
+    const kinds = [...new Set(screened.redactions.map((r) => r.kind))].join(", ");
+    return `its arguments hold what looks like a credential (${kinds}), which is redacted wherever it is shown`;
+  }
+  if (normalized || screened.changed) return "its arguments hold characters that cannot be stored or shown (U+0000 or a lone surrogate)";
+  return null;
 }
 
 /** An upstream's or a preview's error, as it may be stored and shown: normalized, secrets redacted. */

@@ -5,6 +5,7 @@
  * apply must follow, and a run whose writes change between preview and apply is stopped before the
  * first write that differs.
  */
+import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Actor } from "@/lib/contracts/scopes";
 import { generateLedgerData } from "@/lib/demo/ledger/data";
@@ -146,6 +147,49 @@ throw new Error("the script gave up");`,
     const actions = (await db.prisma.auditEvent.findMany({ where: { subjectId: view.runId }, orderBy: { id: "asc" } })).map((e) => e.action);
     expect(actions).toContain("run.previewing");
     expect(actions).not.toContain("run.pending_review");
+  });
+
+  it.each([
+    ["a credential", `"Pay at https://billing:Zq8wX3pL9tR2@pay.example.com/inv"`, "connection_string"],
+    ["a character PostgreSQL refuses", `"soon\\u0000"`, "U+0000 or a lone surrogate"],
+  ])("a write whose arguments hold %s is never planned: the preview fails, so no reviewer approves what they cannot see", async (_what, message, named) => {
+    const view = await submitRun(runtime, agent, {
+      code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0002", message: ${message} });\nreturn 1;`,
+      purpose: "a reminder the screen would rewrite",
+    });
+    const done = await leaving(view.runId, ["previewing"]);
+    expect(done.status).toBe("failed");
+    expect(done.error?.code).toBe("PREVIEW_FAILED");
+    expect(done.error?.message).toContain("PLAN_UNREVIEWABLE: write 1 (ledger.sendReminderEmail)");
+    expect(done.error?.message).toContain(named);
+    expect(done.error?.message).not.toContain("Zq8wX3pL9tR2");
+    expect((await calls(view.runId)).map((c) => [c.tool, c.phase, c.outcome])).toEqual([["sendReminderEmail", "preview", "refused"]]);
+  });
+
+  it("a write the screen rewrites at apply is refused, even where its screened form matches the plan (a redaction stands for any secret)", async () => {
+    const invoice = paid[3]!;
+    // The preview sends the redaction's own text; the apply a real link, which the screen rewrites into that text.
+    const view = await submitRun(runtime, agent, {
+      code: `const first = await tools.ledger.sendReminderEmail({ invoiceId: "${invoice.id}", message: "Friendly reminder" });
+const previewing = first.reminderId.startsWith("@plan:");
+const link = previewing ? "[REDACTED:connection_string]" : "https://billing:Zq8wX3pL9tR2@evil.example.net/phish";
+await tools.ledger.sendReminderEmail({ invoiceId: "${invoice.id}", message: "Please pay here: " + link });
+return previewing;`,
+      purpose: "two reminders",
+    });
+    expect((await leaving(view.runId, ["previewing"])).status).toBe("pending_review");
+    await approve(view.runId);
+    const done = await leaving(view.runId, ["queued", "running"]);
+    expect(done.status).toBe("failed");
+    expect(done.error?.code).toBe("PLAN_DIVERGED");
+    expect(done.error?.message).toContain("connection_string");
+    expect(done.error?.message).not.toContain("Zq8wX3pL9tR2");
+    const state = JSON.parse(await readFile(ledger.stateFile, "utf8")) as { outbox: { invoiceId: string; message: string }[] };
+    expect(state.outbox.filter((m) => m.invoiceId === invoice.id).map((m) => m.message)).toEqual(["Friendly reminder"]);
+    expect((await calls(view.runId)).filter((c) => c.phase === "apply").map((c) => [c.tool, c.outcome])).toEqual([
+      ["sendReminderEmail", "ok"],
+      ["sendReminderEmail", "refused"],
+    ]);
   });
 
   it("a read-only run that escalates (regulated data) goes to review without a preview", async () => {

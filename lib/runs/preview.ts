@@ -10,6 +10,9 @@
  *   symbolic placeholders for what only the real call can know (lib/runs/plan.ts);
  * - the plan is the ordered list of intercepted writes with their money; it is stored with its
  *   digest on the transition previewing → pending_review, which approvals then bind;
+ * - a write whose arguments the screen would rewrite (a credential redacted, characters
+ *   normalized, ./gate.ts `unreviewableArguments`) is never planned: reviewers would approve
+ *   something other than what the upstream gets, so the preview fails (PLAN_UNREVIEWABLE);
  * - nothing from the preview but the plan reaches the agent: its result and logs are dropped; a
  *   preview that fails (a tool error, an exception, a limit) ends the run `failed` with
  *   PREVIEW_FAILED and the preview's error before any person is asked;
@@ -28,7 +31,7 @@ import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import { jsonLooksLikeInstructions, looksLikeInstructions } from "@/lib/untrusted/sanitize";
 import { normalizeContent } from "@/lib/untrusted/storable-text";
 import { RUN_ID, contextOf, contextWith, inSpan } from "@/lib/tracing";
-import { screenJson, screenMessage } from "./gate";
+import { screenJson, screenMessage, unreviewableArguments } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
 import type { ToolInfo } from "@/lib/broker/types";
 import { approvedRequest, startHeartbeat } from "./executor";
@@ -100,12 +103,15 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   const scope = tokenScope(run);
   const marked = new MarkedValues();
   let exfiltration: string | null = null;
+  let unplannable: string | null = null;
   let upstreamInstructions = false;
   const callTool: CallTool = async (server, tool, args, signal) => {
     const seq = calls.length + 1;
-    const safeArgs = normalizeContent(args).value as JsonValue;
+    const normalized = normalizeContent(args);
+    const safeArgs = normalized.value as JsonValue;
     // Recorded and planned screened (./gate.ts): the executor follows the plan in the same form.
-    const storedArgs = screenJson(safeArgs, `toolCall[${seq}].arguments`).value;
+    const screened = screenJson(safeArgs, `toolCall[${seq}].arguments`);
+    const storedArgs = screened.value;
     const readOnly = limits !== null && !Object.hasOwn(limits.writeCaps, `${server}.${tool}`);
     const call: PreviewCall = { seq, server, tool, readOnly, args: storedArgs, result: null, outcome: "intercepted", error: null, durationMs: 0 };
     calls.push(call);
@@ -128,6 +134,14 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
     }
     marked.note(info?.piiFields, tokens.args);
     if (!readOnly) {
+      const unreviewable = unreviewableArguments(normalized.changed, screened);
+      if (unreviewable) {
+        unplannable ??= `write ${writes.length + 1} (${server}.${tool}): ${unreviewable}, so no reviewer could see what it would send. Keep credentials out of a write's arguments: the broker holds the upstreams' credentials.`;
+        call.outcome = "refused";
+        call.error = unplannable.slice(0, 2000);
+        controller.abort();
+        throw new Error(`PLAN_UNREVIEWABLE: ${unplannable}`);
+      }
       const answer = previewAnswer(seq, storedArgs, info?.preview ?? null, info?.outputSchema ?? null);
       writes.push({ seq, server, tool, arguments: storedArgs, answer, money: moneyOf(info?.preview?.money ?? null, storedArgs, answer) });
       call.result = answer;
@@ -162,6 +176,7 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
     const staged = await stagedDatasets(db, runColumn(run, "inputs") ?? []);
     envelope = await deps.runScript(approvedRequest(run, staged, callTool, controller.signal));
     if (exfiltration) failure = `CAPABILITY_DENIED: ${exfiltration}`;
+    else if (unplannable) failure = `PLAN_UNREVIEWABLE: ${unplannable}`;
     else if (envelope.status !== "succeeded") failure = `${envelope.error?.code ?? "SCRIPT_ERROR"}: ${envelope.error?.message ?? "the preview did not finish"}`;
   } catch (error) {
     failure = `SANDBOX_UNAVAILABLE: ${error instanceof Error ? error.message : String(error)}`;
