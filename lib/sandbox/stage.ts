@@ -16,8 +16,8 @@
  * measurable by the host) and that of `permission-only` a plain directory (docs/sandbox.md).
  * Directories are named after the host process, so what a crashed process left behind (its
  * directories, its scratch mounts) is removed by the next process that creates a member. They live
- * under `stagingBase()`: $TMPDIR when it is set, else a memory file system (/dev/shm) with room for
- * a run's largest inputs, else the OS temp directory. On a disk, creating a staged file waits on
+ * under `stagingBase()`: the temp directory TMPDIR names, else a memory file system (/dev/shm) with
+ * room for a run's largest inputs, else /tmp. On a disk, creating a staged file waits on
  * the file system's journal, which PostgreSQL's commits keep busy (0.1 to 1 ms a file; 15 µs on
  * /dev/shm), and the script is staged on every run's path.
  */
@@ -70,7 +70,8 @@ let base: string | undefined;
 
 /** Where members' directories are created (see the header); decided once per process. */
 export function stagingBase(): string {
-  base ??= process.env.TMPDIR || memoryBase() || tmpdir();
+  // os.tmpdir() is /tmp unless TMPDIR (or TMP, TEMP) names another directory, which then wins.
+  base ??= tmpdir() !== "/tmp" ? tmpdir() : (memoryBase() ?? tmpdir());
   return base;
 }
 
