@@ -9,6 +9,7 @@ import { verifyAuditChain } from "@/lib/audit/verify";
 import { submitRun } from "@/lib/intake/submit";
 import { emptyGate, type Envelope } from "@/lib/sandbox/types";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
+import { CONTENT_NORMALIZED_FLAG } from "@/lib/untrusted/storable-text";
 import { SECRET_REDACTED_FLAG, screenEnvelope, screenJson } from "./gate";
 import { getRun } from "./service";
 
@@ -79,6 +80,29 @@ return { reason: leaked.reason, scriptSawTheKey: leaked.reason.includes("sk_test
       { where: expect.stringMatching(/^toolCall\[1\]\.result\.refunds\[\d+\]\.reason$/), kind: "stripe_key" },
       { where: "logs[0]", kind: "github_token" },
     ]);
+    expect(await verifyAuditChain(ledger.db.prisma, { checkpoints: null })).toMatchObject({ ok: true });
+  });
+});
+
+describe("a __proto__ key a script returns", () => {
+  let ledger: LedgerRuntime;
+  beforeAll(async () => {
+    ledger = await startLedgerRuntime("proto-bot");
+  }, 90_000);
+  afterAll(() => ledger?.close());
+
+  it("is kept as data under a name Prisma stores, in the agent's answer and the stored run alike, and the run says so", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `return JSON.parse('{"__proto__": {"isAdmin": true}, "x": 1}');`,
+      purpose: "a result with a __proto__ key",
+      language: "javascript",
+    });
+    const view = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 30 });
+    expect(view.status).toBe("succeeded");
+    expect(view.result).toEqual({ "\ufffd__proto__": { isAdmin: true }, x: 1 });
+    expect(view.flags).toContain(CONTENT_NORMALIZED_FLAG);
+    const row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: submitted.runId } });
+    expect(row.result).toEqual({ "\ufffd__proto__": { isAdmin: true }, x: 1 });
     expect(await verifyAuditChain(ledger.db.prisma, { checkpoints: null })).toMatchObject({ ok: true });
   });
 });

@@ -28,10 +28,12 @@ describe("storable text", () => {
     expect(normalizeContent({ a: ["b"] })).toMatchObject({ changed: false });
   });
 
-  it("keeps a __proto__ key as data, never as a prototype", () => {
-    const out = normalizeContent(JSON.parse('{"__proto__": {"polluted": "\\u0000"}}') as Record<string, unknown>);
+  it("keeps a __proto__ key as data, never as a prototype, renamed so that Prisma stores it, and says so", () => {
+    const out = normalizeContent(JSON.parse('{"__proto__": {"polluted": "\\u0000"}, "x": {"__proto__": 1}}') as Record<string, unknown>);
     expect(Object.getPrototypeOf(out.value)).toBeNull();
-    expect(Object.keys(out.value)).toEqual(["__proto__"]);
+    expect(out.changed).toBe(true);
+    expect(JSON.stringify(out.value)).toBe('{"\ufffd__proto__":{"polluted":"\ufffd"},"x":{"\ufffd__proto__":1}}');
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(normalizeContent({ protoType: "__proto__" })).toEqual({ value: { protoType: "__proto__" }, changed: false });
   });
 });

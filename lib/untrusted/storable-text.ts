@@ -11,6 +11,10 @@
  *   changed anything (the run's envelope then carries the flag `content_normalized`). The
  *   executor applies it to results, logs, errors, tool arguments and tool results before anything
  *   is stored, sealed (digested) or returned; an upstream still receives the original arguments.
+ *   An own `__proto__` key is data to PostgreSQL, but Prisma drops it from every JSON column it
+ *   writes, so the stored run and the agent's answer lost it without a trace: it becomes
+ *   `\ufffd__proto__`, flagged like any other normalization (if the object also has that key, the
+ *   later of the two wins).
  */
 
 // A high surrogate not followed by a low one, a low surrogate not preceded by a high one, or NUL.
@@ -57,6 +61,12 @@ export function normalizeText(text: string): Normalized<string> {
   return { value: text.replace(UNSTORABLE, "\ufffd"), changed: true };
 }
 
+/** An object key as it can be stored: normalized, and `__proto__` (which Prisma drops) renamed. */
+function normalizeKey(key: string): Normalized<string> {
+  const normalized = normalizeText(key);
+  return normalized.value === "__proto__" ? { value: "\ufffd__proto__", changed: true } : normalized;
+}
+
 /**
  * A copy of a JSON-like value with every string and key normalized. Objects come back with a null
  * prototype (the input is hostile; see lib/sandbox/safe-json.ts). Values that are not JSON
@@ -74,7 +84,7 @@ export function normalizeContent<T>(value: T): Normalized<T> {
     if (v !== null && typeof v === "object") {
       const out = Object.create(null) as Record<string, unknown>;
       for (const [key, inner] of Object.entries(v)) {
-        const k = normalizeText(key);
+        const k = normalizeKey(key);
         changed ||= k.changed;
         out[k.value] = walk(inner);
       }
