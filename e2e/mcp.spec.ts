@@ -4,6 +4,7 @@
  */
 import { CallToolResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { CreateTaskResultSchema } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
+import pg from "pg";
 import { expect, test } from "./fixtures";
 
 type TextResult = { content: { type: string; text: string }[]; structuredContent?: unknown; isError?: boolean };
@@ -234,6 +235,51 @@ test.describe("MCP endpoint refusals", () => {
       expect(response.status(), query).toBe(400);
       expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(message);
     }
+  });
+
+  test("a batch is refused whole, before anything in it runs, when it is empty or two requests share an id; one with distinct ids is answered", async ({
+    request,
+    state,
+  }) => {
+    const headers = {
+      Authorization: `Bearer ${state.credentials.agent.token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    };
+    const submit = (id: number, purpose: string) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "submit_run", arguments: { code: "return 1;", purpose, language: "javascript" } },
+    });
+    const purpose = `duplicate ids ${Date.now()}`;
+    const cases: [unknown, RegExp][] = [
+      [[], /Invalid Request: the batch is empty/],
+      [[submit(77, purpose), submit(77, purpose)], /Invalid Request: two requests in the batch share the id 77; give each its own/],
+    ];
+    for (const [data, message] of cases) {
+      const response = await request.post("/api/mcp", { headers, data });
+      expect(response.status()).toBe(400);
+      expect(await response.json()).toMatchObject({ error: { code: -32600, message: expect.stringMatching(message) }, id: null });
+    }
+    const notJson = await request.post("/api/mcp", { headers, data: Buffer.from("{not json") });
+    expect(notJson.status()).toBe(400);
+    expect(await notJson.json()).toMatchObject({ error: { code: -32700, message: "Parse error: the body is not JSON" } });
+    // Nothing of the refused batch ran: no run was stored with its purpose.
+    const db = new pg.Client({ connectionString: state.databaseUrl });
+    await db.connect();
+    const stored = await db.query(`SELECT count(*)::int AS n FROM "Run" WHERE purpose = $1`, [purpose]);
+    await db.end();
+    expect(stored.rows[0]).toEqual({ n: 0 });
+    const both = await request.post("/api/mcp", {
+      headers,
+      data: [
+        { jsonrpc: "2.0", id: 1, method: "tools/list" },
+        { jsonrpc: "2.0", id: 2, method: "tools/list" },
+      ],
+    });
+    expect(both.status()).toBe(200);
+    expect(((await both.json()) as { id: number }[]).map((answer) => answer.id).sort()).toEqual([1, 2]);
   });
 
   test("a foreign Host or Origin is refused (DNS rebinding)", async ({ request, state }) => {

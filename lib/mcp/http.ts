@@ -16,7 +16,11 @@
  *  3. GET (the optional server-to-client stream) is 405 with `Allow: POST`: nothing is ever pushed;
  *  4. the tools this connection offers, from the URL's query (`?tools=a,b`, selectTools in
  *     lib/mcp/server.ts): a malformed selection is 400, naming the problem;
- *  5. the MCP exchange itself, where each tool checks its own scope (lib/mcp/server.ts).
+ *  5. the body, read here with the transport's cap (413 past it, -32700 when it is not JSON): an
+ *     empty batch, or a batch in which two requests share an id, is refused whole (-32600) before
+ *     anything in it runs — the transport answers requests by id, so of two sharing one both ran
+ *     and one was answered;
+ *  6. the MCP exchange itself, where each tool checks its own scope (lib/mcp/server.ts).
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { authenticateAgentToken } from "@/lib/auth/agents";
@@ -25,6 +29,7 @@ import { tokenRejections } from "@/lib/auth/token-rejections";
 import { prisma } from "@/lib/db";
 import { env } from "@/lib/env";
 import { isAppError } from "@/lib/errors";
+import { readJsonBody } from "@/lib/json-body";
 import { createMcpServer, selectTools } from "./server";
 
 export const MAX_MCP_BODY_BYTES = 1024 * 1024;
@@ -43,8 +48,36 @@ export function publicBaseUrl(request: Request): string {
   return `${url.protocol}//${host}`;
 }
 
-function jsonError(status: number, message: string, headers: Record<string, string> = {}): Response {
-  return Response.json({ jsonrpc: "2.0", error: { code: status === 401 ? -32001 : -32000, message }, id: null }, { status, headers });
+function jsonError(status: number, message: string, headers: Record<string, string> = {}, code = status === 401 ? -32001 : -32000): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers });
+}
+
+/** Why a batch is refused before anything in it runs (see the header), or null. */
+function batchRefusal(body: unknown): string | null {
+  if (!Array.isArray(body)) return null;
+  if (body.length === 0) return "the batch is empty";
+  const ids = new Set<string>();
+  for (const message of body) {
+    if (message === null || typeof message !== "object" || !("method" in message) || !("id" in message)) continue;
+    const id = JSON.stringify(message.id) ?? "undefined";
+    if (ids.has(id)) return `two requests in the batch share the id ${id.slice(0, 100)}; give each its own`;
+    ids.add(id);
+  }
+  return null;
+}
+
+/** The POST body, or the answer refusing it. */
+async function readMessages(request: Request): Promise<{ body: unknown } | { refused: Response }> {
+  let body: unknown;
+  try {
+    body = await readJsonBody(request, MAX_MCP_BODY_BYTES);
+  } catch (error) {
+    if (isAppError(error) && error.code === "payload_too_large") return { refused: jsonError(413, `Payload Too Large: ${error.message}`) };
+    if (isAppError(error) && error.code === "bad_request") return { refused: jsonError(400, "Parse error: the body is not JSON", {}, -32700) };
+    throw error;
+  }
+  const refusal = batchRefusal(body);
+  return refusal ? { refused: jsonError(400, `Invalid Request: ${refusal}`, {}, -32600) } : { body };
 }
 
 export async function handleMcpRequest(request: Request): Promise<Response> {
@@ -77,6 +110,12 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
     if (isAppError(error) && error.code === "bad_request") return jsonError(400, `Bad Request: ${error.message}`);
     throw error;
   }
+  let parsedBody: unknown;
+  if (request.method === "POST") {
+    const read = await readMessages(request);
+    if ("refused" in read) return read.refused;
+    parsedBody = read.body;
+  }
   const server = createMcpServer({ agent, baseUrl: publicBaseUrl(request) }, offered);
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
@@ -87,6 +126,7 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
   try {
     return await transport.handleRequest(request, {
       authInfo: { token: token!, clientId: agent.id, scopes: [...agent.scopes] },
+      parsedBody,
     });
   } finally {
     // With JSON responses the answer is complete once handleRequest returns: it goes out while the server closes.
