@@ -44,5 +44,10 @@ it("offers the newest published version of each skill, by name, and never a draf
     { name: "alpha", version: 2, description: "v2 published" },
     { name: "zeta", version: 1, description: "v1 published" },
   ]);
-  expect(skills[0]).toMatchObject({ language: "javascript", code: "async () => 2", inputSchema: { type: "object", version: 2 }, outputSchema: { type: "number" } });
+  expect(skills[0]).toMatchObject({
+    language: "javascript",
+    code: "async () => 2",
+    inputSchema: { type: "object", version: 2 },
+    outputSchema: { type: "number" },
+  });
 });
