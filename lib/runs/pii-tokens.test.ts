@@ -79,6 +79,16 @@ describe("matching, as an attacker formats it", () => {
     expect(performance.now() - t0).toBeLessThan(2_000);
   });
 
+  it("stays linear when thousands of values share their first word (every +1 phone number starts with 1)", () => {
+    const phones = Array.from({ length: 20_000 }, (_, i) => ({ token: `<PHONE_${i + 1}>`, value: `+1 415 555 ${String(10_000 + i).slice(1)}` }));
+    const text = phones.map((p, i) => `user${i}@example.com ${p.value}`).join(" ");
+    const t0 = performance.now();
+    const out = tokenized(text, phones);
+    expect(performance.now() - t0).toBeLessThan(2_000);
+    expect(out.match(/<PHONE_\d+>/g)).toHaveLength(20_000);
+    expect(out.startsWith("user0@example.com <PHONE_1> user1@example.com <PHONE_2> ")).toBe(true);
+  });
+
   it("collects marked values from object keys too", async () => {
     const marked = new MarkedValues();
     marked.note({ "customers[].email": "EMAIL" }, { customers: [{ email: " bob@example.org " }] });
@@ -195,8 +205,9 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
       code: [
         `const sent = await tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", to: ${JSON.stringify(firstEmail)}, message: "about ${firstEmail}" });`,
         `let failed = null;`,
-        `try { await tools.ledger.sendReminderEmail({ invoiceId: "sk_test_4eC39HqLyjWDarjtT1zdp7dc", message: "x" }); } catch (e) { failed = e.message; }`,
-        `checks.allowPartial("the second reminder is expected to fail");`,
+        // A read: a write with a key in its arguments is never planned (./gate.ts unreviewableArguments).
+        `try { await tools.ledger.getCustomer({ customerId: "sk_test_4eC39HqLyjWDarjtT1zdp7dc" }); } catch (e) { failed = e.message; }`,
+        `checks.allowPartial("the lookup is expected to fail");`,
         `return { sent, failed };`,
       ].join("\n"),
       purpose: "remind with a token in the message",
@@ -207,7 +218,7 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
     expect(view.status).toBe("succeeded");
     const outbox = (JSON.parse(readFileSync(ledger.stateFile, "utf8")) as { outbox: { to: string; message: string }[] }).outbox;
     expect(outbox.at(-1)).toMatchObject({ to: customers[0]!.email, message: `about ${firstEmail}` });
-    // The upstream echoed the bad invoice id (a pasted key) in its error: the script, the record and the agent get it redacted.
+    // The upstream echoed the bad customer id (a pasted key) in its error: the script, the record and the agent get it redacted.
     expect((view.result as { failed: string }).failed).toContain("[REDACTED:stripe_key]");
     const calls = await ledger.db.prisma.runToolCall.findMany({ where: { runId: submitted.runId, phase: "apply" }, orderBy: { seq: "asc" } });
     expect(calls[1]!.error).toContain("[REDACTED:stripe_key]");

@@ -90,22 +90,26 @@ function valuesAt(value: unknown, path: string): string[] {
 
 /**
  * Finds known values inside texts in one linear pass per text: each value is indexed by its first
- * run of letters and digits (and where that run starts in it), and a text is walked run by run.
- * A value matches where it is not glued to a letter or digit on either side, whatever punctuation
- * surrounds it (quotes, a `+`, a hyphen).
+ * run of letters and digits, grouped with the values that have the same run at the same offset and
+ * the same length, and a text is walked run by run, with one lookup per group there (many values
+ * share a first run: every "+1 …" phone number starts with "1", so trying them one by one was
+ * quadratic, 5 s for 20,000 numbers in a megabyte). A value matches where it is not glued to a
+ * letter or digit on either side, whatever punctuation surrounds it (quotes, a `+`, a hyphen).
  */
 class ValueIndex<T extends { value: string }> {
-  private readonly byFirstRun = new Map<string, { item: T; offset: number }[]>();
+  private readonly byFirstRun = new Map<string, { offset: number; length: number; values: Map<string, T> }[]>();
 
   constructor(items: Iterable<T>) {
     for (const item of items) {
       const first = /[\p{L}\p{N}]+/u.exec(item.value);
       if (!first) continue;
-      const list = this.byFirstRun.get(first[0]) ?? [];
-      list.push({ item, offset: first.index });
-      this.byFirstRun.set(first[0], list);
+      const groups = this.byFirstRun.get(first[0]) ?? [];
+      let group = groups.find((g) => g.offset === first.index && g.length === item.value.length);
+      if (!group) groups.push((group = { offset: first.index, length: item.value.length, values: new Map() }));
+      if (!group.values.has(item.value)) group.values.set(item.value, item);
+      this.byFirstRun.set(first[0], groups);
     }
-    for (const list of this.byFirstRun.values()) list.sort((a, b) => b.item.value.length - a.item.value.length);
+    for (const groups of this.byFirstRun.values()) groups.sort((a, b) => b.length - a.length);
   }
 
   /** Non-overlapping occurrences in `text`, left to right, longest first at each place. */
@@ -113,20 +117,25 @@ class ValueIndex<T extends { value: string }> {
     if (this.byFirstRun.size === 0) return;
     let from = 0;
     for (const run of text.matchAll(ALNUM_RUN)) {
-      const candidates = this.byFirstRun.get(run[0]);
-      if (!candidates) continue;
-      const hit = candidates.find(({ item, offset }) => {
+      const groups = this.byFirstRun.get(run[0]);
+      if (!groups) continue;
+      let hit: { item: T; start: number; end: number } | undefined;
+      for (const { offset, length, values } of groups) {
         const start = run.index - offset;
-        const end = start + item.value.length;
+        const end = start + length;
+        if (start < from || start < 0) continue;
+        const item = values.get(text.slice(start, end));
+        if (!item) continue;
         // Not glued to a letter or digit where the value itself begins or ends with one ("+44…" may follow a word).
         const gluedBefore = isWordChar(item.value[0]) && isWordChar(text[start - 1]);
-        const gluedAfter = isWordChar(item.value[item.value.length - 1]) && isWordChar(text[end]);
-        return start >= from && text.startsWith(item.value, start) && !gluedBefore && !gluedAfter;
-      });
+        const gluedAfter = isWordChar(item.value[length - 1]) && isWordChar(text[end]);
+        if (gluedBefore || gluedAfter) continue;
+        hit = { item, start, end };
+        break;
+      }
       if (!hit) continue;
-      const start = run.index - hit.offset;
-      yield { item: hit.item, start, end: start + hit.item.value.length };
-      from = start + hit.item.value.length;
+      yield hit;
+      from = hit.end;
     }
   }
 }
