@@ -11,11 +11,12 @@
  *   when it returns);
  * - neither: usage, exit 2.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
+import { generateLedgerData } from "@/lib/demo/ledger/data";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
 import { setEnvForChildren } from "@/lib/env";
@@ -102,10 +103,28 @@ describe("airlock exec --dev", () => {
     const before = await db.prisma.auditEvent.count({ where: { action: { startsWith: "run." } } });
     const { out, io } = capture();
     expect(await execCommand(["--dev", "--allow", "ledger.listInvoices", join(dir, "invoices.js")], io)).toBe(0);
-    expect(out.stderr).toContain("airlock exec: DEV MODE — unaudited: no policy, no review, no audit log; against the demo upstream (ledger).");
+    const devState = join(dir, "data", "ledger-state-dev.json");
+    expect(out.stderr).toContain(
+      `airlock exec: DEV MODE — unaudited: no policy, no review, no audit log; against the demo upstream (ledger) on its own state, ${devState}, never the server's.`,
+    );
     expect(out.stdout).toMatch(/^status: succeeded/m);
     expect(await db.prisma.run.count()).toBe(0);
     expect(await db.prisma.auditEvent.count({ where: { action: { startsWith: "run." } } })).toBe(before);
+  });
+
+  it("writes to a demo ledger of its own: the server's ledger state never holds an unaudited refund", async () => {
+    const serverState = join(dir, "data", "ledger-state.json");
+    const invoice = generateLedgerData().invoices.find((i) => i.status === "paid")!;
+    mkdirSync(join(dir, "data"), { recursive: true });
+    writeFileSync(serverState, JSON.stringify({ ...generateLedgerData(), idempotency: {}, outbox: [] }));
+    const served = readFileSync(serverState, "utf8");
+    writeFileSync(
+      join(dir, "refund.js"),
+      `return (await tools.ledger.issueRefund({ invoiceId: "${invoice.id}", amountMinor: 1, reason: "unaudited dev refund", idempotencyKey: "dev-refund-1" })).refund.id;`,
+    );
+    expect(await execCommand(["--dev", "--allow", "ledger.issueRefund", join(dir, "refund.js")], capture().io)).toBe(0);
+    expect(readFileSync(serverState, "utf8")).toBe(served);
+    expect(readFileSync(join(dir, "data", "ledger-state-dev.json"), "utf8")).toContain("unaudited dev refund");
   });
 
   it("says how to allow a tool when the script called one that was not named", async () => {

@@ -16,8 +16,10 @@
  * 3: waiting for reviewers. The database must exist (lib/cli/database.ts `mustExist`).
  *
  * `--dev`: the developer door, which applies no policy, no review and no audit, and says so on
- * stderr before anything runs. It runs FILE directly in the sandbox against the demo upstream, or
- * against the config file --config names — never the server's configured upstreams. Tools are
+ * stderr before anything runs. It runs FILE directly in the sandbox against the demo upstream, on
+ * a ledger state of its own (ledger-state-dev.json in the data directory, so the server's ledger
+ * never sees an unaudited write), or against the config file --config names — never the server's
+ * configured upstreams. Tools are
  * allowed only by name (`--allow`) or all at once (`--allow-all`, never quarantined ones); the
  * isolation level is the flag's, else the config's; a level the host cannot provide fails the run
  * (SANDBOX_UNAVAILABLE). The script is analysed first and findings printed with line and column.
@@ -29,10 +31,11 @@
  * Neither --agent nor --dev, or a flag of the other door: usage, exit 2.
  */
 import { existsSync, readFileSync, realpathSync } from "node:fs";
-import { basename, extname, resolve } from "node:path";
+import { basename, extname, join, resolve } from "node:path";
 import { hasScope, isScope, type Actor, type Scope } from "@/lib/contracts/scopes";
 import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
 import type { Db } from "@/lib/db";
+import { env } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 import { analyzeScript } from "@/lib/intake/analyze";
 import { submitRun } from "@/lib/intake/submit";
@@ -260,11 +263,12 @@ async function execDev(args: DevArgs, code: string, io: CliIo): Promise<number> 
   if (args.config !== undefined && isServerConfig(args.config)) {
     throw badArgs(`--dev does not run against the server's own configuration (${args.config}): its upstreams are governed; use --agent NAME`);
   }
-  const config = args.config === undefined ? demoConfig() : loadCliConfig(args.config, io, "exec");
+  // The demo ledger on a state of its own: the server's ledger never sees an unaudited write.
+  const devLedgerState = join(resolve(env().AIRLOCK_DATA_DIR), "ledger-state-dev.json");
+  const config = args.config === undefined ? demoConfig(devLedgerState) : loadCliConfig(args.config, io, "exec");
   if (!config) return 1;
-  io.stderr(
-    `airlock exec: DEV MODE — unaudited: no policy, no review, no audit log; against ${args.config === undefined ? "the demo upstream (ledger)" : args.config}.\n`,
-  );
+  const against = args.config === undefined ? `the demo upstream (ledger) on its own state, ${devLedgerState}, never the server's` : args.config;
+  io.stderr(`airlock exec: DEV MODE — unaudited: no policy, no review, no audit log; against ${against}.\n`);
   return withDevBroker(config, io, "exec", async (broker) => {
     const known = broker.tools().map((t) => `${t.server}.${t.name}`);
     const unknown = args.allow.filter((name) => !known.includes(name));
