@@ -14,7 +14,8 @@ import { generateLedgerData } from "@/lib/demo/ledger/data";
 import { createLedgerServer } from "@/lib/demo/ledger/server";
 import { REPO_ROOT } from "@/lib/sandbox/host";
 import { runInSandbox } from "@/lib/sandbox";
-import { ConfigError, ToolBroker, loadConfig, parseConfig, type ToolCallError } from "./index";
+import { demoConfig } from "@/lib/runs/runtime";
+import { ConfigError, ToolBroker, loadConfig, parseConfig, type AirlockConfig, type ToolCallError } from "./index";
 import { JsonFilePinStore } from "./testing/file-pin-store";
 
 const tmp = mkdtempSync(join(tmpdir(), "airlock-broker-test-"));
@@ -64,6 +65,9 @@ describe("config", () => {
     expect(Object.keys(config.servers)).toContain("ledger");
     expect(config.packages).toEqual(["csv-parse", "decimal.js"]);
     expect(config.sandbox.isolation).toBe("strict");
+    // Classed as the built-in demo is, so the README's examples decide the same once it is copied.
+    const classes = (c: AirlockConfig) => ({ dataClass: c.servers.ledger!.dataClass, tools: c.servers.ledger!.tools });
+    expect(classes(config)).toEqual(classes(demoConfig()));
   });
 });
 
