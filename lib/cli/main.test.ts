@@ -39,6 +39,16 @@ describe("airlock CLI", () => {
     expect(io.err).toContain("Usage:");
   });
 
+  it.each([[["--help"]], [["help"]], [["-h"]], [["agent", "--help"]], [["exec", "--help"]], [["audit", "export", "-h"]]])(
+    "%j prints usage to stdout and exits 0",
+    async (argv) => {
+      const io = capture();
+      expect(await runCli(argv, io)).toBe(0);
+      expect(io.out).toContain("Usage: airlock");
+      expect(io.err).toBe("");
+    },
+  );
+
   it("adds a user with a password from stdin, who can then sign in", async () => {
     const io = capture("a long enough password\n");
     expect(await runCli(["user", "add", "--email", "ops@example.com", "--role", "admin", "--password-stdin"], io)).toBe(0);

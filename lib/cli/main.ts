@@ -165,7 +165,9 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   const [first, second, ...rest] = argv;
   const key = first && second && COMMANDS[`${first} ${second}`] ? `${first} ${second}` : first;
   const command = key ? COMMANDS[key] : undefined;
-  if (first === "--help" || first === "help") {
+  // `-h` or `--help` anywhere before a `--` asks for usage, as `airlock --help` does.
+  const options = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
+  if (first === "help" || options.some((arg) => arg === "--help" || arg === "-h")) {
     io.stdout(USAGE);
     return 0;
   }
