@@ -107,6 +107,16 @@ return { total: 1500 };`);
     expect(env.error?.detail).toMatch(/^\s+at .*script\.mjs:2:\d+/);
   });
 
+  it.each([
+    ["javascript", `throw new Error("boom");`, 1, 7],
+    ["javascript", `import { parse } from "csv-parse/sync"; throw new Error(String(typeof parse));`, 1, 47],
+    ["typescript", `const n: number = 1; throw new Error(String(n));`, 1, 28],
+    ["javascript", `const a = 1;\n\n  throw new Error("boom");`, 3, 9],
+  ] as const)("a %s error's position is the script's own, on its first line too (%#)", async (language, code, line, column) => {
+    const env = await runInSandbox({ code, language, allowedTools: [], callTool: async () => null, isolation: "strict" });
+    expect(env.error?.detail).toMatch(new RegExp(`^\\s+at .*script\\.mjs:${line}:${column}\\)?$`, "m"));
+  });
+
   it("a stack cut to its last 4 KiB keeps whole frame lines only: no fragment of the message's values", async () => {
     // The child keeps the stack's last 4 KiB, which starts inside this message: "…ice Smith, Alice Smith".
     const env = await run(`throw new Error("Alice Smith, ".repeat(600));`);

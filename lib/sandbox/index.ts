@@ -55,9 +55,9 @@ export const REFILL_MAX_WAIT_MS = 1_000;
 type Prepared = { job: MemberJob } | { envelope: Envelope };
 
 function prepare(req: RunRequest, limits: SandboxLimits, level: IsolationLevel, packages: readonly string[]): Prepared {
-  let module: string;
+  let prepared: ReturnType<typeof prepareScript>;
   try {
-    module = prepareScript(req.code, req.language ?? "javascript", packages).module;
+    prepared = prepareScript(req.code, req.language ?? "javascript", packages);
   } catch (error) {
     if (!(error instanceof ScriptRejected)) throw error;
     const code = error.message.startsWith("import") ? "CAPABILITY_DENIED" : "SCRIPT_ERROR";
@@ -65,7 +65,8 @@ function prepare(req: RunRequest, limits: SandboxLimits, level: IsolationLevel, 
   }
   return {
     job: {
-      module,
+      module: prepared.module,
+      prefixColumns: prepared.prefixColumns,
       inputs: req.inputs ?? [],
       allowedTools: new Set(req.allowedTools),
       toolCallCaps: new Map(Object.entries(req.toolCallCaps ?? {})),

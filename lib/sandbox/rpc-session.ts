@@ -55,6 +55,8 @@ export type SessionPolicy = {
   callTool: CallTool;
   onToolCall?: (record: ToolCallRecord) => void;
   limits: SandboxLimits;
+  /** Columns the wrapper adds before the script's first line (./script.ts), taken off line 1's positions in a stack. */
+  prefixColumns?: number;
 };
 
 /** What the session needs from its member: a way to answer the child, and the isolation to report. */
@@ -74,13 +76,14 @@ const ARTIFACT_NAME = /^(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9._/-]{1,512}$/;
  * the script it failed. The message is left out (it is in the error already), and no line is cut,
  * so no fragment of a value (which would escape its personal-data token) is kept.
  */
-function stackFrames(stack: string): string {
+function stackFrames(stack: string, prefixColumns: number): string {
   const kept: string[] = [];
   let size = 0;
   for (const line of stack.split("\n").reverse()) {
     if (!/^\s+at /.test(line)) continue;
     if (size + line.length + 1 > 4096) break;
-    kept.unshift(line);
+    // Line 1 of the script shares its line with the wrapper: its columns are the script's once the wrapper's are taken off.
+    kept.unshift(line.replace(/(\/script\.mjs:1:)(\d+)/, (_, at: string, column: string) => `${at}${Math.max(1, Number(column) - prefixColumns)}`));
     size += line.length + 1;
   }
   return kept.join("\n");
@@ -285,7 +288,7 @@ export class RpcSession {
       const code = typeof e.code === "string" ? sanitizeText(e.code, 100) : "";
       const message = sanitizeText(String(e.message ?? ""), 8000);
       const text = `${name}${code ? ` [${code}]` : ""}: ${message}`;
-      const stack = typeof e.stack === "string" ? stackFrames(sanitizeText(e.stack)) : "";
+      const stack = typeof e.stack === "string" ? stackFrames(sanitizeText(e.stack), this.job.prefixColumns ?? 0) : "";
       if (code === "ERR_MEMORY_ALLOCATION_FAILED" || /allocation failed|Failed to allocate memory|out of memory|Array buffer allocation/i.test(message)) {
         return fail("MEMORY_LIMIT", text, true, stack);
       }

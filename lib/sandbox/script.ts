@@ -34,7 +34,8 @@ export const ALLOWED_BUILTINS = [
 const LEADING = /^(?:\s+|\/\/[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)/;
 const IMPORT = /^import\s+(type\s+)?(?:[\w$*{}\s,]+?\s+from\s*)?(["'])([^"'\n]+)\2\s*(?:with\s*\{[^}]*\}\s*)?;?/;
 
-export type PreparedScript = { module: string; imports: string[] };
+/** The module to stage; `prefixColumns`: what the wrapper puts before the script's first line (stack positions on line 1 are that much further right). */
+export type PreparedScript = { module: string; imports: string[]; prefixColumns: number };
 
 export class ScriptRejected extends Error {
   constructor(message: string) {
@@ -68,10 +69,12 @@ export function prepareScript(code: string, language: ScriptLanguage, allowedPac
     if (!ok) throw new ScriptRejected(`import of '${specifier.slice(0, 200)}' is not on the package allowlist`);
   }
   const body = consumed.replace(/[^\n]/g, " ") + rest;
-  const wrapped = `${hoisted.join(" ")} export default async function airlockScript(tools, inputs, checks) {${body}\n}\n`;
-  if (language === "javascript") return { module: wrapped, imports };
+  const prefix = `${hoisted.join(" ")} export default async function airlockScript(tools, inputs, checks) {`;
+  const wrapped = `${prefix}${body}\n}\n`;
+  if (language === "javascript") return { module: wrapped, imports, prefixColumns: prefix.length };
   try {
-    return { module: stripTypeScriptTypes(wrapped, { mode: "strip" }), imports };
+    // Stripping keeps every position (types become spaces), so the prefix's columns stay as they are.
+    return { module: stripTypeScriptTypes(wrapped, { mode: "strip" }), imports, prefixColumns: prefix.length };
   } catch (error) {
     throw new ScriptRejected(`TypeScript could not be stripped: ${(error as Error).message}`);
   }
