@@ -16,7 +16,8 @@ import { DEFAULT_AGENT_SCOPES, isScope, requireScope, type Actor, type Scope } f
 import { generateAgentToken, hashAgentToken, looksLikeAgentToken } from "./tokens";
 import { emailSchema } from "./users";
 
-const AGENT_SCOPES = ["runs:submit", "runs:read", "tools:read", "inputs:read"] as const satisfies readonly Scope[];
+/** The scopes an agent may hold. */
+export const AGENT_SCOPES = ["runs:submit", "runs:read", "tools:read", "inputs:read"] as const satisfies readonly Scope[];
 
 export const newAgentSchema = z
   .object({

@@ -38,6 +38,8 @@ import type { RetentionDays } from "@/lib/audit/retention-windows";
 import { recordForbidden } from "@/lib/audit/access";
 import type { Actor } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
+import { AppError } from "@/lib/errors";
+import { z } from "zod";
 import { withCliDatabase } from "./database";
 import { exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
 import { cliActor } from "./person";
@@ -258,6 +260,7 @@ async function release(args: string[], io: CliIo, deps: AuditCommandDeps): Promi
   const { values } = parseCliArgs(args, { hold: { type: "string" }, reason: { type: "string" }, as: { type: "string" } }, AUDIT_USAGE);
   if (!values.hold) throw new UsageError("--hold ID is required", AUDIT_USAGE);
   if (!values.reason?.trim()) throw new UsageError("--reason is required", AUDIT_USAGE);
+  if (!z.uuid().safeParse(values.hold).success) throw new AppError("bad_request", `--hold: "${values.hold.slice(0, 100)}" is not a legal hold's id (a UUID)`);
   const input = { holdId: values.hold, reason: values.reason };
   await deps.withDatabase((db) => asCliActor(db, values.as, "cli:audit release", (actor) => db.$transaction((tx) => releaseHold(tx, actor, input))));
   io.stdout(`Legal hold ${values.hold} released.\n`);

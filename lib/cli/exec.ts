@@ -319,7 +319,8 @@ export async function execCommand(argv: string[], io: CliIo): Promise<number> {
     try {
       code = readFileSync(args.file, "utf8");
     } catch (error) {
-      throw badArgs((error as Error).message);
+      // A file that cannot be read is a refused value (exit 1), as in `policy validate`, not wrong arguments.
+      throw new AppError("bad_request", `cannot read ${args.file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
     return args.mode === "agent" ? execAsAgent(args, code, io) : execDev(args, code, io);
   });

@@ -74,6 +74,19 @@ describe("airlock CLI", () => {
     expect(io.err.trim()).toBe("airlock: No user with email nobody@example.com; add the owner first.");
   });
 
+  it.each([
+    [
+      ["agent", "add", "--name", "x", "--owner", "ops@example.com", "--scopes", "runs:submit,runs:fly"],
+      `airlock: --scopes: "runs:fly" is not an agent's scope; they are runs:submit, runs:read, tools:read, inputs:read`,
+    ],
+    [["audit", "release", "--hold", "not-a-uuid", "--reason", "x"], `airlock: --hold: "not-a-uuid" is not a legal hold's id (a UUID)`],
+    [["exec", "--dev", "/nonexistent/script.js"], "airlock: cannot read /nonexistent/script.js: ENOENT"],
+  ])("a value it refuses, named by its flag: %j exits 1 without usage", async (argv, message) => {
+    const io = capture();
+    expect(await runCli(argv, io)).toBe(1);
+    expect(io.err.trim()).toBe(message);
+  });
+
   it("db migrate says the database is up to date", async () => {
     const io = capture();
     expect(await runCli(["db", "migrate"], io)).toBe(0);

@@ -6,12 +6,12 @@
  * any other; the four-eyes commands (policy propose and approve, tools accept) act as the admin
  * named by --as EMAIL instead (./person.ts). The shared pieces are in ./io.ts.
  */
-import { createAgent, listAgents } from "@/lib/auth/agents";
+import { AGENT_SCOPES, createAgent, listAgents } from "@/lib/auth/agents";
 import { revokeAgentAndStopRuns } from "@/lib/runs/cancel";
 import { generatePassword } from "@/lib/auth/passwords";
 import { ROLES, type Role } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
-import { isAppError } from "@/lib/errors";
+import { AppError, isAppError } from "@/lib/errors";
 import { logOnlyWhenAsked } from "@/lib/log";
 import { withCliDatabase } from "./database";
 import { CLI_ACTOR, exitOnUsageError, parseCliArgs, processIo, requiredFlag, UsageError, type CliIo } from "./io";
@@ -90,6 +90,8 @@ const agentAdd: Command = async (args, io) => {
     ?.split(",")
     .map((s) => s.trim())
     .filter(Boolean);
+  const unknown = scopes?.find((scope) => !(AGENT_SCOPES as readonly string[]).includes(scope));
+  if (unknown !== undefined) throw new AppError("bad_request", `--scopes: "${unknown}" is not an agent's scope; they are ${AGENT_SCOPES.join(", ")}`);
   const created = await withCliDatabase((db) =>
     db.$transaction((tx) => createAgent(tx, CLI_ACTOR, { name, ownerEmail: owner, scopes: scopes as never, expiresAt })),
   );
