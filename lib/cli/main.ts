@@ -27,7 +27,7 @@ Commands:
   db seed
   exec --agent NAME [--as EMAIL] [--input DATASET]... [--purpose TEXT] [--wait] [--json] FILE   (policy, review, audit; exit 3: waits for reviewers)
   exec --dev [--config PATH] [--input NAME=PATH]... [--allow SERVER.TOOL,...|--allow-all] [--isolation strict|permission-only] [--timeout-ms N] [--json] FILE
-  tools [--server S] [--dts] [--search Q]
+  tools [--server S] [--dts | --search Q]
   tools accept --server S --tool T --hash HASH --as ADMIN_EMAIL            (asks; a second admin's accept pins it)
   policy validate|replay --file draft.cedar [--last N] [--json]
   policy propose --file draft.cedar --as ADMIN_EMAIL                         (publish is an alias: it proposes)

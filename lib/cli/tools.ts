@@ -19,7 +19,7 @@ import { exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
 import { actingAs } from "./person";
 import { loadCliConfig, withCliBroker } from "./upstreams";
 
-export const TOOLS_USAGE = `Usage: airlock tools [--server S] [--dts] [--search Q [--detail name|summary|full]] [--json] [--config PATH]
+export const TOOLS_USAGE = `Usage: airlock tools [--server S] [--dts | --search Q [--detail name|summary|full]] [--json] [--config PATH]
        airlock tools accept --server S --tool T --hash HASH --as ADMIN_EMAIL   (asks; a second admin's accept pins it)
 `;
 
