@@ -42,17 +42,18 @@ export function screenJson(value: unknown, where: string): Screened<JsonValue> {
 }
 
 /**
- * Why a write's arguments cannot be bound by a plan reviewers approve, or null: the screen rewrote
- * them (a secret redacted, characters PostgreSQL refuses replaced), so what reviewers are shown is
- * not what the upstream would get, and two different writes would look the same. Names the kinds of
- * secret, never a secret. `normalized`: the arguments were normalized before they were screened.
+ * Why a write's arguments cannot be bound by a plan reviewers approve, or null: the screen
+ * rewrote them (a secret redacted, what PostgreSQL or Prisma cannot store replaced), so what
+ * reviewers see is not what the upstream would get, and two different writes would look the same.
+ * Names the kinds of secret, never a secret. `normalized`: the arguments were normalized before
+ * they were screened.
  */
 export function unreviewableArguments(normalized: boolean, screened: Screened<JsonValue>): string | null {
   if (screened.redactions.length > 0) {
     const kinds = [...new Set(screened.redactions.map((r) => r.kind))].join(", ");
     return `its arguments hold what looks like a credential (${kinds}), which is redacted wherever it is shown`;
   }
-  if (normalized || screened.changed) return "its arguments hold characters that cannot be stored or shown (U+0000 or a lone surrogate)";
+  if (normalized || screened.changed) return "its arguments hold what cannot be stored as sent (U+0000, a lone surrogate or a __proto__ key)";
   return null;
 }
 

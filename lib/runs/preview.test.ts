@@ -151,7 +151,7 @@ throw new Error("the script gave up");`,
 
   it.each([
     ["a credential", `"Pay at https://billing:Zq8wX3pL9tR2@pay.example.com/inv"`, "connection_string"],
-    ["a character PostgreSQL refuses", `"soon\\u0000"`, "U+0000 or a lone surrogate"],
+    ["a character PostgreSQL refuses", `"soon\\u0000"`, "cannot be stored as sent (U+0000, a lone surrogate or a __proto__ key)"],
   ])("a write whose arguments hold %s is never planned: the preview fails, so no reviewer approves what they cannot see", async (_what, message, named) => {
     const view = await submitRun(runtime, agent, {
       code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0002", message: ${message} });\nreturn 1;`,
