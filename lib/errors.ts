@@ -98,8 +98,9 @@ export const RUN_ERROR_RULES = {
     next: "Change the script as the comment asks and submit it as a new run.",
   },
   PREVIEW_FAILED: {
-    meaning: "The plan preview (a dry run with writes intercepted) failed before any reviewer was asked; the message is the preview's error.",
-    next: "Fix the error the message names and submit a new run.",
+    meaning:
+      "The plan preview (a dry run with writes intercepted) failed before any reviewer was asked; the message is the preview's error. `PLAN_UNREVIEWABLE` in it: a write's arguments hold what looks like a credential (or what cannot be stored as sent), which is redacted wherever it is shown, so reviewers could not see what it would send.",
+    next: "Fix the error the message names and submit a new run; keep credentials out of a write's arguments (the broker holds the upstreams' credentials).",
   },
   PLAN_DIVERGED: {
     meaning:
