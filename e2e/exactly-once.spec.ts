@@ -1,9 +1,10 @@
 /**
  * Exactly once, whatever a script returns: the attack that once refunded money 16 times, through
- * the real path. An agent (the MCP SDK's Client) submits refund scripts whose result, logs, error
- * or tool arguments carry characters PostgreSQL refuses (a lone UTF-16 surrogate, U+0000); two
- * reviewers approve them in Chromium; the run must execute once, end in a terminal state with its
- * audit event, call the upstream at most once, and leave an audit chain that verifies.
+ * the real path. An agent (the MCP SDK's Client) submits refund scripts whose result, logs or error
+ * carry a character PostgreSQL refuses (a lone UTF-16 surrogate); two reviewers approve them in
+ * Chromium; the run must execute once, end in a terminal state with its audit event, call the
+ * upstream at most once, and leave an audit chain that verifies. A write whose arguments carry
+ * U+0000 is never planned: reviewers would see U+FFFD, not what the upstream gets.
  * Agent-supplied text carrying the same characters is refused with InvalidParams naming the field.
  */
 import { spawnSync } from "node:child_process";
@@ -97,15 +98,6 @@ test.describe("exactly once, whatever a script returns", () => {
       },
     },
     {
-      name: "U+0000 in a tool argument (and so in the tool's result)",
-      reason: `"goodwill ${suffix} b\\u0000"`,
-      tail: `return { reason: refund.refund.reason };`,
-      check: (view: View) => {
-        expect(view.status).toBe("succeeded");
-        expect((view.result as { reason: string }).reason).toBe(`goodwill ${suffix} b\ufffd`);
-      },
-    },
-    {
       name: "a lone surrogate in a thrown error",
       reason: `"goodwill ${suffix} c"`,
       // Thrown by the run itself, not by its plan preview (whose refund id is a placeholder).
@@ -186,6 +178,30 @@ test.describe("exactly once, whatever a script returns", () => {
       expect(verify.status, verify.stdout + verify.stderr).toBe(0);
     });
   }
+
+  test("U+0000 in a write's argument is never planned: reviewers would see U+FFFD, so the preview fails and nothing is called", async ({
+    state,
+    mcpClient: agent,
+  }) => {
+    const invoiceId = invoices[cases.length]!;
+    const submitted = body(
+      await agent.callTool({
+        name: "submit_run",
+        arguments: { code: refundScript(invoiceId, "nul", `"goodwill ${suffix} nul\\u0000"`, "return 1;"), purpose: "Refund one cent (U+0000 in its reason)" },
+      }),
+    );
+    expect(await afterPreview(agent, submitted.runId)).toBe("failed");
+    const view = body(await agent.callTool({ name: "get_run", arguments: { runId: submitted.runId } }));
+    expect(view.error?.code).toBe("PREVIEW_FAILED");
+    expect(view.error?.message).toContain("PLAN_UNREVIEWABLE: write 1 (ledger.issueRefund)");
+    const db = createPrismaClient(state.databaseUrl);
+    try {
+      const calls = await db.runToolCall.findMany({ where: { runId: submitted.runId }, select: { phase: true, outcome: true } });
+      expect(calls).toEqual([{ phase: "preview", outcome: "refused" }]);
+    } finally {
+      await db.$disconnect();
+    }
+  });
 
   test("agent text carrying U+0000 or a lone surrogate is refused with InvalidParams naming the field, and the refusal is audited", async ({
     state,
