@@ -34,6 +34,29 @@ describe("compileToolSchema", () => {
   it("returns an Error value, never throws, for a schema Ajv cannot compile", () => {
     expect(compileToolSchema({ type: "nope" })).toBeInstanceOf(Error);
   });
+
+  it("matches an upstream's patterns in linear time: a pattern that backtracks exponentially checks its text at once", () => {
+    const code = check({ type: "object", properties: { code: { type: "string", pattern: "^(a+)+$" } } });
+    const keys = check({ type: "object", patternProperties: { "^(x+x+)+y$": { type: "number" } } });
+    const started = performance.now();
+    expect(issuesText(code({ code: `${"a".repeat(30)}!` }))).toBe('data/code must match pattern "^(a+)+$"');
+    expect(code({ code: "aaaa" })).toEqual([]);
+    expect(issuesText(keys({ [`${"x".repeat(10_000)}y`]: "one" }))).toContain("must be number");
+    // JavaScript's own engine takes about 3 s on those 31 characters, twice that for each more; RE2 is linear.
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it("refuses, as a schema it cannot compile, a pattern RE2 cannot run in linear time (a lookahead), naming it", () => {
+    const refused = compileToolSchema({ type: "object", properties: { password: { type: "string", pattern: "^(?=.*[A-Z]).{8,}$" } } });
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).message).toMatch(/^the tool's schema cannot be compiled: .*\(\?=/);
+  });
+
+  it("keeps a pattern's meaning: found anywhere unless anchored, Unicode classes included", () => {
+    const named = check({ type: "object", properties: { a: { type: "string", pattern: "b" }, n: { type: "string", pattern: "^\\p{L}+$" } } });
+    expect(named({ a: "abc", n: "Zoë" })).toEqual([]);
+    expect(issuesText(named({ a: "ac", n: "Zoë1" }))).toBe('data/a must match pattern "b", data/n must match pattern "^\\p{L}+$"');
+  });
 });
 
 describe("compiling schemas read afresh per call", () => {

@@ -9,10 +9,16 @@
  * kept (Ajv holds every schema object it compiled, so schemas read afresh per call — a skill's
  * input schema, a standing approval's bounds — would otherwise be compiled and kept per call); a
  * check returns the issues (empty when valid) with the JSON Pointer of each, and `issuesText`
- * renders them exactly as the SDK's validator does ("data/x must …").
+ * renders them exactly as the SDK's validator does ("data/x must …");
+ * - a schema's `pattern` and `patternProperties` come from an upstream and are matched against
+ *   what scripts and agents send, so they run on RE2 (re2js), in time linear in the text: with
+ *   JavaScript's backtracking engine, `^(a+)+$` and 27 characters held the event loop for 6 s.
+ *   A pattern RE2 cannot run (a lookaround, a back-reference) makes the schema one that cannot be
+ *   compiled: its tool's calls are refused, naming why.
  */
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsPlugin from "ajv-formats";
+import { RE2JS } from "re2js";
 import { canonicalJson } from "@/lib/canonical-json";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 
@@ -20,8 +26,22 @@ export type SchemaIssue = { path: string; keyword: string; message: string; para
 export type SchemaCheck = (value: unknown) => SchemaIssue[];
 
 const addFormats = addFormatsPlugin as unknown as (ajv: Ajv) => Ajv;
+
+/**
+ * Ajv's regular-expression engine (its `code.regExp` option), here RE2: `test` finds a match
+ * anywhere, as RegExp's does. Ajv keeps one compiled pattern per `toString()`, so it names the pattern.
+ */
+function linearRegExp(pattern: string): { test(text: string): boolean; toString(): string } {
+  const compiled = RE2JS.compile(pattern);
+  return { test: (text) => compiled.test(text), toString: () => `re2:${pattern}` };
+}
+// Ajv names the engine in code it generates for standalone use, which Airlock never asks for.
+linearRegExp.code = "linearRegExp";
+
 // ownProperties: a key is present only as the value's own (a missing `toString` is missing, not Object.prototype's).
-const ajv = addFormats(new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true, ownProperties: true }));
+const ajv = addFormats(
+  new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true, ownProperties: true, code: { regExp: linearRegExp } }),
+);
 
 function issueOf(error: ErrorObject): SchemaIssue {
   return { path: error.instancePath, keyword: error.keyword, message: error.message ?? "is invalid", params: { ...error.params } };
