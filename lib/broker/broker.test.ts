@@ -28,10 +28,10 @@ const ledgerServer = {
   dataClass: "financial",
   tools: { listCustomers: { dataClass: "pii" }, getCustomer: { dataClass: "pii" } },
 };
-const hostileServer = (variant: number) => ({
+const hostileServer = (variant: number, listing = "plain") => ({
   transport: "stdio",
   command: tsx,
-  args: [join(REPO_ROOT, "lib/broker/testing/hostile-server.ts"), "--variant", String(variant)],
+  args: [join(REPO_ROOT, "lib/broker/testing/hostile-server.ts"), "--variant", String(variant), "--listing", listing],
   dataClass: "internal",
 });
 
@@ -386,6 +386,30 @@ describe("hostile upstream", () => {
     await expect.poll(async () => (await cancelled()).length - before, { timeout: 2_000 }).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect((await cancelled()).length - before).toBe(1);
+  });
+
+  it("a listing whose pages never end is refused within the connect timeout, naming the upstream", async () => {
+    const started = performance.now();
+    const connecting = ToolBroker.connect(parseConfig({ servers: { hostile: hostileServer(1, "endless") } }, join(tmp, "e.json")), {
+      pins: new JsonFilePinStore(join(tmp, "pins-endless.json")),
+      limits: { connectTimeoutMs: 1_500 },
+    });
+    await expect(connecting).rejects.toThrow(/tools of 'hostile'/);
+    expect(performance.now() - started).toBeLessThan(6_000);
+  });
+
+  it("a tool whose outputSchema cannot be compiled is refused alone: the other tools and upstreams connect and answer", async () => {
+    const both = await ToolBroker.connect(parseConfig({ servers: { ledger: ledgerServer, hostile: hostileServer(1, "badschema") } }, join(tmp, "b.json")), {
+      pins: new JsonFilePinStore(join(tmp, "pins-badschema.json")),
+    });
+    try {
+      const signal = new AbortController().signal;
+      await expect(both.callTool("hostile", "broken", {}, signal)).rejects.toThrow(/schema cannot be compiled/);
+      expect(await both.callTool("hostile", "proto", {}, signal)).toMatchObject({ ok: 1 });
+      expect(await both.callTool("ledger", "getCustomer", { customerId: "cus_002" }, signal)).toMatchObject({ customer: { id: "cus_002" } });
+    } finally {
+      await both.close();
+    }
   });
 
   it("a tool listed twice is quarantined and refused", async () => {

@@ -2,7 +2,8 @@
  * The tool broker: Airlock's MCP client to the configured upstream servers.
  *
  * Guarantees:
- *  - each upstream's tools are listed once at connect; each tool is pinned by
+ *  - each upstream's tools are listed once at connect, within connectTimeoutMs in all and at most
+ *    MAX_TOOL_PAGES pages; each tool is pinned by
  *    sha256(canonical(description, inputSchema, outputSchema, annotations)); a tool whose hash
  *    differs from its pin, a tool name listed twice by one server, or a name that is not a plain
  *    tool name is QUARANTINED: calls are refused until an admin accepts it (`accept`);
@@ -21,6 +22,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ListToolsResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 import type { AirlockConfig, ServerConfig } from "./config";
@@ -60,6 +62,8 @@ export const DEFAULT_BROKER_LIMITS: BrokerLimits = {
 };
 
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+/** Pages of tools/list an upstream may answer with at connect. */
+const MAX_TOOL_PAGES = 100;
 
 export const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -198,10 +202,18 @@ export class ToolBroker {
   private static async listAll(upstream: Upstream, limits: BrokerLimits): Promise<ToolInfo[]> {
     const raw: Record<string, unknown>[] = [];
     let cursor: string | undefined;
+    // One deadline for the whole listing, and a cap on pages: pages that never end (each quick,
+    // none with a tool) would otherwise hold start-up, and every upstream with it, for ever.
+    const deadline = Date.now() + limits.connectTimeoutMs;
+    let pages = 0;
     do {
+      if (++pages > MAX_TOOL_PAGES) throw new BrokerError(`upstream '${upstream.name}' lists its tools on more than ${MAX_TOOL_PAGES} pages`);
+      // The request itself, not client.listTools(): the SDK compiles every output schema it lists,
+      // and one it cannot compile failed the listing of every upstream. The broker compiles each
+      // tool's schemas on its own (./schema-check.ts), so a bad one refuses that tool's calls only.
       const page = await withTimeout(
-        upstream.client.listTools(cursor ? { cursor } : undefined),
-        limits.connectTimeoutMs,
+        upstream.client.request({ method: "tools/list", params: cursor ? { cursor } : {} }, ListToolsResultSchema),
+        Math.max(1, deadline - Date.now()),
         `listing tools of '${upstream.name}'`,
       );
       raw.push(...(page.tools as unknown as Record<string, unknown>[]));
@@ -333,6 +345,9 @@ export class ToolBroker {
     if (input instanceof Error) return refuse(input.message);
     const issues = input(args);
     if (issues.length > 0) return refuse(`invalid arguments for ${key}: ${sanitizeText(issuesText(issues), 500)}`);
+    // A result could not be checked: the call is not made.
+    const output = tool.outputSchema ? this.validatorFor(this.outputValidators, key, tool.outputSchema) : null;
+    if (output instanceof Error) return refuse(output.message);
 
     // The SDK never removes the abort listener it puts on a request's signal: given the run's signal,
     // the end of the run would send the upstream a cancellation for every call it already answered.
@@ -357,11 +372,9 @@ export class ToolBroker {
           : "";
         throw new ToolCallError(`${key} failed: ${sanitizeText(text, 2000) || "error without text"}`, "error");
       }
-      if (tool.outputSchema) {
+      if (output) {
         if (result.structuredContent === undefined) throw new ToolCallError(`${key} returned no structured content for its outputSchema`, "error");
         value = toSafeJson(result.structuredContent, this.limits);
-        const output = this.validatorFor(this.outputValidators, key, tool.outputSchema);
-        if (output instanceof Error) throw new ToolCallError(output.message, "error");
         const issues = output(value);
         if (issues.length > 0) {
           throw new ToolCallError(`${key} returned output that does not match its outputSchema: ${sanitizeText(issuesText(issues), 500)}`, "error");
