@@ -17,6 +17,7 @@ import { runInSandbox } from "@/lib/sandbox";
 import { demoConfig } from "@/lib/runs/runtime";
 import { ConfigError, ToolBroker, loadConfig, parseConfig, type AirlockConfig, type ToolCallError } from "./index";
 import { JsonFilePinStore } from "./testing/file-pin-store";
+import { HOSTILE_DSN, HOSTILE_STRIPE_KEY } from "./testing/hostile-values";
 
 const tmp = mkdtempSync(join(tmpdir(), "airlock-broker-test-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -388,6 +389,17 @@ describe("hostile upstream", () => {
     expect((await cancelled()).length - before).toBe(1);
   });
 
+  it("a credential an upstream pasted into a description or a schema's text reaches agents redacted, in searches and declarations", async () => {
+    for (const shown of [JSON.stringify(broker.search("warehouse", "full")), broker.declarations()]) {
+      expect(shown).toContain("Queries the warehouse. Example: curl -d key=[REDACTED:");
+      expect(shown).toContain("Connection, e.g. [REDACTED:");
+      expect(shown).not.toContain(HOSTILE_STRIPE_KEY);
+      expect(shown).not.toContain("Sup3rS3cretPassw0rdX9");
+    }
+    // Its calls are checked against the schema as listed, not as shown.
+    expect(await broker.callTool("hostile", "docs", { dsn: HOSTILE_DSN }, new AbortController().signal)).toBe("called docs");
+  });
+
   it("a listing whose pages never end is refused within the connect timeout, naming the upstream", async () => {
     const started = performance.now();
     const connecting = ToolBroker.connect(parseConfig({ servers: { hostile: hostileServer(1, "endless") } }, join(tmp, "e.json")), {
@@ -423,6 +435,12 @@ describe("hostile upstream", () => {
     try {
       expect(changed.tool("hostile", "drifting")).toMatchObject({ quarantined: true, quarantineReason: "hash_changed" });
       expect(changed.tool("hostile", "ansi")?.quarantined).toBe(false);
+      // Agents see its name and state, never the text no admin accepted: not in a search, not in a declaration.
+      for (const shown of [JSON.stringify(changed.search("drifting", "full")), JSON.stringify(changed.search("drifting", "summary")), changed.declarations()]) {
+        expect(shown).toContain("drifting");
+        expect(shown).toContain("quarantined");
+        expect(shown).not.toContain("Version 2");
+      }
       const env = await runInSandbox({ code: `return await tools.hostile.drifting({});`, allowedTools: ["hostile.drifting"], callTool: changed.callTool });
       expect(env.error?.code).toBe("TOOL_ERROR");
       expect(env.error?.message).toMatch(/quarantined/);
@@ -430,6 +448,7 @@ describe("hostile upstream", () => {
       await expect(changed.callTool("hostile", "drifting", {}, new AbortController().signal)).rejects.toThrow(/quarantined/);
       expect(await changed.accept("hostile", "drifting", changed.tool("hostile", "drifting")!.hash)).toBe(true);
       expect(await changed.callTool("hostile", "drifting", {}, new AbortController().signal)).toBe("called drifting");
+      expect(changed.search("drifting", "summary").tools[0]?.summary).toContain("Version 2 of this tool.");
     } finally {
       await changed.close();
     }

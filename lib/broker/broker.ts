@@ -12,7 +12,9 @@
  *    the outputSchema before it reaches a script; an upstream `isError` result is a failed call;
  *  - what a call took and returned is recorded by its caller (lib/runs/executor.ts, with the
  *    digests of what it stores), not here;
- *  - credentials in the config (env, headers) are handed to the transport only.
+ *  - credentials in the config (env, headers) are handed to the transport only;
+ *  - agents are shown a tool (search, declarations) as `shownToAgents` makes it: a quarantined
+ *    one by name and state only, an accepted one with credentials in its texts redacted.
  * Refuses: unknown tools, quarantined tools, invalid arguments, results that are too big, too
  * deep, not JSON-like or off-schema. Capability checks (which tools a run may call) belong to the
  * sandbox's RPC session; this module decides nothing about policy.
@@ -25,6 +27,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ListToolsResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
+import { redactSecrets } from "@/lib/untrusted/secrets";
 import type { AirlockConfig, ServerConfig } from "./config";
 import { previewHintsOf } from "@/lib/contracts/preview-hints";
 import { compileToolSchema, issuesText, type SchemaCheck } from "./schema-check";
@@ -153,6 +156,43 @@ function summaryLine(tool: ToolInfo): string {
       .split(/(?<=\.)\s/)[0] ?? "";
   const state = [EFFECT_LABEL[effectOf(tool.annotations)], tool.dataClass, ...(tool.quarantined ? ["quarantined"] : [])].join(", ");
   return first ? `${state}: ${first}` : state;
+}
+
+/** What agents are shown of each tool, kept with it while its quarantine stands (declarations are cached by identity). */
+const shown = new WeakMap<ToolInfo, { quarantined: boolean; view: ToolInfo }>();
+
+/**
+ * A tool as agents are shown it (search_tools, and the declarations analysis checks scripts
+ * against). A quarantined tool's definition is one no admin accepted, so of it only the name, the
+ * data class and the quarantine are shown: its text would reach the model without the acceptance
+ * its calls wait for. In an accepted one, a credential an upstream pasted into the description or
+ * any string of its schemas is redacted, as in anything else an upstream sends.
+ */
+function shownToAgents(tool: ToolInfo): ToolInfo {
+  const kept = shown.get(tool);
+  if (kept && kept.quarantined === tool.quarantined) return kept.view;
+  const view: ToolInfo = tool.quarantined
+    ? { ...tool, description: "", annotations: {}, inputSchema: { type: "object" }, outputSchema: null }
+    : {
+        ...tool,
+        description: redactSecrets(tool.description).text,
+        inputSchema: redactedStrings(tool.inputSchema),
+        outputSchema: tool.outputSchema && redactedStrings(tool.outputSchema),
+      };
+  shown.set(tool, { quarantined: tool.quarantined, view });
+  return view;
+}
+
+/** A schema with credentials redacted in its string values (keys are names, kept); the same object when there are none. */
+function redactedStrings<T>(value: T): T {
+  if (typeof value === "string") return redactSecrets(value).text as T;
+  if (Array.isArray(value)) {
+    const items = value.map(redactedStrings);
+    return items.every((item, i) => item === value[i]) ? value : (items as T);
+  }
+  if (value === null || typeof value !== "object") return value;
+  const entries = Object.entries(value).map(([key, item]) => [key, redactedStrings(item)] as const);
+  return entries.every(([key, item]) => item === (value as Record<string, unknown>)[key]) ? value : (Object.fromEntries(entries) as T);
 }
 
 export class ToolBroker {
@@ -294,14 +334,16 @@ export class ToolBroker {
     return true;
   }
 
+  /** The declarations of the tools as agents are shown them (`shownToAgents`). */
   declarations(server?: string): string {
-    return generateDeclarations(this.tools(server));
+    return generateDeclarations(this.tools(server).map(shownToAgents));
   }
 
   /** Tools matching the query's words (all, without words), best first, at most `limit`, of one server if given. */
   search(query: string, detail: SearchDetail = "summary", options: { limit?: number; server?: string } = {}): SearchAnswer {
     const terms = query.toLowerCase().split(/\s+/).filter(Boolean);
     const found = this.tools(options.server)
+      .map(shownToAgents)
       .map((tool) => {
         const name = `${tool.server}.${tool.name}`.toLowerCase();
         const text = `${tool.description} ${tool.annotations.title ?? ""}`.toLowerCase();

@@ -15,6 +15,7 @@ import { parseArgs } from "node:util";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { HOSTILE_DSN, HOSTILE_STRIPE_KEY } from "./hostile-values";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
@@ -22,9 +23,6 @@ const { values } = parseArgs({
   strict: true,
 });
 const object = { type: "object", properties: {} } as const;
-
-export const HOSTILE_STRIPE_KEY = "sk_live_4eC39HqLyjWDarjtT1zdp7dcQ9xZ";
-export const HOSTILE_DSN = "postgres://app:Sup3rS3cretPassw0rdX9@db.internal:5432/prod";
 
 const tools = [
   {
