@@ -400,6 +400,30 @@ describe("hostile upstream", () => {
     expect(await broker.callTool("hostile", "docs", { dsn: HOSTILE_DSN }, new AbortController().signal)).toBe("called docs");
   });
 
+  it("an answer over the stdio frame cap fails that call only: the upstream is connected again for the next", async () => {
+    const signal = new AbortController().signal;
+    await expect(broker.callTool("hostile", "giant", {}, signal)).rejects.toThrow(/hostile\.giant failed/);
+    expect(await broker.callTool("hostile", "proto", {}, signal)).toMatchObject({ ok: 1 });
+    expect(await broker.callTool("hostile", "proto", {}, signal)).toMatchObject({ ok: 1 });
+  });
+
+  it("an upstream that comes back listing other tools is refused, not reconnected", async () => {
+    const variantFile = join(tmp, "variant");
+    writeFileSync(variantFile, "1");
+    const server = { ...hostileServer(1), args: [join(REPO_ROOT, "lib/broker/testing/hostile-server.ts"), "--variant-file", variantFile] };
+    const restarting = await ToolBroker.connect(parseConfig({ servers: { hostile: server } }, join(tmp, "r.json")), {
+      pins: new JsonFilePinStore(join(tmp, "pins-restarting.json")),
+    });
+    try {
+      const signal = new AbortController().signal;
+      writeFileSync(variantFile, "2");
+      await expect(restarting.callTool("hostile", "giant", {}, signal)).rejects.toThrow(/hostile\.giant failed/);
+      await expect(restarting.callTool("hostile", "proto", {}, signal)).rejects.toThrow(/came back with other tools than it was started with/);
+    } finally {
+      await restarting.close();
+    }
+  });
+
   it("a listing whose pages never end is refused within the connect timeout, naming the upstream", async () => {
     const started = performance.now();
     const connecting = ToolBroker.connect(parseConfig({ servers: { hostile: hostileServer(1, "endless") } }, join(tmp, "e.json")), {

@@ -7,6 +7,9 @@
  *    sha256(canonical(description, inputSchema, outputSchema, annotations)); a tool whose hash
  *    differs from its pin, a tool name listed twice by one server, or a name that is not a plain
  *    tool name is QUARANTINED: calls are refused until an admin accepts it (`accept`);
+ *  - an upstream whose connection is lost (one stdio frame over the SDK's cap closes it) is
+ *    connected again at its next call, and used again only if it lists the very tools it started
+ *    with;
  *  - every call is checked against the tool's inputSchema before it leaves the host, and every
  *    result is size-capped, depth-capped, copied into null-prototype objects and checked against
  *    the outputSchema before it reaches a script; an upstream `isError` result is a failed call;
@@ -85,7 +88,8 @@ export function toolHash(tool: { description?: unknown; inputSchema?: unknown; o
   );
 }
 
-type Upstream = { name: string; config: ServerConfig; client: Client };
+/** A connected upstream; `lost` once its connection closed (an stdio frame over the SDK's cap closes it), until reconnected. */
+type Upstream = { name: string; config: ServerConfig; client: Client; lost: boolean; reconnecting?: Promise<void> };
 
 function annotationsOf(raw: unknown): ToolAnnotations {
   const out: ToolAnnotations = {};
@@ -134,7 +138,11 @@ async function connectUpstream(name: string, config: ServerConfig, timeoutMs: nu
     const tail = sanitizeText(stderrTail, 1000).trim();
     throw new BrokerError(`upstream '${name}' failed to connect: ${(cause as Error).message}${tail ? ` (stderr: ${tail})` : ""}`, { cause });
   }
-  return { name, config, client };
+  const upstream: Upstream = { name, config, client, lost: false };
+  client.onclose = () => {
+    upstream.lost = true;
+  };
+  return upstream;
 }
 
 export type SearchDetail = "name" | "summary" | "full";
@@ -199,6 +207,8 @@ export class ToolBroker {
   private readonly inputValidators = new Map<string, SchemaCheck | Error>();
   private readonly outputValidators = new Map<string, SchemaCheck | Error>();
 
+  private closing = false;
+
   private constructor(
     private readonly upstreams: Map<string, Upstream>,
     private readonly registry: Map<string, ToolInfo>,
@@ -206,6 +216,45 @@ export class ToolBroker {
     private readonly config: AirlockConfig,
     private readonly limits: BrokerLimits,
   ) {}
+
+  /**
+   * The upstream's client, connected again if its connection was lost (one frame over the SDK's
+   * stdio cap closed it for every later call). It must list exactly the tools, by hash, the
+   * broker holds for it: anything else is refused until a restart pins it as a start does.
+   */
+  private async connected(upstream: Upstream): Promise<Client> {
+    if (!upstream.lost) return upstream.client;
+    if (this.closing) throw new ToolCallError(`upstream '${upstream.name}' is closed`, "error");
+    upstream.reconnecting ??= (async () => {
+      const fresh = await connectUpstream(upstream.name, upstream.config, this.limits.connectTimeoutMs);
+      try {
+        const listed = new Map((await ToolBroker.listAll(fresh, this.limits)).map((tool) => [tool.name, tool.hash]));
+        const held = this.tools(upstream.name);
+        if (listed.size !== held.length || held.some((tool) => listed.get(tool.name) !== tool.hash)) {
+          throw new BrokerError(`upstream '${upstream.name}' came back with other tools than it was started with; restart Airlock to check them`);
+        }
+      } catch (error) {
+        await fresh.client.close().catch(() => undefined);
+        throw error;
+      }
+      fresh.client.onclose = () => {
+        upstream.lost = true;
+      };
+      upstream.client = fresh.client;
+      upstream.lost = false;
+    })().finally(() => {
+      upstream.reconnecting = undefined;
+    });
+    try {
+      await upstream.reconnecting;
+    } catch (error) {
+      throw new ToolCallError(
+        `upstream '${upstream.name}' lost its connection and could not be reconnected: ${sanitizeText((error as Error).message, 500)}`,
+        "error",
+      );
+    }
+    return upstream.client;
+  }
 
   /** Connects every configured upstream, lists and pins its tools. Fails naming the upstream. */
   static async connect(config: AirlockConfig, options: { pins: PinStore; limits?: Partial<BrokerLimits> }): Promise<ToolBroker> {
@@ -400,7 +449,8 @@ export class ToolBroker {
     else signal.addEventListener("abort", cancel, { once: true });
     let value: JsonValue;
     try {
-      const result = await upstream.client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
+      const client = await this.connected(upstream);
+      const result = await client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
         signal: call.signal,
         timeout: this.config.callTimeoutMs,
       });
@@ -438,6 +488,7 @@ export class ToolBroker {
   };
 
   async close(): Promise<void> {
+    this.closing = true;
     await Promise.allSettled([...this.upstreams.values()].map((u) => u.client.close()));
   }
 }

@@ -3,7 +3,7 @@
  * nothing validates what it sends). Tools: wrongType (output off its outputSchema), huge (a
  * multi-megabyte result), deep (nesting far beyond any sane depth), proto (`__proto__` keys),
  * ansi (terminal escapes and bidi overrides in text), dup (listed twice), drifting (its description
- * changes with `--variant N`, to trigger quarantine), stall (answers only when cancelled, or after
+ * changes with `--variant N` or the file `--variant-file` names, to trigger quarantine), stall (answers only when cancelled, or after
  * ten seconds) and cancellations (the request ids of every `notifications/cancelled` it was sent);
  * table (off its outputSchema under a key that is a credential), docs (a credential pasted into its
  * description and a schema's), giant (12 MB, over the SDK's 10 MB stdio frame cap).
@@ -11,6 +11,7 @@
  * one more tool, whose outputSchema no validator can compile.
  * Run: `tsx lib/broker/testing/hostile-server.ts`.
  */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -19,9 +20,11 @@ import { HOSTILE_DSN, HOSTILE_STRIPE_KEY } from "./hostile-values";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { variant: { type: "string", default: "1" }, listing: { type: "string", default: "plain" } },
+  options: { variant: { type: "string", default: "1" }, "variant-file": { type: "string" }, listing: { type: "string", default: "plain" } },
   strict: true,
 });
+/** `--variant-file`: the variant read from a file at each start, so a test can change what a restarted server lists. */
+const variant = values["variant-file"] ? readFileSync(values["variant-file"], "utf8").trim() : values.variant;
 const object = { type: "object", properties: {} } as const;
 
 const tools = [
@@ -37,7 +40,7 @@ const tools = [
   { name: "ansi", description: "Returns terminal escapes.", inputSchema: object },
   { name: "dup", description: "First of two.", inputSchema: object },
   { name: "dup", description: "Second of two.", inputSchema: object },
-  { name: "drifting", description: `Version ${values.variant} of this tool.`, inputSchema: object },
+  { name: "drifting", description: `Version ${variant} of this tool.`, inputSchema: object },
   { name: "stall", description: "Answers when cancelled.", inputSchema: object },
   { name: "cancellations", description: "The requests it was told to cancel.", inputSchema: object },
   {
