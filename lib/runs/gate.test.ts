@@ -10,7 +10,8 @@ import { submitRun } from "@/lib/intake/submit";
 import { emptyGate, type Envelope } from "@/lib/sandbox/types";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 import { CONTENT_NORMALIZED_FLAG } from "@/lib/untrusted/storable-text";
-import { SECRET_REDACTED_FLAG, screenEnvelope, screenJson } from "./gate";
+import { compileToolSchema, issuesText } from "@/lib/broker/schema-check";
+import { SECRET_REDACTED_FLAG, screenEnvelope, screenJson, screenMessage } from "./gate";
 import { getRun } from "./service";
 
 const KEY = "sk_test_4eC39HqLyjWDarjtT1zdp7dc";
@@ -22,6 +23,19 @@ describe("screening", () => {
     expect(screened.value).toEqual({ refunds: [{ id: "ref_1", reason: "pasted [REDACTED:stripe_key]" }], note: "inv_0001 is fine" });
     expect(screened.redactions).toEqual([{ where: "toolCall[2].result.refunds[0].reason", kind: "stripe_key" }]);
     expect(JSON.stringify(screened.redactions)).not.toContain("sk_test");
+  });
+
+  it("redacts a credential an upstream used as a key, which a schema check's message writes as an escaped JSON Pointer", () => {
+    const check = compileToolSchema({ type: "object", properties: { rows: { type: "object", additionalProperties: { type: "number" } } } });
+    if (check instanceof Error) throw check;
+    const dsn = "postgres://app:Sup3rS3cretPassw0rdX9@db.internal:5432/prod";
+    const message = `ledger.table returned output that does not match its outputSchema: ${issuesText(check({ rows: { [dsn]: "oops" } }))}`;
+    expect(message).toContain("postgres:~1~1app:Sup3rS3cretPassw0rdX9");
+    const screened = screenMessage(new Error(message), "toolCall[1].error");
+    expect(screened.value).toBe("ledger.table returned output that does not match its outputSchema: data/rows/[REDACTED:connection_string] must be number");
+    expect(screened.redactions).toEqual([{ where: "toolCall[1].error", kind: "connection_string" }]);
+    // Text that merely holds a "~1" is left as it was written.
+    expect(screenMessage(new Error("version ~1.2 is fine"), "x").value).toBe("version ~1.2 is fine");
   });
 
   it("screens an envelope's result, logs, error and checks, and flags it", () => {

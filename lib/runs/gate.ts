@@ -57,10 +57,20 @@ export function unreviewableArguments(normalized: boolean, screened: Screened<Js
   return null;
 }
 
-/** An upstream's or a preview's error, as it may be stored and shown: normalized, secrets redacted. */
+/**
+ * An upstream's or a preview's error, as it may be stored and shown: normalized, secrets redacted.
+ * A schema check names where a value failed as a JSON Pointer, which writes `/` in a key as `~1`:
+ * a connection string used as a key (`postgres:~1~1app:…`) no longer looks like one. Such a
+ * message is read with its pointers unescaped, and shown so when that finds a secret.
+ */
 export function screenMessage(error: unknown, where: string): Screened<string> {
   const normalized = normalizeContent(error instanceof Error ? error.message : String(error));
   const redactions: Redaction[] = [];
+  const unescaped = normalized.value.replace(/~1/g, "/").replace(/~0/g, "~");
+  if (unescaped !== normalized.value) {
+    const read = screenText(unescaped, where, redactions);
+    if (redactions.length > 0) return { value: read, changed: normalized.changed, redactions };
+  }
   return { value: screenText(normalized.value, where, redactions), changed: normalized.changed, redactions };
 }
 
