@@ -27,6 +27,7 @@
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
+import { z } from "zod";
 import { checkpointConfigFromEnv, type CheckpointConfig } from "@/lib/audit/checkpoints";
 import { EXPORT_FORMATS, type ExportFormat } from "@/lib/audit/export";
 import { auditFiltersSchema } from "@/lib/audit/filters";
@@ -39,7 +40,6 @@ import { recordForbidden } from "@/lib/audit/access";
 import type { Actor } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { AppError } from "@/lib/errors";
-import { z } from "zod";
 import { withCliDatabase } from "./database";
 import { exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
 import { cliActor } from "./person";

@@ -19,10 +19,9 @@
  * stderr before anything runs. It runs FILE directly in the sandbox against the demo upstream, on
  * a ledger state of its own (ledger-state-dev.json in the data directory, so the server's ledger
  * never sees an unaudited write), or against the config file --config names — never the server's
- * configured upstreams. Tools are
- * allowed only by name (`--allow`) or all at once (`--allow-all`, never quarantined ones); the
- * isolation level is the flag's, else the config's; a level the host cannot provide fails the run
- * (SANDBOX_UNAVAILABLE). The script is analysed first and findings printed with line and column.
+ * configured upstreams. Tools are allowed only by name (`--allow`) or all at once (`--allow-all`,
+ * never quarantined ones); the isolation level is the flag's, else the config's; a level the host
+ * cannot provide fails the run (SANDBOX_UNAVAILABLE). The script is analysed first and findings printed with line and column.
  * It refuses the server's own configuration file (AIRLOCK_CONFIG or ./airlock.config.json, by real
  * path), and touches no database: tools are pinned on first sight, for this command only
  * (./upstreams.ts withDevBroker). Exit 0 when the run succeeded, 1 when not. The
