@@ -17,9 +17,9 @@
  * Directories are named after the host process, so what a crashed process left behind (its
  * directories, its scratch mounts) is removed by the next process that creates a member. They live
  * under `stagingBase()`: the temp directory TMPDIR names, else a memory file system (/dev/shm) with
- * room for a run's largest inputs, else /tmp. On a disk, creating a staged file waits on
- * the file system's journal, which PostgreSQL's commits keep busy (0.1 to 1 ms a file; 15 µs on
- * /dev/shm), and the script is staged on every run's path.
+ * room for a run's largest inputs, else /tmp. On a disk, creating a staged file waits on the file
+ * system's journal, which PostgreSQL's commits keep busy (0.1 to 1 ms a file; 15 µs on /dev/shm),
+ * and the script is staged on every run's path.
  */
 import {
   chmodSync,
