@@ -109,6 +109,13 @@ describe("toSafeJson", () => {
     expect(message).toBe(`.${"k".repeat(64)}[0] is not a finite number`);
     expect(message).not.toContain("SECRET");
   });
+
+  it("redacts a credential used as a key before cutting it, so no part of one is quoted", () => {
+    const dsn = "postgres://app:Sup3rS3cretPassw0rdX9@db.internal:5432/prod";
+    const message = refusal({ rows: { [`${dsn}${"A".repeat(60)}`]: Number.POSITIVE_INFINITY } });
+    expect(message).toMatch(/^\.rows\.\[REDACTED:connection_string\]A* is not a finite number$/);
+    expect(message).not.toContain("Sup3r");
+  });
 });
 
 describe("parseSafeJson", () => {

@@ -8,11 +8,13 @@
  * (never called), class instances, arrays that are not plain or have holes, functions, symbols,
  * bigints, undefined elsewhere, non-finite numbers and cycles (a value shared by two branches is
  * copied twice). Only own enumerable string keys are read. Refusals throw SafeJsonError, whose
- * message names where (keys cut to 64 characters) but never quotes a value.
+ * message names where (keys with credentials redacted, then cut to 64 characters) but never quotes
+ * a value.
  *
  * About as fast as JSON.stringify then JSON.parse of the same value: the place of a refusal is
  * spelled out only when there is one.
  */
+import { redactSecrets } from "./secrets";
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
@@ -36,7 +38,8 @@ export function toSafeJson(value: unknown, limits: SafeJsonLimits = DEFAULT_SAFE
   const open = new Set<object>();
   /** Where the copy is, spelled out only for an error message. */
   const keys: (string | number)[] = [];
-  const where = () => (keys.length === 0 ? "value" : keys.map((k) => (typeof k === "number" ? `[${k}]` : `.${k.slice(0, 64)}`)).join(""));
+  // A key may be a credential: redacted whole before it is cut, so no part of one is quoted.
+  const where = () => (keys.length === 0 ? "value" : keys.map((k) => (typeof k === "number" ? `[${k}]` : `.${redactSecrets(k).text.slice(0, 64)}`)).join(""));
 
   const copy = (v: unknown, depth: number): JsonValue => {
     if (++nodes > limits.maxNodes) throw new SafeJsonError(`value has more than ${limits.maxNodes} nodes`);
