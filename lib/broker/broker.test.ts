@@ -400,6 +400,19 @@ describe("hostile upstream", () => {
     expect(await broker.callTool("hostile", "docs", { dsn: HOSTILE_DSN }, new AbortController().signal)).toBe("called docs");
   });
 
+  it("a credential used as a key is redacted in the broker's message wherever the message is cut", async () => {
+    const signal = new AbortController().signal;
+    for (let pad = 400; pad <= 460; pad += 3) {
+      const message = await broker.callTool("hostile", "table", { pad }, signal).then(
+        () => "answered",
+        (error: Error) => error.message,
+      );
+      expect(message).toMatch(/^hostile\.table returned output that does not match its outputSchema: /);
+      expect(message).not.toContain("Sup3r");
+      expect(message).not.toMatch(/app:S/);
+    }
+  });
+
   it("an answer over the stdio frame cap fails that call only: the upstream is connected again for the next", async () => {
     const signal = new AbortController().signal;
     await expect(broker.callTool("hostile", "giant", {}, signal)).rejects.toThrow(/hostile\.giant failed/);

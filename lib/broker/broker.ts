@@ -30,7 +30,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ListToolsResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
-import { redactSecrets } from "@/lib/untrusted/secrets";
+import { redactSecrets, redactSecretsInMessage } from "@/lib/untrusted/secrets";
 import type { AirlockConfig, ServerConfig } from "./config";
 import { previewHintsOf } from "@/lib/contracts/preview-hints";
 import { compileToolSchema, issuesText, type SchemaCheck } from "./schema-check";
@@ -88,6 +88,15 @@ export function toolHash(tool: { description?: unknown; inputSchema?: unknown; o
   );
 }
 
+/**
+ * An upstream's text (an error, a schema check's issues, its stderr) as the broker may quote it,
+ * at most `max` characters: cleaned, then credentials redacted, then cut. A cut first could end a
+ * secret before the part that makes it recognizable (`postgres://app:password` without `@host`).
+ */
+function quoted(text: string, max: number): string {
+  return sanitizeText(redactSecretsInMessage(sanitizeText(text, Number.MAX_SAFE_INTEGER)).text, max);
+}
+
 /** A connected upstream; `lost` once its connection closed (an stdio frame over the SDK's cap closes it), until reconnected. */
 type Upstream = { name: string; config: ServerConfig; client: Client; lost: boolean; reconnecting?: Promise<void> };
 
@@ -135,7 +144,7 @@ async function connectUpstream(name: string, config: ServerConfig, timeoutMs: nu
     await withTimeout(client.connect(transport), timeoutMs, `connecting to upstream '${name}'`);
   } catch (cause) {
     await client.close().catch(() => undefined);
-    const tail = sanitizeText(stderrTail, 1000).trim();
+    const tail = quoted(stderrTail, 1000).trim();
     throw new BrokerError(`upstream '${name}' failed to connect: ${(cause as Error).message}${tail ? ` (stderr: ${tail})` : ""}`, { cause });
   }
   const upstream: Upstream = { name, config, client, lost: false };
@@ -249,7 +258,7 @@ export class ToolBroker {
       await upstream.reconnecting;
     } catch (error) {
       throw new ToolCallError(
-        `upstream '${upstream.name}' lost its connection and could not be reconnected: ${sanitizeText((error as Error).message, 500)}`,
+        `upstream '${upstream.name}' lost its connection and could not be reconnected: ${quoted((error as Error).message, 500)}`,
         "error",
       );
     }
@@ -435,7 +444,7 @@ export class ToolBroker {
     const input = this.validatorFor(this.inputValidators, key, tool.inputSchema);
     if (input instanceof Error) return refuse(input.message);
     const issues = input(args);
-    if (issues.length > 0) return refuse(`invalid arguments for ${key}: ${sanitizeText(issuesText(issues), 500)}`);
+    if (issues.length > 0) return refuse(`invalid arguments for ${key}: ${quoted(issuesText(issues), 500)}`);
     // A result could not be checked: the call is not made.
     const output = tool.outputSchema ? this.validatorFor(this.outputValidators, key, tool.outputSchema) : null;
     if (output instanceof Error) return refuse(output.message);
@@ -462,14 +471,14 @@ export class ToolBroker {
         const text = Array.isArray(content)
           ? content.map((c) => (c && typeof c === "object" && !Array.isArray(c) && typeof c.text === "string" ? c.text : "")).join("\n")
           : "";
-        throw new ToolCallError(`${key} failed: ${sanitizeText(text, 2000) || "error without text"}`, "error");
+        throw new ToolCallError(`${key} failed: ${quoted(text, 2000) || "error without text"}`, "error");
       }
       if (output) {
         if (result.structuredContent === undefined) throw new ToolCallError(`${key} returned no structured content for its outputSchema`, "error");
         value = toSafeJson(result.structuredContent, this.limits);
         const issues = output(value);
         if (issues.length > 0) {
-          throw new ToolCallError(`${key} returned output that does not match its outputSchema: ${sanitizeText(issuesText(issues), 500)}`, "error");
+          throw new ToolCallError(`${key} returned output that does not match its outputSchema: ${quoted(issuesText(issues), 500)}`, "error");
         }
       } else if (result.structuredContent !== undefined) {
         value = toSafeJson(result.structuredContent, this.limits);
@@ -480,7 +489,7 @@ export class ToolBroker {
       }
     } catch (error) {
       if (error instanceof ToolCallError) throw error;
-      throw new ToolCallError(`${key} failed: ${sanitizeText((error as Error).message ?? String(error), 1000)}`, "error");
+      throw new ToolCallError(`${key} failed: ${quoted((error as Error).message ?? String(error), 1000)}`, "error");
     } finally {
       signal.removeEventListener("abort", cancel);
     }

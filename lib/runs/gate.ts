@@ -21,7 +21,7 @@
  * Refuses nothing: it rewrites. It finds known credential shapes only (see secrets.ts).
  */
 import type { Envelope, JsonValue } from "@/lib/sandbox";
-import { redactSecrets, redactSecretsInJson } from "@/lib/untrusted/secrets";
+import { redactSecrets, redactSecretsInJson, redactSecretsInMessage } from "@/lib/untrusted/secrets";
 import { CONTENT_NORMALIZED_FLAG, normalizeContent } from "@/lib/untrusted/storable-text";
 
 export const SECRET_REDACTED_FLAG = "secret_redacted";
@@ -58,20 +58,13 @@ export function unreviewableArguments(normalized: boolean, screened: Screened<Js
 }
 
 /**
- * An upstream's or a preview's error, as it may be stored and shown: normalized, secrets redacted.
- * A schema check names where a value failed as a JSON Pointer, which writes `/` in a key as `~1`:
- * a connection string used as a key (`postgres:~1~1app:…`) no longer looks like one. Such a
- * message is read with its pointers unescaped, and shown so when that finds a secret.
+ * An upstream's or a preview's error, as it may be stored and shown: normalized, secrets redacted,
+ * also where a schema check's JSON Pointer escaped a key holding one (`redactSecretsInMessage`).
  */
 export function screenMessage(error: unknown, where: string): Screened<string> {
   const normalized = normalizeContent(error instanceof Error ? error.message : String(error));
-  const redactions: Redaction[] = [];
-  const unescaped = normalized.value.replace(/~1/g, "/").replace(/~0/g, "~");
-  if (unescaped !== normalized.value) {
-    const read = screenText(unescaped, where, redactions);
-    if (redactions.length > 0) return { value: read, changed: normalized.changed, redactions };
-  }
-  return { value: screenText(normalized.value, where, redactions), changed: normalized.changed, redactions };
+  const { text, kinds } = redactSecretsInMessage(normalized.value);
+  return { value: text, changed: normalized.changed, redactions: kinds.map((kind) => ({ where, kind })) };
 }
 
 function screenText(text: string, where: string, into: Redaction[]): string {

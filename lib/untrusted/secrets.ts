@@ -455,6 +455,21 @@ export function redactSecrets(text: string): { text: string; kinds: SecretKind[]
   return again.kinds.length === 0 ? written : { text: again.text, kinds: [...written.kinds, ...again.kinds] };
 }
 
+/**
+ * `redactSecrets` for a message that may name places as JSON Pointers: a schema check writes `/` in
+ * a key as `~1`, so a connection string used as a key (`postgres:~1~1app:…`) no longer looks like
+ * one. Such a message is also read with its pointers unescaped, and returned so when that finds a
+ * secret.
+ */
+export function redactSecretsInMessage(text: string): { text: string; kinds: SecretKind[] } {
+  const unescaped = text.replace(/~1/g, "/").replace(/~0/g, "~");
+  if (unescaped !== text) {
+    const read = redactSecrets(unescaped);
+    if (read.kinds.length > 0) return read;
+  }
+  return redactSecrets(text);
+}
+
 function replaced(text: string, spans: readonly SecretSpan[]): { text: string; kinds: SecretKind[] } {
   if (spans.length === 0) return { text, kinds: [] };
   let out = "";

@@ -5,7 +5,7 @@
  * ansi (terminal escapes and bidi overrides in text), dup (listed twice), drifting (its description
  * changes with `--variant N` or the file `--variant-file` names, to trigger quarantine), stall (answers only when cancelled, or after
  * ten seconds) and cancellations (the request ids of every `notifications/cancelled` it was sent);
- * table (off its outputSchema under a key that is a credential), docs (a credential pasted into its
+ * table (off its outputSchema under a key that is a credential, after a key of `pad` characters), docs (a credential pasted into its
  * description and a schema's), giant (12 MB, over the SDK's 10 MB stdio frame cap).
  * `--listing endless`: every tools/list page is empty and points at another; `--listing badschema`:
  * one more tool, whose outputSchema no validator can compile.
@@ -98,8 +98,12 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       return { content: [{ type: "text", text: "x".repeat(6 * 1024 * 1024) }] };
     case "giant":
       return { content: [{ type: "text", text: "x".repeat(12 * 1024 * 1024) }] };
-    case "table":
-      return { content: [{ type: "text", text: "table" }], structuredContent: { rows: { [HOSTILE_DSN]: "oops", ok: 1 } } };
+    case "table": {
+      // `pad`: a key of that many characters first, so that a message cut at a length ends inside the credential.
+      const pad = Number(request.params.arguments?.pad ?? 0);
+      const rows = { ...(pad > 0 ? { ["k".repeat(pad)]: "x" } : {}), [HOSTILE_DSN]: "oops", ok: 1 };
+      return { content: [{ type: "text", text: "table" }], structuredContent: { rows } };
+    }
     case "deep":
       return { content: [], structuredContent: nested(2000) as Record<string, unknown> };
     case "proto":
