@@ -437,6 +437,33 @@ describe("hostile upstream", () => {
     }
   });
 
+  it("what agents are shown of a tool follows an override of its data class and hints, made in place", async () => {
+    const tool = broker.tool("hostile", "proto")!;
+    const [annotations, dataClass] = [tool.annotations, tool.dataClass];
+    try {
+      expect(broker.search("proto", "summary").tools[0]?.summary).toMatch(/^destructive, internal: /);
+      tool.annotations = { readOnlyHint: true };
+      tool.dataClass = "pii";
+      expect(broker.search("proto", "summary").tools[0]?.summary).toMatch(/^read-only, pii: /);
+      expect(broker.declarations()).toContain("@dataClass pii @readOnlyHint true");
+    } finally {
+      Object.assign(tool, { annotations, dataClass });
+    }
+  });
+
+  it("a broker closed while an upstream reconnects closes that connection too and refuses the call", async () => {
+    const closing = await connect(1);
+    const signal = new AbortController().signal;
+    await expect(closing.callTool("hostile", "giant", {}, signal)).rejects.toThrow(/hostile\.giant failed/);
+    const pending = closing.callTool("hostile", "proto", {}, signal).then(
+      () => "answered",
+      (error: Error) => error.message,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await closing.close();
+    expect(await pending).toMatch(/closed/);
+  });
+
   it("a listing whose pages never end is refused within the connect timeout, naming the upstream", async () => {
     const started = performance.now();
     const connecting = ToolBroker.connect(parseConfig({ servers: { hostile: hostileServer(1, "endless") } }, join(tmp, "e.json")), {

@@ -175,8 +175,21 @@ function summaryLine(tool: ToolInfo): string {
   return first ? `${state}: ${first}` : state;
 }
 
-/** What agents are shown of each tool, kept with it while its quarantine stands (declarations are cached by identity). */
-const shown = new WeakMap<ToolInfo, { quarantined: boolean; view: ToolInfo }>();
+/**
+ * What agents are shown of each tool, kept with it while what it is made from stands (declarations
+ * are cached by identity): its quarantine, and its description, schemas, annotations and data
+ * class, which an admin's override (./db-registry.ts) changes in place.
+ */
+const shown = new WeakMap<ToolInfo, { from: readonly unknown[]; view: ToolInfo }>();
+// Annotations by value: an override writes a new object on every refresh.
+const shownFrom = (tool: ToolInfo): readonly unknown[] => [
+  tool.quarantined,
+  tool.description,
+  tool.inputSchema,
+  tool.outputSchema,
+  JSON.stringify(tool.annotations),
+  tool.dataClass,
+];
 
 /**
  * A tool as agents are shown it (search_tools, and the declarations analysis checks scripts
@@ -186,8 +199,9 @@ const shown = new WeakMap<ToolInfo, { quarantined: boolean; view: ToolInfo }>();
  * any string of its schemas is redacted, as in anything else an upstream sends.
  */
 function shownToAgents(tool: ToolInfo): ToolInfo {
+  const from = shownFrom(tool);
   const kept = shown.get(tool);
-  if (kept && kept.quarantined === tool.quarantined) return kept.view;
+  if (kept && kept.from.every((part, i) => part === from[i])) return kept.view;
   const view: ToolInfo = tool.quarantined
     ? { ...tool, description: "", annotations: {}, inputSchema: { type: "object" }, outputSchema: null }
     : {
@@ -196,7 +210,7 @@ function shownToAgents(tool: ToolInfo): ToolInfo {
         inputSchema: redactedStrings(tool.inputSchema),
         outputSchema: tool.outputSchema && redactedStrings(tool.outputSchema),
       };
-  shown.set(tool, { quarantined: tool.quarantined, view });
+  shown.set(tool, { from, view });
   return view;
 }
 
@@ -242,6 +256,8 @@ export class ToolBroker {
         if (listed.size !== held.length || held.some((tool) => listed.get(tool.name) !== tool.hash)) {
           throw new BrokerError(`upstream '${upstream.name}' came back with other tools than it was started with; restart Airlock to check them`);
         }
+        // Closed meanwhile: close() closed the client it saw, so this one is closed here.
+        if (this.closing) throw new BrokerError(`the broker was closed while upstream '${upstream.name}' reconnected`);
       } catch (error) {
         await fresh.client.close().catch(() => undefined);
         throw error;
@@ -498,6 +514,7 @@ export class ToolBroker {
 
   async close(): Promise<void> {
     this.closing = true;
-    await Promise.allSettled([...this.upstreams.values()].map((u) => u.client.close()));
+    // A reconnect under way sees `closing` and closes its own client; its call is refused.
+    await Promise.allSettled([...this.upstreams.values()].flatMap((u) => [u.client.close(), ...(u.reconnecting ? [u.reconnecting] : [])]));
   }
 }
