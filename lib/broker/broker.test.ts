@@ -420,6 +420,22 @@ describe("hostile upstream", () => {
     expect(await broker.callTool("hostile", "proto", {}, signal)).toMatchObject({ ok: 1 });
   });
 
+  it("an upstream that outlives its closed connection is connected again at once, not when it exits", async () => {
+    const server = { ...hostileServer(1), args: [...hostileServer(1).args, "--linger"] };
+    const lingering = await ToolBroker.connect(parseConfig({ servers: { hostile: server } }, join(tmp, "l.json")), {
+      pins: new JsonFilePinStore(join(tmp, "pins-lingering.json")),
+    });
+    try {
+      const signal = new AbortController().signal;
+      await expect(lingering.callTool("hostile", "giant", {}, signal)).rejects.toThrow(/hostile\.giant failed/);
+      const started = performance.now();
+      expect(await lingering.callTool("hostile", "proto", {}, signal)).toMatchObject({ ok: 1 });
+      expect(performance.now() - started).toBeLessThan(2_000);
+    } finally {
+      await lingering.close();
+    }
+  });
+
   it("an upstream that comes back listing other tools is refused, not reconnected", async () => {
     const variantFile = join(tmp, "variant");
     writeFileSync(variantFile, "1");

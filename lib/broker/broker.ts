@@ -97,8 +97,18 @@ function quoted(text: string, max: number): string {
   return sanitizeText(redactSecretsInMessage(sanitizeText(text, Number.MAX_SAFE_INTEGER)).text, max);
 }
 
-/** A connected upstream; `lost` once its connection closed (an stdio frame over the SDK's cap closes it), until reconnected. */
-type Upstream = { name: string; config: ServerConfig; client: Client; lost: boolean; reconnecting?: Promise<void> };
+/** A connected upstream, and a reconnect under way. */
+type Upstream = { name: string; config: ServerConfig; client: Client; transport: Transport; reconnecting?: Promise<void> };
+
+/**
+ * Whether the upstream's connection is gone. A stdio transport that hit the SDK's frame cap drops
+ * its process at once (its pid is null from then on, and every send fails "Not connected") but
+ * says it closed only once the old process exits, seconds later for one that ignores its stdin.
+ */
+function lost(upstream: Upstream): boolean {
+  const { transport } = upstream;
+  return transport instanceof StdioClientTransport ? transport.pid === null : upstream.client.transport === undefined;
+}
 
 function annotationsOf(raw: unknown): ToolAnnotations {
   const out: ToolAnnotations = {};
@@ -147,11 +157,7 @@ async function connectUpstream(name: string, config: ServerConfig, timeoutMs: nu
     const tail = quoted(stderrTail, 1000).trim();
     throw new BrokerError(`upstream '${name}' failed to connect: ${(cause as Error).message}${tail ? ` (stderr: ${tail})` : ""}`, { cause });
   }
-  const upstream: Upstream = { name, config, client, lost: false };
-  client.onclose = () => {
-    upstream.lost = true;
-  };
-  return upstream;
+  return { name, config, client, transport };
 }
 
 export type SearchDetail = "name" | "summary" | "full";
@@ -246,7 +252,7 @@ export class ToolBroker {
    * broker holds for it: anything else is refused until a restart pins it as a start does.
    */
   private async connected(upstream: Upstream): Promise<Client> {
-    if (!upstream.lost) return upstream.client;
+    if (!lost(upstream)) return upstream.client;
     if (this.closing) throw new ToolCallError(`upstream '${upstream.name}' is closed`, "error");
     upstream.reconnecting ??= (async () => {
       const fresh = await connectUpstream(upstream.name, upstream.config, this.limits.connectTimeoutMs);
@@ -262,11 +268,8 @@ export class ToolBroker {
         await fresh.client.close().catch(() => undefined);
         throw error;
       }
-      fresh.client.onclose = () => {
-        upstream.lost = true;
-      };
       upstream.client = fresh.client;
-      upstream.lost = false;
+      upstream.transport = fresh.transport;
     })().finally(() => {
       upstream.reconnecting = undefined;
     });

@@ -8,7 +8,8 @@
  * table (off its outputSchema under a key that is a credential, after a key of `pad` characters), docs (a credential pasted into its
  * description and a schema's), giant (12 MB, over the SDK's 10 MB stdio frame cap).
  * `--listing endless`: every tools/list page is empty and points at another; `--listing badschema`:
- * one more tool, whose outputSchema no validator can compile.
+ * one more tool, whose outputSchema no validator can compile. `--linger`: it outlives its stdin by
+ * ten seconds.
  * Run: `tsx lib/broker/testing/hostile-server.ts`.
  */
 import { readFileSync } from "node:fs";
@@ -20,7 +21,12 @@ import { HOSTILE_DSN, HOSTILE_STRIPE_KEY } from "./hostile-values";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { variant: { type: "string", default: "1" }, "variant-file": { type: "string" }, listing: { type: "string", default: "plain" } },
+  options: {
+    variant: { type: "string", default: "1" },
+    "variant-file": { type: "string" },
+    listing: { type: "string", default: "plain" },
+    linger: { type: "boolean", default: false },
+  },
   strict: true,
 });
 /** `--variant-file`: the variant read from a file at each start, so a test can change what a restarted server lists. */
@@ -116,6 +122,8 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
 });
 const transport = new StdioServerTransport();
 await server.connect(transport);
+// `--linger`: stays up for a while after its stdin ends, as a server that ignores it would.
+if (values.linger) process.stdin.on("end", () => setTimeout(() => process.exit(0), 10_000));
 // Seen before the SDK handles it, which it does silently for a request already answered.
 const deliver = transport.onmessage!;
 transport.onmessage = (message) => {
