@@ -182,10 +182,14 @@ describe("no mount and no directory outlives a run (checked after each test)", (
     execFileSync("mount", ["-t", "tmpfs", "-o", "size=1m", "airlock-scratch", join(stale, "work")]);
     const live = `${memberPrefix(process.ppid)}Def456`;
     mkdirSync(join(live, "work"), { recursive: true });
+    // One left in the OS temp directory by a process of a version that staged there.
+    const older = join(tmpdir(), `airlock-sbx-${dead}-Ghi789`);
+    mkdirSync(join(older, "code"), { recursive: true });
     try {
       expect(leftovers(dead).mounts).toEqual([join(stale, "work")]);
       await sweepStaleMembers(umountPath);
       expect(leftovers(dead)).toEqual({ dirs: [], mounts: [] });
+      expect(existsSync(older)).toBe(false);
       expect(existsSync(live)).toBe(true);
     } finally {
       rmSync(live, { recursive: true, force: true });

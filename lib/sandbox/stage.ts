@@ -15,11 +15,13 @@
  * Not root: the scratch of `strict` is bubblewrap's tmpfs (size capped, no inode cap, not
  * measurable by the host) and that of `permission-only` a plain directory (docs/sandbox.md).
  * Directories are named after the host process, so what a crashed process left behind (its
- * directories, its scratch mounts) is removed by the next process that creates a member. They live
- * under `stagingBase()`: the temp directory TMPDIR names, else a memory file system (/dev/shm) with
- * room for a run's largest inputs, else /tmp. On a disk, creating a staged file waits on the file
- * system's journal, which PostgreSQL's commits keep busy (0.1 to 1 ms a file; 15 µs on /dev/shm),
- * and the script is staged on every run's path.
+ * directories, its scratch mounts) is removed by the next process that creates a member, under
+ * either base. They live under `stagingBase()`: the temp directory TMPDIR names; else, as root, a
+ * memory file system (/dev/shm) with room for a run's largest inputs; else /tmp. On a disk,
+ * creating a staged file waits on the file system's journal, which PostgreSQL's commits keep busy
+ * (0.1 to 1 ms a file; 15 µs on /dev/shm), and the script is staged on every run's path. Only as
+ * root: there the scratch is a tmpfs of its own, capped; otherwise it is a directory under the
+ * base, which a script could fill, and memory is the worse thing to fill.
  */
 import {
   chmodSync,
@@ -41,7 +43,7 @@ import {
   accessSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { EMPTY_ENV, REPO_ROOT, SANDBOX_GID, SANDBOX_UID, type HostFacts } from "./host";
 import { execRemote } from "./spawner";
 import type { StagedInput } from "./types";
@@ -71,7 +73,7 @@ let base: string | undefined;
 /** Where members' directories are created (see the header); decided once per process. */
 export function stagingBase(): string {
   // os.tmpdir() is /tmp unless TMPDIR (or TMP, TEMP) names another directory, which then wins.
-  base ??= tmpdir() !== "/tmp" ? tmpdir() : (memoryBase() ?? tmpdir());
+  base ??= tmpdir() !== "/tmp" || process.getuid?.() !== 0 ? tmpdir() : (memoryBase() ?? tmpdir());
   return base;
 }
 
@@ -155,10 +157,9 @@ export async function sweepStaleMembers(umount: string | null): Promise<void> {
       .split("\n")
       .map((line) => line.split(" ")[4]),
   );
-  for (const name of readdirSync(stagingBase())) {
-    const pid = MEMBER_DIR.exec(name)?.[1];
+  for (const root of [...new Set([stagingBase(), tmpdir()])].flatMap((dir) => readdirSync(dir).map((name) => join(dir, name)))) {
+    const pid = MEMBER_DIR.exec(basename(root))?.[1];
     if (!pid || Number(pid) === process.pid || processAlive(Number(pid))) continue;
-    const root = join(stagingBase(), name);
     if (mounted.has(join(root, "work"))) {
       if (!umount) continue;
       await unmount(umount, join(root, "work"));
