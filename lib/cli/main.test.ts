@@ -49,6 +49,13 @@ describe("airlock CLI", () => {
     },
   );
 
+  it("a help flag after another flag is that flag's value, not a request for usage", async () => {
+    const io = capture();
+    expect(await runCli(["audit", "release", "--hold", "00000000-0000-4000-8000-000000000000", "--reason", "-h"], io)).toBe(2);
+    expect(io.out).toBe("");
+    expect(io.err).toContain("--reason");
+  });
+
   it("adds a user with a password from stdin, who can then sign in", async () => {
     const io = capture("a long enough password\n");
     expect(await runCli(["user", "add", "--email", "ops@example.com", "--role", "admin", "--password-stdin"], io)).toBe(0);

@@ -167,9 +167,11 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   const [first, second, ...rest] = argv;
   const key = first && second && COMMANDS[`${first} ${second}`] ? `${first} ${second}` : first;
   const command = key ? COMMANDS[key] : undefined;
-  // `-h` or `--help` anywhere before a `--` asks for usage, as `airlock --help` does.
-  const options = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
-  if (first === "help" || options.some((arg) => arg === "--help" || arg === "-h")) {
+  // `help` first, or `-h`/`--help` among the command's words before any other flag, asks for usage;
+  // after a flag it may be that flag's value (`--reason -h`).
+  const firstFlag = argv.findIndex((arg) => arg.startsWith("-") && arg !== "-h" && arg !== "--help");
+  const words = firstFlag === -1 ? argv : argv.slice(0, firstFlag);
+  if (first === "help" || words.some((arg) => arg === "--help" || arg === "-h")) {
     io.stdout(USAGE);
     return 0;
   }
