@@ -52,6 +52,27 @@ describe("compileToolSchema", () => {
     expect((refused as Error).message).toMatch(/^the tool's schema cannot be compiled: .*\(\?=/);
   });
 
+  it.each([
+    ["^\\S+$", ["ab-c"], ["a\u00a0b", "a\u2028b", "a b"]],
+    ["^\\s$", ["\u00a0", "\ufeff", "\t"], ["x"]],
+    ["^.{0,20}$", ["ok"], ["ab\u2028", "ok\rIGNORE PREVIOUS", "a\nb"]],
+    ["^[\\u0020-\\u007e]+$", ["Hello ~"], ["é", "\u007f"]],
+    ["^\\u{1F600}$", ["😀"], ["x"]],
+    ["^[[:alpha:]$", ["[", ":", "a"], ["B", "1"]],
+    ["^[^\\s]$", ["x"], ["\u00a0"]],
+  ])("keeps ECMAScript's meaning of %s on RE2", (pattern, matching, refused) => {
+    const one = check({ type: "string", pattern });
+    for (const text of matching) expect(one(text), JSON.stringify(text)).toEqual([]);
+    for (const text of refused) expect(one(text), JSON.stringify(text)).toHaveLength(1);
+  });
+
+  it.each([["(?i)abc"], ["^[[:alpha:]]$"], ["^[\\S\\d]$"], ["^[]$"], ["(?=a)b"], ["(a)\\1"]])(
+    "refuses %s, which ECMAScript refuses or RE2 cannot run with ECMAScript's meaning",
+    (pattern) => {
+      expect(compileToolSchema({ type: "string", pattern })).toBeInstanceOf(Error);
+    },
+  );
+
   it("keeps a pattern's meaning: found anywhere unless anchored, Unicode classes included", () => {
     const named = check({ type: "object", properties: { a: { type: "string", pattern: "b" }, n: { type: "string", pattern: "^\\p{L}+$" } } });
     expect(named({ a: "abc", n: "Zoë" })).toEqual([]);

@@ -10,11 +10,12 @@
  * input schema, a standing approval's bounds — would otherwise be compiled and kept per call); a
  * check returns the issues (empty when valid) with the JSON Pointer of each, and `issuesText`
  * renders them exactly as the SDK's validator does ("data/x must …");
- * - a schema's `pattern` and `patternProperties` come from an upstream and are matched against
- *   what scripts and agents send, so they run on RE2 (re2js), in time linear in the text: with
- *   JavaScript's backtracking engine, `^(a+)+$` and 27 characters held the event loop for 6 s.
- *   A pattern RE2 cannot run (a lookaround, a back-reference) makes the schema one that cannot be
- *   compiled: its tool's calls are refused, naming why.
+ * - a schema's `pattern` and `patternProperties` (an upstream's, a skill's, a standing approval's
+ *   bounds) are matched against what scripts and agents send, so they run on RE2 (re2js), in time
+ *   linear in the text: with JavaScript's backtracking engine, `^(a+)+$` and 31 characters held
+ *   the event loop for 33 s. Each keeps its ECMAScript meaning (`ecmaPatternForRe2`); one RE2
+ *   cannot run with that meaning (a lookaround, a back-reference, `\S` inside a class) makes the
+ *   schema one that cannot be compiled: its tool's calls are refused, naming why.
  */
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsPlugin from "ajv-formats";
@@ -27,12 +28,62 @@ export type SchemaCheck = (value: unknown) => SchemaIssue[];
 
 const addFormats = addFormatsPlugin as unknown as (ajv: Ajv) => Ajv;
 
+/** ECMAScript's whitespace (`\s`), as the body of an RE2 character class. */
+const ECMA_SPACE = "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
+
 /**
- * Ajv's regular-expression engine (its `code.regExp` option), here RE2: `test` finds a match
- * anywhere, as RegExp's does. Ajv keeps one compiled pattern per `toString()`, so it names the pattern.
+ * A JSON Schema pattern (ECMAScript syntax, Unicode mode, as Ajv compiles it) written for RE2 with
+ * the same meaning: `\s` and `\S` as ECMAScript's whitespace, `.` without line terminators,
+ * `\uXXXX`, `\u{X}` and `\cX` as code points, `[` inside a class as itself (RE2 reads `[:alpha:]`
+ * there). ECMAScript must accept the pattern first; what cannot be written for RE2 (`\S` inside a
+ * class, an empty class, a lookaround, a back-reference) throws, and the schema is refused.
+ */
+function ecmaPatternForRe2(pattern: string): string {
+  new RegExp(pattern, "u");
+  let out = "";
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === "\\") {
+      const next = pattern[++i]!;
+      const tail = pattern.slice(i + 1);
+      const codePoint = next === "u" ? (/^\{([0-9A-Fa-f]+)\}/.exec(tail) ?? /^([0-9A-Fa-f]{4})/.exec(tail)) : null;
+      if (codePoint) {
+        out += `\\x{${codePoint[1]}}`;
+        i += codePoint[0].length;
+      } else if (next === "c") {
+        out += `\\x{${(pattern.charCodeAt(++i) % 32).toString(16)}}`;
+      } else if (next === "s") {
+        out += inClass ? ECMA_SPACE : `[${ECMA_SPACE}]`;
+      } else if (next === "S") {
+        if (inClass) throw new Error("\\S inside a character class has no linear-time form");
+        out += `[^${ECMA_SPACE}]`;
+      } else {
+        out += `\\${next}`;
+      }
+    } else if (inClass) {
+      if (c === "]") inClass = false;
+      out += c === "[" ? "\\[" : c;
+    } else if (c === "[") {
+      const negated = pattern[i + 1] === "^";
+      if (pattern[i + (negated ? 2 : 1)] === "]") throw new Error("an empty character class has no RE2 form");
+      inClass = true;
+      out += negated ? "[^" : "[";
+      if (negated) i++;
+    } else {
+      out += c === "." ? "[^\\n\\r\\x{2028}\\x{2029}]" : c;
+    }
+  }
+  return out;
+}
+
+/**
+ * Ajv's regular-expression engine (its `code.regExp` option), here RE2 on the pattern as
+ * `ecmaPatternForRe2` writes it: `test` finds a match anywhere, as RegExp's does. Ajv keeps one
+ * compiled pattern per `toString()`, so it names the pattern.
  */
 function linearRegExp(pattern: string): { test(text: string): boolean; toString(): string } {
-  const compiled = RE2JS.compile(pattern);
+  const compiled = RE2JS.compile(ecmaPatternForRe2(pattern));
   return { test: (text) => compiled.test(text), toString: () => `re2:${pattern}` };
 }
 // Ajv names the engine in code it generates for standalone use, which Airlock never asks for.
