@@ -30,7 +30,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ListToolsResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
-import { redactSecrets, redactSecretsInMessage } from "@/lib/untrusted/secrets";
+import { redactSecrets, redactSecretsInJson, redactSecretsInMessage } from "@/lib/untrusted/secrets";
 import type { AirlockConfig, ServerConfig } from "./config";
 import { previewHintsOf } from "@/lib/contracts/preview-hints";
 import { compileToolSchema, issuesText, type SchemaCheck } from "./schema-check";
@@ -94,7 +94,7 @@ export function toolHash(tool: { description?: unknown; inputSchema?: unknown; o
  * secret before the part that makes it recognizable (`postgres://app:password` without `@host`).
  */
 function quoted(text: string, max: number): string {
-  return sanitizeText(redactSecretsInMessage(sanitizeText(text, Number.MAX_SAFE_INTEGER)).text, max);
+  return redactSecretsInMessage(sanitizeText(text, Number.MAX_SAFE_INTEGER)).text.slice(0, max);
 }
 
 /** A connected upstream, and a reconnect under way. */
@@ -202,7 +202,7 @@ const shownFrom = (tool: ToolInfo): readonly unknown[] => [
  * against). A quarantined tool's definition is one no admin accepted, so of it only the name, the
  * data class and the quarantine are shown: its text would reach the model without the acceptance
  * its calls wait for. In an accepted one, a credential an upstream pasted into the description or
- * any string of its schemas is redacted, as in anything else an upstream sends.
+ * its schemas (a string or a key) is redacted, as in anything else an upstream sends.
  */
 function shownToAgents(tool: ToolInfo): ToolInfo {
   const from = shownFrom(tool);
@@ -213,24 +213,15 @@ function shownToAgents(tool: ToolInfo): ToolInfo {
     : {
         ...tool,
         description: redactSecrets(tool.description).text,
-        inputSchema: redactedStrings(tool.inputSchema),
-        outputSchema: tool.outputSchema && redactedStrings(tool.outputSchema),
+        inputSchema: redacted(tool.inputSchema),
+        outputSchema: tool.outputSchema && redacted(tool.outputSchema),
       };
   shown.set(tool, { from, view });
   return view;
 }
 
-/** A schema with credentials redacted in its string values (keys are names, kept); the same object when there are none. */
-function redactedStrings<T>(value: T): T {
-  if (typeof value === "string") return redactSecrets(value).text as T;
-  if (Array.isArray(value)) {
-    const items = value.map(redactedStrings);
-    return items.every((item, i) => item === value[i]) ? value : (items as T);
-  }
-  if (value === null || typeof value !== "object") return value;
-  const entries = Object.entries(value).map(([key, item]) => [key, redactedStrings(item)] as const);
-  return entries.every(([key, item]) => item === (value as Record<string, unknown>)[key]) ? value : (Object.fromEntries(entries) as T);
-}
+/** A schema as agents are shown it: credentials redacted in its strings and keys, as in a tool's result. */
+const redacted = (schema: Record<string, unknown>) => redactSecretsInJson(schema as JsonValue).value as Record<string, unknown>;
 
 export class ToolBroker {
   private readonly inputValidators = new Map<string, SchemaCheck | Error>();

@@ -1,15 +1,18 @@
 /**
  * A deliberately hostile MCP upstream for the broker's tests (stdio, low-level SDK `Server`, so
- * nothing validates what it sends). Tools: wrongType (output off its outputSchema), huge (a
- * multi-megabyte result), deep (nesting far beyond any sane depth), proto (`__proto__` keys),
- * ansi (terminal escapes and bidi overrides in text), dup (listed twice), drifting (its description
- * changes with `--variant N` or the file `--variant-file` names, to trigger quarantine), stall (answers only when cancelled, or after
- * ten seconds) and cancellations (the request ids of every `notifications/cancelled` it was sent);
- * table (off its outputSchema under a key that is a credential, after a key of `pad` characters), docs (a credential pasted into its
- * description and a schema's), giant (12 MB, over the SDK's 10 MB stdio frame cap).
- * `--listing endless`: every tools/list page is empty and points at another; `--listing badschema`:
- * one more tool, whose outputSchema no validator can compile. `--linger`: it outlives its stdin by
- * ten seconds.
+ * nothing validates what it sends). Tools:
+ * - wrongType (output off its outputSchema), huge (a multi-megabyte result), deep (nesting far
+ *   beyond any sane depth), proto (`__proto__` keys), ansi (terminal escapes and bidi overrides);
+ * - dup (listed twice), drifting (its description changes with `--variant N` or the file
+ *   `--variant-file` names, to trigger quarantine);
+ * - stall (answers only when cancelled, or after ten seconds), cancellations (the request ids of
+ *   every `notifications/cancelled` it was sent);
+ * - table (off its outputSchema under a key that is a credential, after a key of `pad`
+ *   characters), docs (a credential in its description, a schema's description and a property's
+ *   name), giant (12 MB, over the SDK's 10 MB stdio frame cap).
+ * `--listing endless`: every tools/list page is empty and points at another; `--listing
+ * badschema`: one more tool, whose outputSchema no validator can compile. `--linger`: it outlives
+ * its stdin by ten seconds.
  * Run: `tsx lib/broker/testing/hostile-server.ts`.
  */
 import { readFileSync } from "node:fs";
@@ -58,7 +61,11 @@ const tools = [
   {
     name: "docs",
     description: `Queries the warehouse. Example: curl -d key=${HOSTILE_STRIPE_KEY} https://api.example.com`,
-    inputSchema: { type: "object", properties: { dsn: { type: "string", description: `Connection, e.g. ${HOSTILE_DSN}` } } },
+    // A credential in a property's description, and one as a property's name.
+    inputSchema: {
+      type: "object",
+      properties: { dsn: { type: "string", description: `Connection, e.g. ${HOSTILE_DSN}` }, [`key_${HOSTILE_STRIPE_KEY}`]: { type: "string" } },
+    },
   },
   { name: "giant", description: "Returns more than a stdio frame may hold.", inputSchema: object },
   ...(values.listing === "badschema"
