@@ -293,6 +293,8 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
       }
     }
 
+    // One transaction a chunk: a review is refused at commit without its run.reviewed event in the same one.
+    await client.query("BEGIN");
     await client.query(
       `INSERT INTO "Run" (id, "agentId", status, language, code, "codeSha256", purpose, provenance, "inputsDigest", "requestDigest", decision, "capabilitySet", facts,
                           javascript, limits, result, error, execution, "createdAt", "updatedAt", "policyVersionId", "decisionReasons", "approvalsRequired")
@@ -345,6 +347,7 @@ export async function seedAuditBench(client: pg.Client, options: { runs: number;
          AS t(id, at, at2, aid, act, sid, d, ph, h)`,
       [ev.id, ev.at, ev.actorType, ev.actorId, ev.action, ev.subjectId, ev.data, ev.prevHash, ev.hash],
     );
+    await client.query("COMMIT");
     // These runs ended long ago: their search documents were built then (lib/audit/search-refresh.ts).
     let built: number;
     do built = (await client.query<{ built: number }>(`SELECT "airlock_search_refresh"(10000, true) AS built`)).rows[0]!.built;

@@ -4,7 +4,7 @@ import type { Actor } from "@/lib/contracts/scopes";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { recordAudit } from "./record";
 import { exportAudited, searchAudited } from "./service";
-import { sha256, SYSTEM, tamper } from "./testing";
+import { recordReview, sha256, SYSTEM, tamper } from "./testing";
 
 let db: TestDatabase;
 let compliance: Actor;
@@ -49,7 +49,7 @@ async function seedRun(purpose: string, code: string) {
     update: {},
     create: { email: "rita@example.com", name: "Rita Reviewer", role: "reviewer" },
   });
-  await db.prisma.review.create({ data: { runId: row.id, reviewerId: reviewer.id, verdict: "approve", comment: "fine" } });
+  await recordReview(db.prisma, { runId: row.id, reviewerId: reviewer.id, verdict: "approve", comment: "fine" });
   await db.prisma.$transaction((tx) =>
     recordAudit(tx, { actor: { type: "user", id: reviewer.id, email: reviewer.email, role: "reviewer" }, action: "run.approved", subject, data: {} }),
   );
@@ -141,7 +141,7 @@ describe("event export", () => {
     expect(manifest.auditReads).toBe("excluded");
     expect(events.length).toBe(manifest.rowCount);
     expect(events.filter((e) => String(e.action).startsWith("audit."))).toEqual([]);
-    expect(events.filter((e) => e.subjectId === runId).map((e) => e.action)).toEqual(["run.submitted", "run.approved", "run.succeeded"]);
+    expect(events.filter((e) => e.subjectId === runId).map((e) => e.action)).toEqual(["run.submitted", "run.reviewed", "run.approved", "run.succeeded"]);
     const recorded = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "audit.exported" }, orderBy: { id: "desc" } });
     expect(recorded.data).toMatchObject({ auditReads: "excluded", rows: "events" });
   });

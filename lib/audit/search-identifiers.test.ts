@@ -3,7 +3,7 @@ import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { searchRuns } from "./search";
 import { refreshSearchDocuments } from "./search-refresh";
 import { startAuditSequencer } from "./sequencer";
-import { sha256 } from "./testing";
+import { recordReview, sha256 } from "./testing";
 
 let db: TestDatabase;
 let agentId: string;
@@ -224,7 +224,7 @@ describe("identifiers match by their parts", () => {
       execution: { logs: [{ level: "log", text: dense(60_000) }] },
     });
     const reviewer = await db.prisma.user.create({ data: { email: "dense-reviewer@example.com", name: "R", role: "reviewer" } });
-    await db.prisma.review.create({ data: { runId: id, reviewerId: reviewer.id, verdict: "approve", comment: dense(40_000) } });
+    await recordReview(db.prisma, { runId: id, reviewerId: reviewer.id, verdict: "approve", comment: dense(40_000) });
     await db.prisma.runToolCall.createMany({
       data: Array.from({ length: 200 }, (_, i) => ({
         runId: id,

@@ -4,7 +4,7 @@ import { chainHash, GENESIS_HASH } from "./record";
 import { filtersFromSearchParams, filtersToSearchParams } from "./filters";
 import { searchRuns } from "./search";
 import { exportAudited, searchAudited, viewRunTimelineAudited } from "./service";
-import { seedRun } from "./testing";
+import { recordReview, seedRun } from "./testing";
 
 let db: TestDatabase;
 let refund: Awaited<ReturnType<typeof seedRun>>;
@@ -30,9 +30,7 @@ beforeAll(async () => {
   for (let i = 0; i < 5; i++) await seedRun(db.prisma, { purpose: `Filler ${i}`, agentName: "filler-bot" });
   // A reviewer's comment becomes searchable on the run through the Review trigger.
   const reviewerUser = await db.prisma.user.create({ data: { email: "reviewer@example.com", name: "R", role: "reviewer" } });
-  await db.prisma.review.create({
-    data: { runId: refund.runId, reviewerId: reviewerUser.id, verdict: "reject", comment: "Customer flagged as platypus risk" },
-  });
+  await recordReview(db.prisma, { runId: refund.runId, reviewerId: reviewerUser.id, verdict: "reject", comment: "Customer flagged as platypus risk" });
 });
 afterAll(() => db?.drop());
 
@@ -97,7 +95,7 @@ describe("audited reads", () => {
     const timeline = await viewRunTimelineAudited(db.prisma, compliance, refund.runId);
     expect(timeline.toolCalls).toHaveLength(2);
     expect(timeline.reviews[0]?.comment).toMatch(/platypus/);
-    expect(timeline.events.map((e) => e.action)).toEqual(["run.submitted", "run.failed"]);
+    expect(timeline.events.map((e) => e.action)).toEqual(["run.submitted", "run.failed", "run.reviewed"]);
     const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "audit.viewed" }, orderBy: { id: "desc" } });
     expect(event).toMatchObject({ subjectType: "run", subjectId: refund.runId });
   });

@@ -27,6 +27,31 @@ export async function append(db: PrismaClient, action: string, subject: { type: 
   return db.$transaction((tx) => recordAudit(tx, { actor: SYSTEM, action, subject, data }));
 }
 
+/** A review written as lib/review/service.ts writes one: the row and its run.reviewed event in one transaction (the database refuses either alone). */
+export async function recordReview(
+  db: PrismaClient,
+  review: { runId: string; reviewerId: string; verdict: "approve" | "reject" | "request_changes"; comment?: string; createdAt?: Date },
+) {
+  const comment = review.comment ?? null;
+  const reviewer = await db.user.findUniqueOrThrow({ where: { id: review.reviewerId }, select: { email: true, role: true } });
+  await db.$transaction(async (tx) => {
+    await tx.review.create({ data: { runId: review.runId, reviewerId: review.reviewerId, verdict: review.verdict, comment, createdAt: review.createdAt } });
+    await recordAudit(tx, {
+      actor: { type: "user", id: review.reviewerId, email: reviewer.email, role: reviewer.role },
+      action: "run.reviewed",
+      subject: { type: "run", id: review.runId },
+      data: { verdict: review.verdict, comment },
+    });
+  });
+}
+
+/** The events intake would have written for a run a test stored straight to the table: run.submitted and, after it, its status. */
+export async function recordStoredRun(db: PrismaClient, run: { id: string; status: string; codeSha256: string }) {
+  const subject = { type: "run", id: run.id };
+  await append(db, "run.submitted", subject, { codeSha256: run.codeSha256 });
+  if (run.status !== "submitted") await append(db, `run.${run.status}`, subject);
+}
+
 export type SeededRun = { runId: string; userId: string; agentName: string; ownerEmail: string };
 
 let counter = 0;

@@ -212,12 +212,14 @@ describe("verifyAuditChain", () => {
     const { db, checkpoints } = await freshLog();
     const inFlight = await seedRun(db.prisma, { status: "pending_review" });
     await db.prisma.run.update({ where: { id: inFlight.runId }, data: { status: "running" } });
+    await append(db.prisma, "run.running", { type: "run", id: inFlight.runId });
     await db.prisma.runToolCall.create({
       data: { runId: inFlight.runId, seq: 1, server: "ledger", tool: "addNote", argsDigest: "0".repeat(64), durationMs: 0, outcome: "started" },
     });
     expect(await verify(db, checkpoints)).toMatchObject({ ok: true, broken: null });
     // Terminal without a sealing event (e.g. a terminal event written without its seal): a break.
     await db.prisma.run.update({ where: { id: inFlight.runId }, data: { status: "failed" } });
+    await append(db.prisma, "run.failed", { type: "run", id: inFlight.runId });
     expect((await verify(db, checkpoints)).broken).toMatchObject({
       eventId: null,
       reason: "unsealed_tool_calls",

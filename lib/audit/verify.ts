@@ -21,6 +21,10 @@
  *   only when the run has a purgedAt and a `run.purged` event after that digest names the field;
  *   the purge event digests what is left, which is checked like any other. Likewise a tool call's
  *   arguments and result, NULL with a purgedAt, pass only when a purge event names its seq;
+ * - the run record (run-record.ts), after a whole walk: every run has its run.submitted event, and
+ *   its agent, code hash, decision, approvals required, policy version and status are what its
+ *   events say; every review is one a run.reviewed event records (`unrecorded_run`,
+ *   `run_record_mismatch`; PostgreSQL searches while the walk runs, as for unsealed tool calls);
  * - signed checkpoints (checkpoints.ts): every checkpoint file must verify with the configured key,
  *   and its event must still exist with the same hash — this is what catches a rewrite of the tail
  *   with recomputed hashes, or a truncated tail; and its signed tree head (version 2) must be the
@@ -54,6 +58,7 @@ import { CHECKPOINT_INTERVAL_MINUTES, CHECKPOINT_MAX_UNCOVERED_MS, loadCheckpoin
 import { CompactRange, eventLeafHash } from "./merkle";
 import { GENESIS_HASH } from "./record";
 import { RUN_CONTENT_FIELDS, isRunContentField, purgeRecords, type PurgeRecord, type RunContentField } from "./run-content";
+import { findRecordMismatch } from "./run-record";
 import { artifactsProblem, loadArtifactEvidence, type ArtifactEvidence } from "./artifact-evidence";
 import { isJsonbText } from "./jsonb-text";
 import { MAX_STORED_CALL_BYTES } from "./stored-calls";
@@ -68,6 +73,8 @@ export const BREAK_REASONS = [
   "tool_call_digest_mismatch",
   "unsealed_tool_calls",
   "run_content_mismatch",
+  "run_record_mismatch",
+  "unrecorded_run",
   "checkpoint_mismatch",
   "tree_head_mismatch",
   "checkpoint_missing_event",
@@ -81,7 +88,7 @@ export type ChainBreak = {
   eventId: string | null;
   reason: BreakReason;
   detail: string;
-  /** For run_content_mismatch: the run, and the field that differs (absent when the row is gone). */
+  /** For run_content_mismatch and run_record_mismatch: the run, and the field that differs (absent when the row is gone); for unrecorded_run, the run. */
   run?: { id: string; field?: string };
 };
 
@@ -497,6 +504,8 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
   // reports them, so a walk that stops early never awaits the search, whose failure is marked handled.
   const unsealed = options.from === undefined ? findUnsealed(db) : null;
   unsealed?.catch(() => undefined);
+  const misrecorded = options.from === undefined ? findRecordMismatch(db) : null;
+  misrecorded?.catch(() => undefined);
   let next = readBatch(db, cursor, batchSize);
   for (;;) {
     const batch = await next;
@@ -617,6 +626,15 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
         reason: "unsealed_tool_calls",
         detail: `run ${runId} (${status ?? "no such run"}) has tool calls that no audit event seals`,
       });
+    }
+    const mismatch = await misrecorded;
+    if (mismatch) {
+      const { runId, field, detail } = mismatch;
+      return done(
+        field === "events"
+          ? { eventId: null, reason: "unrecorded_run", run: { id: runId }, detail }
+          : { eventId: null, reason: "run_record_mismatch", run: { id: runId, field }, detail },
+      );
     }
   }
 

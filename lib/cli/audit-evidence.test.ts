@@ -42,6 +42,8 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "airlock-evidence-cli-"));
   ({ runId } = await seedRun(db.prisma, { calls: 3 }));
   await append(db.prisma, "run.auto_approved", { type: "run", id: runId }, { decision: "allow", policyVersion: null, reasons: [], approvalsRequired: 0 });
+  // Where the run stands: its status is the one its latest state event names.
+  await append(db.prisma, "run.succeeded", { type: "run", id: runId });
   for (let i = 0; i < 4; i++) await append(db.prisma, "test.event");
 }, 60_000);
 afterAll(() => db?.drop());

@@ -12,6 +12,7 @@ import { submitRun } from "@/lib/intake/submit";
 import { getRun } from "@/lib/runs/service";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 import { groupsQuery, listPatterns } from "./patterns";
+import { recordReview } from "@/lib/audit/testing";
 
 let ledger: LedgerRuntime;
 const admin = { type: "user", id: "00000000-0000-4000-8000-00000000000a", email: "owner@example.com", role: "admin" } as const;
@@ -69,8 +70,11 @@ describe("listPatterns", () => {
     const runs = [];
     for (const i of [1, 2]) runs.push(await ledger.db.prisma.run.create({ data: old(i, submitted) }));
     // The first waited 10 minutes for its verdict.
-    await ledger.db.prisma.review.create({
-      data: { runId: runs[0]!.id, reviewerId: reviewer.id, verdict: "approve", createdAt: new Date(submitted.getTime() + 600_000) },
+    await recordReview(ledger.db.prisma, {
+      runId: runs[0]!.id,
+      reviewerId: reviewer.id,
+      verdict: "approve",
+      createdAt: new Date(submitted.getTime() + 600_000),
     });
 
     const listed = await listPatterns(ledger.db.prisma, admin);

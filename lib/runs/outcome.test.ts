@@ -28,6 +28,7 @@ import { runDetail } from "@/lib/review/run-presenter";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { MAX_OUTCOMES_PER_RUN } from "./outcome";
 import type { AgentActor } from "./service";
+import { recordStoredRun } from "@/lib/audit/testing";
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
@@ -55,7 +56,7 @@ async function connect(as: AgentActor): Promise<Client> {
 async function runOf(owner: AgentActor, status: "succeeded" | "denied" | "pending_review" = "succeeded") {
   const code = `return ${Math.random()};`;
   const digest = createHash("sha256").update(code).digest("hex");
-  return db.prisma.run.create({
+  const run = await db.prisma.run.create({
     data: {
       agentId: owner.id,
       status,
@@ -68,6 +69,8 @@ async function runOf(owner: AgentActor, status: "succeeded" | "denied" | "pendin
       ...(status === "succeeded" ? { result: { customers: 3 }, finishedAt: new Date() } : {}),
     },
   });
+  await recordStoredRun(db.prisma, run);
+  return run;
 }
 
 /** A tool call's answer: its JSON, or the protocol error it was refused with. */

@@ -13,6 +13,7 @@ import { databaseWithAgent, insertRun } from "@/lib/testing/run-rows";
 import { cancelRun } from "./cancel";
 import { executeRun } from "./executor";
 import { recoverLostRun } from "./recovery";
+import { recordStoredRun } from "@/lib/audit/testing";
 
 let db: TestDatabase;
 let agentId: string;
@@ -29,6 +30,7 @@ async function lostRun(options: { attempt?: number; cancelRequested?: boolean; c
     heartbeatAt: longAgo,
     cancelRequestedAt: options.cancelRequested ? longAgo : null,
   });
+  await recordStoredRun(db.prisma, { id: runId, status: "running", codeSha256: "x" });
   for (const [i, call] of (options.calls ?? []).entries()) {
     await db.prisma.runToolCall.create({
       data: {
@@ -148,6 +150,7 @@ describe("an executor below the decided isolation", () => {
         policyRequest: request,
       },
     });
+    await recordStoredRun(db.prisma, run);
     let asked = false;
     const executed = await executeRun(
       {
