@@ -68,6 +68,19 @@ beforeAll(async () => {
 }, 90_000);
 afterAll(() => ledger?.close());
 
+describe("a failed check over instruction-like upstream text", () => {
+  it("keeps the check's label and the error's text from the agent, as the result: the script wrote them from what it read", async () => {
+    const { view } = await held(`const { refunds } = await tools.ledger.listRefunds({ limit: 50 });
+await checks.equal("reasons: " + refunds.map((r) => r.reason).join(" / "), 1, 2);
+return refunds;`);
+    expect(view.status).toBe("check_failed");
+    expect(view).not.toHaveProperty("result");
+    expect(view.checks).toEqual([{ kind: "equal", label: "(withheld with the result)", ok: false, message: "" }]);
+    expect(view.error).toMatchObject({ code: "CHECK_FAILED", message: expect.stringMatching(/release policy keeps its error text/) });
+    expect(JSON.stringify(view)).not.toMatch(/Ignore all previous instructions/);
+  });
+});
+
 describe("a result with instruction-like upstream text", () => {
   let runId: string;
   let view: RunView;

@@ -225,17 +225,46 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
     expect(JSON.stringify(calls, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value))).not.toContain("sk_test_4eC");
   });
 
-  it("a plan preview that fails with personal data in its error shows the agent tokens", async () => {
+  it("a plan over personal data keeps its arguments from the agent until reviewers approved and it ran: no encoding gets them out early", async () => {
     const submitted = await submitRun(ledger.runtime, ledger.agent, {
-      code: `const { customer } = await tools.ledger.getCustomer({ customerId: "cus_001" });\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0005", to: customer.email });\nthrow new Error("could not remind " + customer.email + " (" + customer.name + ")");`,
+      code: `const { customers } = await tools.ledger.listCustomers({ limit: 2 });\nconst blob = customers.map((c) => c.name).join(";");\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0005", message: "ref " + [...blob].map((c) => c.charCodeAt(0)).join(",") + " " + blob.toUpperCase() });\nreturn "sent";`,
+      purpose: "remind with a reference",
+      language: "javascript",
+      provenance: conversation,
+    });
+    let pending = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 20 });
+    for (let i = 0; i < 5 && pending.status === "previewing"; i++)
+      pending = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 20 });
+    expect(pending.status).toBe("pending_review");
+    expect(pending.plan).toEqual([
+      { seq: 2, server: "ledger", tool: "sendReminderEmail", arguments: expect.stringMatching(/withheld until reviewers approve/) },
+    ]);
+    const name = generateLedgerData().customers[0]!.name;
+    expect(JSON.stringify(pending)).not.toContain(name.toUpperCase());
+    expect(JSON.stringify(pending)).not.toContain([...name].map((c) => c.charCodeAt(0)).join(","));
+    // Approved by both reviewers and run: the plan they approved reaches the agent.
+    const done = await finished(submitted.runId);
+    expect(done.status).toBe("succeeded");
+    expect(done.plan![0]!.arguments).toMatchObject({ invoiceId: "inv_0005", message: expect.stringContaining(name.toUpperCase()) });
+  });
+
+  it("a plan preview that read personal data and failed keeps its error text from the agent, encoded or not: no reviewer approved those reads", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `const { customer } = await tools.ledger.getCustomer({ customerId: "cus_001" });\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0005", to: customer.email });\nthrow new Error("could not remind " + customer.email + " " + Buffer.from(customer.name).toString("base64"));`,
       purpose: "fail in the preview",
       language: "javascript",
       provenance: conversation,
     });
     const view = await finished(submitted.runId);
-    expect(view.error).toMatchObject({ code: "PREVIEW_FAILED", message: expect.stringMatching(/could not remind <EMAIL_\d+> \(<NAME_\d+>\)/) });
+    expect(view.error).toMatchObject({ code: "PREVIEW_FAILED", message: expect.stringMatching(/withheld: the preview read regulated data/) });
     const first = generateLedgerData().customers[0]!;
-    expect(JSON.stringify(view)).not.toContain(first.email);
+    const seen = JSON.stringify(view);
+    expect(seen).not.toContain(first.email);
+    expect(seen).not.toContain(Buffer.from(first.name).toString("base64"));
+    expect(seen).not.toMatch(/<EMAIL_\d+>/);
+    // Reviewers and the audit log keep the preview's own words.
+    const stored = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: submitted.runId }, select: { error: true } });
+    expect(JSON.stringify(stored.error)).toContain(Buffer.from(first.name).toString("base64"));
   });
 
   it("a value retention deleted is kept again when a later run shows it, so its token keeps hiding it", async () => {

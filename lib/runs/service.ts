@@ -23,6 +23,7 @@ import { consoleBaseUrl } from "@/lib/env";
 import { AppError, RUN_ERROR_RULES, invalidArguments, type RunErrorCode } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import { runColumn } from "@/lib/contracts/run-columns";
+import { touchesRegulatedData } from "@/lib/contracts/data-classes";
 import { runTokens, tokenized } from "./pii-tokens";
 import type { LocalStart } from "./queue";
 import { POLL_MS, type ArmedWait, type RunChanges } from "./run-changes";
@@ -202,16 +203,25 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   if (next) view.next = next;
   // The latest release decision: the plan preview's until the run has executed, then the run's.
   const release = runColumn(run, "releaseDecision");
+  // A preview's reads are real, and no reviewer has approved them: what they produced (the plan's
+  // arguments, why the preview failed) reaches the agent of a run that reads regulated data (a tool
+  // or an input) only once the run executed, after reviewers approved it, as a read-only run over
+  // that data would run only then. Facts stored before readOnlyDataClasses existed count every class.
+  const previewUnapproved = () => {
+    if (run.startedAt !== null) return false;
+    const facts = runColumn(run, "facts");
+    const inputs = runColumn(run, "inputs") ?? [];
+    return touchesRegulatedData([...(facts?.readOnlyDataClasses ?? facts?.dataClasses ?? []), ...inputs.map((input) => input.dataClass)]);
+  };
   const plan = runColumn(run, "plan");
   if (plan) {
     // A plan's arguments come from real reads: release policy decides whether the agent reads them.
-    const planWithheld = release !== null && release.decision !== "allow" && !run.releasedAt;
-    view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({
-      seq,
-      server,
-      tool,
-      arguments: planWithheld ? "(withheld by release policy; reviewers see it in the console)" : forAgent(args),
-    }));
+    const unapproved = previewUnapproved();
+    const planWithheld = (release !== null && release.decision !== "allow" && !run.releasedAt) || unapproved;
+    const why = unapproved
+      ? "(withheld until reviewers approve the run: the preview read regulated data; reviewers see it in the console)"
+      : "(withheld by release policy; reviewers see it in the console)";
+    view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({ seq, server, tool, arguments: planWithheld ? why : forAgent(args) }));
   }
   if (run.decision === "escalate") {
     view.approvalsRequired = run.approvalsRequired;
@@ -241,6 +251,14 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   }
   const error = runColumn(run, "error");
   if (error) view.error = withNext(forAgent(error));
+  if (error?.code === "PREVIEW_FAILED" && previewUnapproved()) {
+    view.error = withNext({
+      code: "PREVIEW_FAILED",
+      message:
+        "The plan preview failed, so no reviewer was asked. Its error text is withheld: the preview read regulated data that no reviewer has approved (reviewers and the audit log have it). Fix the script and submit it again.",
+      untrusted: false,
+    });
+  }
   if (run.finishedAt && (EXECUTED_STATUSES as readonly string[]).includes(run.status)) {
     const execution = runColumn(run, "execution");
     // Withheld means withheld: no result, and nothing the script wrote that could carry it (logs,
@@ -249,7 +267,10 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     // hand them over: they can carry what a result would.
     const failedWithheld = release !== null && release.decision !== "allow" && (CONTENT_STATUSES as readonly string[]).includes(run.status);
     const withheld = (run.status === "check_failed" && !run.releasedAt) || run.status === "withheld" || failedWithheld;
-    if (failedWithheld && view.error) {
+    // Held by release policy too, a failed check's label and message (text the script wrote from
+    // what it read) stay with reviewers as the result does; the agent learns which kinds failed.
+    const heldByRelease = run.status === "check_failed" && !run.releasedAt && release !== null && release.decision !== "allow";
+    if ((failedWithheld || heldByRelease) && view.error) {
       const why = release.reasons.map((r) => r.text).join(" ");
       view.error = withNext({
         code: view.error.code,
@@ -272,10 +293,13 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     if (gate) {
       // Withheld, the agent learns which checks failed (at most three), not what the script wrote in the others.
       const shown = withheld ? gate.checks.filter((c) => !c.ok).slice(0, 3) : gate.checks;
-      view.checks = forAgent(shown.map(({ kind, label, ok, message }) => ({ kind, label, ok, message })));
+      view.checks = heldByRelease
+        ? shown.map(({ kind, ok }) => ({ kind, label: "(withheld with the result)", ok, message: "" }))
+        : forAgent(shown.map(({ kind, label, ok, message }) => ({ kind, label, ok, message })));
       view.assumptions = withheld ? [] : forAgent(gate.assumptions);
       if (gate.partial !== null && !withheld) view.partial = forAgent(gate.partial);
-      view.rows = gate.rows;
+      // How many rows a withheld result held is the script's to choose, so it could carry the result.
+      view.rows = withheld ? { ...gate.rows, returned: null } : gate.rows;
     }
     if (run.releasedAt) {
       const releases = await db.resultRelease.findMany({
