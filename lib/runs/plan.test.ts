@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { previewHintsOf } from "@/lib/contracts/preview-hints";
 import type { RunPlan } from "@/lib/contracts/run-columns";
-import { moneyOf, moneyTotals, planDigest, PlanFollower, previewAnswer } from "./plan";
+import { moneyOf, moneyTotals, planDigest, PlanFollower, previewAnswer, strayPlaceholder } from "./plan";
 
 const REFUND_HINTS = previewHintsOf({
   "dev.airlock/preview": {
@@ -53,6 +53,20 @@ describe("preview answers", () => {
     expect(previewHintsOf({ "dev.airlock/money": { amount: "amountMinor" } })).toBeNull();
     expect(previewHintsOf({ "dev.airlock/money": { amount: "/a", extra: 1 } })).toBeNull();
     expect(previewHintsOf({ other: 1 })).toBeNull();
+  });
+});
+
+describe("placeholders in a write's arguments", () => {
+  it("are only those an earlier write answered with, wherever they sit; any other is stray", () => {
+    const first = refundWrite(1, "inv_0001", 100);
+    expect(strayPlaceholder({ note: { refundId: "@plan:1/refund/id" }, ids: ["@plan:1/refund/id"] }, [first])).toBeNull();
+    // Fields the answer fills from the call's own arguments are not symbolic: a script cannot make them so.
+    expect(strayPlaceholder({ invoiceId: "@plan:1/refund/invoiceId" }, [first])).toBe("@plan:1/refund/invoiceId");
+    expect(strayPlaceholder({ amountMinor: "@plan:1/refund/amountMinor" }, [first])).toBe("@plan:1/refund/amountMinor");
+    expect(strayPlaceholder({ refundId: "@plan:2/refund/id" }, [first])).toBe("@plan:2/refund/id");
+    expect(strayPlaceholder({ refundId: "@plan:1/refund/id" }, [])).toBe("@plan:1/refund/id");
+    // Only a whole string stands for a value; text around one is plain text, matched as it is.
+    expect(strayPlaceholder({ message: "see @plan:9/x" }, [])).toBeNull();
   });
 });
 

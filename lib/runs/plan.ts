@@ -10,6 +10,10 @@
  * an answer built from an outputSchema are fixed (0, false) and a later write that depends on them
  * diverges rather than guess.
  *
+ * A plan never holds a placeholder in a write's arguments that no earlier write answered with
+ * (`strayPlaceholder`: the preview fails PLAN_UNREVIEWABLE), so a script cannot make one up to
+ * stand for a value reviewers never saw.
+ *
  * Guarantees of `PlanFollower.check`: a write is allowed only when it is the next planned one —
  * same server, same tool, and the same arguments in canonical JSON once placeholders are replaced
  * by real values; fewer writes than planned are fine, more or others never are.
@@ -123,6 +127,28 @@ export function moneyOf(hint: MoneyHint | null, args: JsonValue, answer: JsonVal
     currency: code,
     subject: typeof subject === "string" || typeof subject === "number" ? String(subject) : null,
   };
+}
+
+/** The placeholders an answer holds (whole strings), where a later write may use them. */
+function placeholdersIn(value: unknown, into: Set<string>, depth = 0): Set<string> {
+  if (depth > MAX_DEPTH + 1) return into;
+  if (typeof value === "string" && PLACEHOLDER.test(value)) into.add(value);
+  else if (Array.isArray(value)) for (const item of value) placeholdersIn(item, into, depth + 1);
+  else if (value !== null && typeof value === "object") for (const item of Object.values(value)) placeholdersIn(item, into, depth + 1);
+  return into;
+}
+
+/**
+ * A placeholder in a write's arguments that no earlier planned write answered with, or null: a
+ * string the script made up (`"@plan:1/refund/amountMinor"`) to stand, at apply, for whatever the
+ * real call returns there, which reviewers could not see. Only values an upstream assigns are
+ * symbolic in an answer; nothing else may be.
+ */
+export function strayPlaceholder(args: JsonValue, earlier: readonly Pick<PlanWrite, "answer">[]): string | null {
+  const answered = new Set<string>();
+  for (const write of earlier) placeholdersIn(write.answer, answered);
+  for (const used of placeholdersIn(args, new Set())) if (!answered.has(used)) return used;
+  return null;
 }
 
 /** The digest an approval binds: the ordered writes (server, tool, canonical arguments). */

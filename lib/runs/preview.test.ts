@@ -166,6 +166,30 @@ throw new Error("the script gave up");`,
     expect((await calls(view.runId)).map((c) => [c.tool, c.phase, c.outcome])).toEqual([["sendReminderEmail", "preview", "refused"]]);
   });
 
+  it("a write whose arguments hold a placeholder no earlier write answered with is never planned: a script cannot make one up to stand for what reviewers never saw", async () => {
+    const [first, second] = [paid[5]!, paid[6]!];
+    // The answer's id is a placeholder; its invoiceId, amount and currency are the call's own
+    // arguments. At apply a replayed idempotency key would answer with another refund's values.
+    const view = await submitRun(runtime, agent, {
+      code: `const a = await tools.ledger.issueRefund({ invoiceId: "${first.id}", amountMinor: 1, currency: "${first.currency}", reason: "a cent", idempotencyKey: "stray-1-${first.id}" });
+const dry = String(a.refund.id).startsWith("@plan:");
+const pick = (p) => (dry ? ["@plan:1", "refund", p].join("/") : a.refund[p]);
+await tools.ledger.issueRefund({ invoiceId: pick("invoiceId"), amountMinor: pick("amountMinor"), currency: pick("currency"), reason: "follow-up", idempotencyKey: "stray-2-${second.id}" });
+return a.refund.id;`,
+      purpose: "two refunds",
+      language: "javascript",
+    });
+    const done = await leaving(view.runId, ["previewing"]);
+    expect(done.status).toBe("failed");
+    expect(done.error?.code).toBe("PREVIEW_FAILED");
+    expect(done.error?.message).toContain('PLAN_UNREVIEWABLE: write 2 (ledger.issueRefund): its arguments hold "@plan:1/refund/');
+    expect((await calls(view.runId)).map((c) => [c.tool, c.phase, c.outcome])).toEqual([
+      ["issueRefund", "preview", "intercepted"],
+      ["issueRefund", "preview", "refused"],
+    ]);
+    expect(await refundsOf(first.id, "follow-up")).toBe(0);
+  });
+
   it("a write the screen rewrites at apply is refused, even where its screened form matches the plan (a redaction stands for any secret)", async () => {
     const invoice = paid[3]!;
     // The preview sends the redaction's own text; the apply a real link, which the screen rewrites into that text.

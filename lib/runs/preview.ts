@@ -38,7 +38,7 @@ import { approvedRequest, startHeartbeat } from "./executor";
 import { insertToolCalls, storedJson } from "@/lib/audit/stored-calls";
 import { stagedDatasets } from "./staged-datasets";
 import { parseRunLimits } from "./limits";
-import { moneyOf, planDigest, previewAnswer } from "./plan";
+import { moneyOf, planDigest, previewAnswer, strayPlaceholder } from "./plan";
 import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease } from "./release-decision";
 import { transitionRun } from "./states";
 
@@ -135,8 +135,12 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
     marked.note(info?.piiFields, tokens.args);
     if (!readOnly) {
       const unreviewable = unreviewableArguments(normalized.changed, screened);
-      if (unreviewable) {
-        unplannable ??= `write ${writes.length + 1} (${server}.${tool}): ${unreviewable}, so no reviewer could see what it would send. Keep credentials out of a write's arguments: the broker holds the upstreams' credentials.`;
+      const stray = unreviewable ? null : strayPlaceholder(storedArgs, writes);
+      if (unreviewable || stray) {
+        const why = unreviewable
+          ? `${unreviewable}, so no reviewer could see what it would send. Keep credentials out of a write's arguments: the broker holds the upstreams' credentials.`
+          : `its arguments hold "${stray!.slice(0, 200)}", which no earlier planned write answered with: only a value an upstream assigns stands in a plan for what the real call will return, so no reviewer could see what it would send.`;
+        unplannable ??= `write ${writes.length + 1} (${server}.${tool}): ${why}`;
         call.outcome = "refused";
         call.error = unplannable.slice(0, 2000);
         controller.abort();
