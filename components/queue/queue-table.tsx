@@ -27,6 +27,7 @@ const RISK_TONE = { blocked: "bad", high: "bad", medium: "warn", low: "neutral" 
 const BLOCKED = {
   not_reviewer: "not a reviewer",
   own_agent: "your agent",
+  own_submission: "you submitted it",
   reviewer_role: "other role",
   not_pending: "decided",
   expired: "expired",

@@ -3,8 +3,8 @@
  * an agent, with a reason; while it is not released, retention purges nothing of those runs
  * (airlock_purge() refuses them in the database, not only the job).
  *
- * - placeHold(tx, actor, {runId | agentName, reason}) → the hold's id; audited `hold.placed`
- *   (subject: the run or the agent).
+ * - placeHold(tx, actor, {runId | agentName | agentOfRunId, reason}) → the hold's id; audited
+ *   `hold.placed` (subject: the run, or the agent, named or as the agent of a run).
  * - releaseHold(tx, actor, {holdId, reason}) — audited `hold.released`. A hold is never deleted
  *   and released once: the row keeps who placed and who released it and why (a trigger refuses
  *   any other change, and any delete).
@@ -21,7 +21,11 @@ import { recordAudit } from "./record";
 
 const reason = z.string().trim().min(1, "a reason is required").max(2_000);
 
-const placeSchema = z.union([z.object({ runId: z.uuid(), reason }).strict(), z.object({ agentName: z.string().trim().min(1).max(200), reason }).strict()]);
+const placeSchema = z.union([
+  z.object({ runId: z.uuid(), reason }).strict(),
+  z.object({ agentName: z.string().trim().min(1).max(200), reason }).strict(),
+  z.object({ agentOfRunId: z.uuid(), reason }).strict(),
+]);
 
 const releaseSchema = z.object({ holdId: z.uuid(), reason }).strict();
 
@@ -42,10 +46,14 @@ export async function placeHold(tx: Tx, actor: Actor, input: z.input<typeof plac
     const run = await tx.run.findUnique({ where: { id: data.runId }, select: { id: true } });
     if (!run) throw new AppError("not_found", `No run ${data.runId}.`);
     subject = { type: "run", id: run.id };
-  } else {
+  } else if ("agentName" in data) {
     const agent = await tx.agent.findUnique({ where: { name: data.agentName }, select: { id: true } });
     if (!agent) throw new AppError("not_found", `No agent named ${data.agentName}.`);
     subject = { type: "agent", id: agent.id };
+  } else {
+    const run = await tx.run.findUnique({ where: { id: data.agentOfRunId }, select: { agentId: true } });
+    if (!run) throw new AppError("not_found", `No run ${data.agentOfRunId}.`);
+    subject = { type: "agent", id: run.agentId };
   }
   const hold = await tx.legalHold.create({
     data: { [subject.type === "run" ? "runId" : "agentId"]: subject.id, reason: data.reason, placedBy: actorLabel(actor) },

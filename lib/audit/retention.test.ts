@@ -190,6 +190,10 @@ describe("legal holds", () => {
     await expect(app.$transaction((tx) => placeHold(tx, reviewer, { runId: heldRun.id, reason: "mine" }))).rejects.toMatchObject({ code: "forbidden" });
     await expect(app.$transaction((tx) => placeHold(tx, compliance, { runId: heldRun.id, reason: "  " }))).rejects.toMatchObject({ code: "bad_request" });
     await expect(app.$transaction((tx) => placeHold(tx, compliance, { agentName: "nobody", reason: "x" }))).rejects.toMatchObject({ code: "not_found" });
+    // The run page's "hold its agent" names the agent by a run: an unknown run is not found, not an internal error.
+    await expect(
+      app.$transaction((tx) => placeHold(tx, compliance, { agentOfRunId: "00000000-0000-4000-8000-000000000000", reason: "x" })),
+    ).rejects.toMatchObject({ code: "not_found" });
   });
 
   it("the app role can neither delete a hold nor rewrite it", async () => {

@@ -25,13 +25,14 @@ import { isReadOnly } from "@/lib/contracts/tools";
 import { AppError, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
 import { DirectCallRefused, parseSubmit, recordingRefusals, submitProposal, type Lane, type SubmitOptions } from "./submit";
+import { storableText } from "@/lib/untrusted/storable-text";
 
 const DIRECT_LANE: Lane = { kind: "direct", action: "call" };
 
 /** One read-only call needs no purpose, key or provenance of its own: its run says "Direct call of server.tool". */
 export const callToolSchema = z.strictObject({
-  server: z.string().max(64),
-  tool: z.string().max(128),
+  server: z.string().max(64).superRefine(storableText),
+  tool: z.string().max(128).superRefine(storableText),
   arguments: toolArgumentsSchema,
 });
 

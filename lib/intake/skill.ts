@@ -23,9 +23,10 @@ import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
 import { skillRunScript } from "@/lib/skills/draft";
 import { publishedSkill } from "@/lib/skills/service";
 import { parseSubmit, recordingRefusals, submitProposal, type SubmitOptions } from "./submit";
+import { storableText } from "@/lib/untrusted/storable-text";
 
 export const runSkillSchema = z.strictObject({
-  name: z.string().max(64),
+  name: z.string().max(64).superRefine(storableText),
   version: z.number().int().min(1).max(10_000).optional(),
   arguments: toolArgumentsSchema,
 });

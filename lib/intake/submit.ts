@@ -71,7 +71,7 @@ import { decideRunLimits } from "@/lib/runs/limits";
 import { presentRun, watchRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
 import { createRun, type CreationStep } from "@/lib/runs/states";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
-import { findUnstorable, normalizeText } from "@/lib/untrusted/storable-text";
+import { findUnstorable, normalizeText, unstorableRefusal } from "@/lib/untrusted/storable-text";
 
 /** Caps of the provenance texts, in UTF-8 bytes (the schemas' maxLength, in characters, is the same number: a bound never tighter). */
 export const PROVENANCE_BYTE_CAPS = { prompt: 32 * 1024, context: 64 * 1024 } as const;
@@ -148,15 +148,7 @@ export function parseSubmit(raw: unknown) {
   // Refused, never repaired: what the agent sent is what reviewers see and what is hashed.
   for (const [field, value] of Object.entries(parsed.data)) {
     const bad = findUnstorable(value, field);
-    if (bad) {
-      throw new AppError(
-        "bad_request",
-        `${bad.path}: contains ${bad.character}, which cannot be stored; remove it (lone surrogate halves and NUL are refused).`,
-        {
-          details: { field: bad.path, character: bad.character },
-        },
-      );
-    }
+    if (bad) throw unstorableRefusal(bad);
   }
   return parsed.data;
 }

@@ -118,6 +118,16 @@ describe("the MCP tools under hostile arguments", () => {
     });
   }
 
+  it("every field alone holding U+0000 or a lone surrogate: every answer is typed, and search_tools names the field", { timeout: 120_000 }, async () => {
+    for (const [name, keys] of Object.entries(TOOLS)) {
+      for (const key of keys) for (const bad of ["a\u0000b", "\ud800"]) await typedAnswer(name, { [key]: bad });
+    }
+    await expect(client.callTool({ name: "search_tools", arguments: { query: "a\u0000b" } })).rejects.toMatchObject({
+      code: ErrorCode.InvalidParams,
+      message: expect.stringContaining("query: contains U+0000, which cannot be stored"),
+    });
+  });
+
   it(
     "submit_run with scripts that parse and carry hostile literals (escaped NUL, lone surrogates, deep nesting): every answer is typed",
     { timeout: 240_000 },

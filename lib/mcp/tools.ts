@@ -16,6 +16,7 @@ import { searchScriptGlobals } from "@/lib/contracts/script-contract";
 import { searchSkills } from "@/lib/skills/catalog";
 import { publishedSkills } from "@/lib/skills/service";
 import { defineTool, type McpTool, type ToolAnswer, type ToolCall } from "./define";
+import { storableText } from "@/lib/untrusted/storable-text";
 
 /** Waits this long for an auto-approved run to finish before submit_run answers. */
 const SUBMIT_WAIT_SECONDS = 10;
@@ -87,8 +88,8 @@ export const searchTools = defineTool({
   description: "Find tools scripts call as `await tools.<server>.<tool>(args)`, and skills. detail full: TypeScript declarations.",
   scope: "tools:read",
   input: z.strictObject({
-    query: z.string().max(200).optional().describe("Words to match; none lists all"),
-    server: z.string().max(64).optional().describe("Only this server"),
+    query: z.string().max(200).superRefine(storableText).optional().describe("Words to match; none lists all"),
+    server: z.string().max(64).superRefine(storableText).optional().describe("Only this server"),
     detail: z.enum(["name", "summary", "full"]).default("summary"),
   }),
   output: z.object({

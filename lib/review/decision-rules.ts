@@ -3,7 +3,8 @@
  *
  * `decisionBlocker(run, actor, now)` returns null when the actor may vote on the run now, or the
  * first reason they may not, typed and in words. The order is fixed: the actor (holds
- * runs:review, is a person), separation of duties (not the owner of the run's agent), the policy's
+ * runs:review, is a person), separation of duties (not the owner of the run's agent, nor the person
+ * who submitted it for the agent through another door), the policy's
  * reviewer role, the run still waiting for review and not past its deadline, one vote per person.
  *
  * decideRun (./service.ts) throws `decisionRefusal(blocker, run)` inside its locked transaction,
@@ -16,7 +17,7 @@
 import { hasScope, type Actor } from "@/lib/contracts/scopes";
 import { AppError } from "@/lib/errors";
 
-export const DECISION_BLOCKER_CODES = ["not_reviewer", "own_agent", "reviewer_role", "not_pending", "expired", "already_voted"] as const;
+export const DECISION_BLOCKER_CODES = ["not_reviewer", "own_agent", "own_submission", "reviewer_role", "not_pending", "expired", "already_voted"] as const;
 export type DecisionBlockerCode = (typeof DECISION_BLOCKER_CODES)[number];
 export type DecisionBlocker = { code: DecisionBlockerCode; message: string };
 
@@ -27,6 +28,8 @@ export type DecisionSubject = {
   reviewerRole: string | null;
   reviewExpiresAt: Date | null;
   agent: { ownerId: string; name: string };
+  /** The person who submitted it for the agent through another door (`exec --as`), from its run.submitted event; absent when unknown. */
+  submittedBy?: string | null;
   reviews: readonly { reviewerId: string; verdict: string }[];
 };
 
@@ -39,6 +42,9 @@ export function decisionBlocker(run: DecisionSubject, actor: Actor, now: Date = 
   if (actor.type !== "user") return { code: "not_reviewer", message: "Only a person can review a run." };
   if (run.agent.ownerId === actor.id) {
     return { code: "own_agent", message: `You own the agent ${run.agent.name}, so you cannot decide its runs; another reviewer must.` };
+  }
+  if (run.submittedBy === actor.id) {
+    return { code: "own_submission", message: `You submitted this run for the agent ${run.agent.name}, so you cannot decide it; another reviewer must.` };
   }
   if (run.reviewerRole && run.reviewerRole !== actor.role) {
     return { code: "reviewer_role", message: `Policy asks a ${run.reviewerRole} to review this run; your role is ${actor.role}.` };
@@ -68,6 +74,7 @@ export function decisionRefusal(blocker: DecisionBlocker, run: Pick<DecisionSubj
     case "not_reviewer":
       return new AppError("forbidden", blocker.message, { details: { scope: "runs:review" } });
     case "own_agent":
+    case "own_submission":
     case "reviewer_role":
       return new AppError("forbidden", blocker.message, { details: { reason: blocker.code } });
     case "not_pending":

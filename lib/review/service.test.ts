@@ -41,17 +41,22 @@ async function user(email: string, role: User["role"]): Promise<User> {
   return { type: "user", id: created.id, email, role };
 }
 
-/** A fresh pending run (two approvals: it emails a customer, pii + open world). */
-async function pendingRun(): Promise<{
+/** A fresh pending run (two approvals: it emails a customer, pii + open world), submitted by the agent or by a person for it (`exec --as`). */
+async function pendingRun(by?: User): Promise<{
   runId: string;
   seen: DecisionBinding;
 }> {
   nonce++;
-  const view = await submitRun(runtime, agent, {
-    code: `// attempt ${nonce}\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" });\nreturn "sent";`,
-    purpose: `Remind a customer (${nonce})`,
-    provenance: { model: "test-model", conversationId: "conv-1" },
-  });
+  const view = await submitRun(
+    runtime,
+    agent,
+    {
+      code: `// attempt ${nonce}\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" });\nreturn "sent";`,
+      purpose: `Remind a customer (${nonce})`,
+      provenance: { model: "test-model", conversationId: "conv-1" },
+    },
+    by ? { via: { door: "cli:exec", by } } : {},
+  );
   // A write is previewed first; the wait ends when its plan is ready for reviewers.
   expect(view).toMatchObject({ status: "previewing", approvalsRequired: 2 });
   expect(await getRun(runtime, agent, { runId: view.runId, waitSeconds: 30 })).toMatchObject({
@@ -125,6 +130,15 @@ describe("decideRun", () => {
     ]);
     await expect(decideRun(deps, carol, { runId, verdict: "approve", seen })).rejects.toMatchObject({ code: "conflict", details: { status: "succeeded" } });
   }, 90_000);
+
+  it("refuses the person who submitted the run for the agent (exec --as): they cannot approve their own script", async () => {
+    const { runId, seen } = await pendingRun(carol);
+    await expect(decideRun(deps, carol, { runId, verdict: "approve", seen })).rejects.toMatchObject({
+      code: "forbidden",
+      details: { reason: "own_submission" },
+    });
+    expect(await db.prisma.review.count({ where: { runId } })).toBe(0);
+  });
 
   it("refuses the owner of the agent (separation of duties), other roles and agents", async () => {
     const { runId, seen } = await pendingRun();

@@ -143,10 +143,15 @@ export function bindingChanges(run: BoundFacts, seen: SeenFacts): string[] {
 /** The run, locked for this transaction, with its agent and this reviewer's vote (if any). */
 async function lockRun(tx: Tx, runId: string, reviewerId: string) {
   await tx.$queryRaw`SELECT id FROM "Run" WHERE id = ${runId}::uuid FOR UPDATE`;
-  return tx.run.findUnique({
+  const run = await tx.run.findUnique({
     where: { id: runId },
     include: { agent: { select: { ownerId: true, name: true } }, reviews: { where: { reviewerId }, select: { reviewerId: true, verdict: true } } },
   });
+  if (!run) return null;
+  // A person who submitted it for the agent (`exec --as`) is named only in its run.submitted event.
+  const submitted = await tx.auditEvent.findFirst({ where: { subjectType: "run", subjectId: runId, action: "run.submitted" }, select: { data: true } });
+  const via = (submitted?.data as { via?: { type?: unknown; id?: unknown } } | null)?.via;
+  return { ...run, submittedBy: via?.type === "user" && typeof via.id === "string" ? via.id : null };
 }
 
 /** Moves a run between two states only if it is still in the first; a miss means someone else decided. */

@@ -21,7 +21,7 @@ import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
 import { requireScope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { AppError, invalidArguments } from "@/lib/errors";
-import { findUnstorable } from "@/lib/untrusted/storable-text";
+import { findUnstorable, unstorableRefusal } from "@/lib/untrusted/storable-text";
 import type { AgentActor } from "./service";
 
 export const OUTCOME_ACTIONS = ["answered_user", "passed_to_tool", "discarded", "other"] as const;
@@ -46,15 +46,7 @@ export async function recordOutcome(db: Db, agent: AgentActor, raw: unknown): Pr
   if (!parsed.success) throw invalidArguments(parsed.error);
   const { runId, action, detail } = parsed.data;
   const bad = findUnstorable(detail, "detail");
-  if (bad) {
-    throw new AppError(
-      "bad_request",
-      `${bad.path}: contains ${bad.character}, which cannot be stored; remove it (lone surrogate halves and NUL are refused).`,
-      {
-        details: { field: bad.path, character: bad.character },
-      },
-    );
-  }
+  if (bad) throw unstorableRefusal(bad);
   return db.$transaction(async (tx) => {
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`outcome:${runId}`}))`;
     const run = await tx.run.findFirst({ where: { id: runId, agentId: agent.id }, select: { status: true } });

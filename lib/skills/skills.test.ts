@@ -255,6 +255,14 @@ describe("run_skill and standing approvals", () => {
     // Proposed is not in force.
     expect(["previewing", "pending_review"]).toContain((await call("inv_0015", 1000, "skills-run-0002")).status);
     await expect(confirmStandingApproval(ledger.db.prisma, admin, { id: standingId })).rejects.toMatchObject({ code: "forbidden" });
+    // The owner of skills-bot (an admin) may neither propose nor confirm approvals of its runs, as they may not review them.
+    const ownerRow = await ledger.db.prisma.user.findUniqueOrThrow({ where: { email: "owner@example.com" } });
+    const owner: User = { type: "user", id: ownerRow.id, email: ownerRow.email, role: "admin" };
+    await expect(proposeStandingApproval(ledger.db.prisma, owner, proposal)).rejects.toMatchObject({ code: "forbidden", details: { reason: "own_agent" } });
+    await expect(confirmStandingApproval(ledger.db.prisma, owner, { id: standingId })).rejects.toMatchObject({
+      code: "forbidden",
+      details: { reason: "own_agent" },
+    });
     await confirmStandingApproval(ledger.db.prisma, admin2, { id: standingId });
     await expect(confirmStandingApproval(ledger.db.prisma, admin2, { id: standingId })).rejects.toMatchObject({ code: "conflict" });
   });

@@ -17,6 +17,9 @@
  *   later of the two wins).
  */
 
+import type { z } from "zod";
+import { AppError } from "@/lib/errors";
+
 // A high surrogate not followed by a low one, a low surrogate not preceded by a high one, or NUL.
 const UNSTORABLE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]|\u0000/g;
 const UNSTORABLE_TEST = new RegExp(UNSTORABLE.source);
@@ -28,6 +31,19 @@ export function unstorableCharacter(text: string): string | null {
   const match = UNSTORABLE_TEST.exec(text);
   if (!match) return null;
   return `U+${match[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+}
+
+const REFUSED = "which cannot be stored; remove it (lone surrogate halves and NUL are refused)";
+
+/** The refusal of agent input holding an unstorable character, naming the field (InvalidParams at the MCP door). */
+export function unstorableRefusal(bad: { path: string; character: string }): AppError {
+  return new AppError("bad_request", `${bad.path}: contains ${bad.character}, ${REFUSED}.`, { details: { field: bad.path, character: bad.character } });
+}
+
+/** A zod refinement refusing a string PostgreSQL cannot store, for schemas of agent input. */
+export function storableText(text: string, ctx: z.RefinementCtx): void {
+  const character = unstorableCharacter(text);
+  if (character) ctx.addIssue({ code: "custom", message: `contains ${character}, ${REFUSED}` });
 }
 
 /** The path ("inputs.2", "provenance.prompt") of the first string in `value` holding an unstorable character. */

@@ -15,11 +15,7 @@ const place = userAction(
   "audit:read",
   z.object({ runId: z.uuid(), on: z.enum(["run", "agent"]), reason: z.string() }).strict(),
   async (actor, { runId, on, reason }) => {
-    await prisma().$transaction(async (tx) => {
-      if (on === "run") return placeHold(tx, actor, { runId, reason });
-      const run = await tx.run.findUniqueOrThrow({ where: { id: runId }, select: { agent: { select: { name: true } } } });
-      return placeHold(tx, actor, { agentName: run.agent.name, reason });
-    });
+    await prisma().$transaction((tx) => placeHold(tx, actor, on === "run" ? { runId, reason } : { agentOfRunId: runId, reason }));
     return { done: "placed" as const };
   },
 );
