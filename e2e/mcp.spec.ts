@@ -168,7 +168,9 @@ test.describe("MCP Tasks", () => {
     expect(listed.tasks.map((t) => t.taskId)).toContain(created.task.taskId);
   });
 
-  test("a task waiting for reviewers is working during its plan preview, then input_required, and can be cancelled", async ({ mcpClient: client }) => {
+  test("a task waiting for reviewers stays working (never input_required, which SDK clients answer with a blocking tasks/result) and can be cancelled", async ({
+    mcpClient: client,
+  }) => {
     const created = await client.request(
       {
         method: "tools/call",
@@ -182,8 +184,10 @@ test.describe("MCP Tasks", () => {
     );
     // A write is previewed first ("working"), then waits for reviewers.
     expect(created.task).toMatchObject({ status: "working", statusMessage: expect.stringContaining("plan") });
-    await expect.poll(async () => (await client.experimental.tasks.getTask(created.task.taskId)).status, { timeout: 15_000 }).toBe("input_required");
-    expect((await client.experimental.tasks.getTask(created.task.taskId)).statusMessage).toContain("reviewer");
+    await expect
+      .poll(async () => (await client.experimental.tasks.getTask(created.task.taskId)).statusMessage, { timeout: 15_000 })
+      .toContain("reviewer approval");
+    expect((await client.experimental.tasks.getTask(created.task.taskId)).status).toBe("working");
     const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
     expect(cancelled.status).toBe("cancelled");
     await expect(client.experimental.tasks.getTask("00000000-0000-4000-8000-000000000000")).rejects.toThrow(/not found/i);

@@ -20,7 +20,8 @@
  *     empty batch, or a batch in which two requests share an id, is refused whole (-32600) before
  *     anything in it runs — the transport answers requests by id, so of two sharing one both ran
  *     and one was answered;
- *  6. the MCP exchange itself, where each tool checks its own scope (lib/mcp/server.ts).
+ *  6. the MCP exchange itself, where each tool checks its own scope (lib/mcp/server.ts); a client
+ *     that disconnects closes it, ending any wait its request was in.
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { authenticateAgentToken } from "@/lib/auth/agents";
@@ -123,12 +124,25 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
     maxRequestBodySize: MAX_MCP_BODY_BYTES,
   });
   await server.connect(transport);
+  // A client that goes away ends its request's waits (get_run, tasks/result): closing the server
+  // aborts its handlers, instead of polling for a run nobody will be told about. Nobody reads the
+  // answer then; the transport, which would wait for the aborted handlers, is not waited for.
+  let abandoned!: () => void;
+  const gone = new Promise<Response>((resolve) => {
+    abandoned = () => {
+      server.close().catch((error: unknown) => console.error("closing an abandoned MCP request's server failed", error));
+      resolve(jsonError(499, "Client Closed Request"));
+    };
+  });
+  if (request.signal.aborted) abandoned();
+  request.signal.addEventListener("abort", abandoned, { once: true });
   try {
-    return await transport.handleRequest(request, {
-      authInfo: { token: token!, clientId: agent.id, scopes: [...agent.scopes] },
-      parsedBody,
-    });
+    return await Promise.race([
+      transport.handleRequest(request, { authInfo: { token: token!, clientId: agent.id, scopes: [...agent.scopes] }, parsedBody }),
+      gone,
+    ]);
   } finally {
+    request.signal.removeEventListener("abort", abandoned);
     // With JSON responses the answer is complete once handleRequest returns: it goes out while the server closes.
     server.close().catch((error: unknown) => console.error("closing an MCP request's server failed", error));
   }

@@ -3,9 +3,12 @@
  * and the task's state is read from the run row on every call, so a task survives reconnects,
  * restarts and load balancing across web processes — nothing lives in memory.
  *
- * Run status → task status: pending review → `input_required` (a human must decide); submitted,
- * approved, queued, running → `working`; succeeded → `completed`; denied, rejected, changes
- * requested, expired, failed, timed out → `failed`; cancelled → `cancelled`. An agent only ever sees
+ * Run status → task status: submitted, previewing, approved, queued, running, and waiting for
+ * reviewers (pending review, pending release) → `working`, with a statusMessage saying which;
+ * succeeded → `completed`; denied, rejected, changes requested, expired, failed, timed out →
+ * `failed`; cancelled → `cancelled`. Never `input_required`: the spec has a client answer that with
+ * tasks/result, which here would only block until reviewers decide (and SDK clients time it out),
+ * while nothing the client could send would help. An agent only ever sees
  * its own runs. Results are the same tool result submit_run/get_run return; they are never stored
  * through this interface (storeTaskResult is refused).
  *
@@ -39,8 +42,8 @@ const TASK_STATUS = {
   queued: "working",
   running: "working",
   previewing: "working",
-  pending_review: "input_required",
-  pending_release: "input_required",
+  pending_review: "working",
+  pending_release: "working",
   succeeded: "completed",
   denied: "failed",
   rejected: "failed",
@@ -55,8 +58,8 @@ const TASK_STATUS = {
 
 function statusMessage(run: Run): string | undefined {
   if (run.status === "previewing") return "Building the plan of writes reviewers will approve (a dry run; nothing is written).";
-  if (run.status === "pending_review") return `Waiting for ${run.approvalsRequired} reviewer approval(s).`;
-  if (run.status === "pending_release") return "Ran; policy holds the result until a reviewer releases it.";
+  if (run.status === "pending_review") return `Waiting for ${run.approvalsRequired} reviewer approval(s) in the console; keep polling tasks/get.`;
+  if (run.status === "pending_release") return "Ran; policy holds the result until a reviewer releases it in the console; keep polling tasks/get.";
   if (run.status === "queued") return "Approved; waiting for an executor.";
   if (run.status === "running") return "Running in the sandbox.";
   if (TASK_STATUS[run.status] === "failed") return `Run ${run.status.replaceAll("_", " ")}; tasks/result has the reasons.`;

@@ -60,8 +60,13 @@ export type RunDeps = {
 export const MAX_RESULT_BYTES_FOR_AGENT = 16 * 1024;
 /** Bytes of log text an agent gets back; the audit log keeps all of it. */
 export const MAX_LOGS_BYTES_FOR_AGENT = 16 * 1024;
-/** The longest get_run wait, in seconds. */
+/** The longest get_run wait an agent may ask for, in seconds. */
 export const MAX_WAIT_SECONDS = 60;
+/**
+ * The longest a wait holds a request: MCP clients time a request out after 60 s (the SDK's
+ * default), so a wait of 60 answered just after they gave up. Waits end by 55 s, still in progress.
+ */
+export const WAIT_CAP_MS = 55_000;
 
 export type RunView = {
   runId: string;
@@ -348,7 +353,7 @@ export async function watchRun(
   signal?: AbortSignal,
   first?: { run: Run; armed: ArmedWait | undefined },
 ): Promise<RunView> {
-  const deadline = Date.now() + waitSeconds * 1000;
+  const deadline = Date.now() + Math.min(waitSeconds * 1000, WAIT_CAP_MS);
   let previewing = false;
   let next = first;
   for (;;) {

@@ -23,7 +23,7 @@ import { appRuntime } from "@/lib/runs/runtime";
 import type { AgentActor } from "@/lib/runs/service";
 import { createTestDatabase, type TestDatabase } from "./db";
 
-export type McpAgent = { db: TestDatabase; client: Client; agent: AgentActor; close(): Promise<void> };
+export type McpAgent = { db: TestDatabase; client: Client; agent: AgentActor; token: string; close(): Promise<void> };
 
 export async function connectMcpAgent(name: string, options: { executes: boolean; scopes?: NewAgent["scopes"] }): Promise<McpAgent> {
   const system: Actor = { type: "system", name: "test" };
@@ -48,6 +48,7 @@ export async function connectMcpAgent(name: string, options: { executes: boolean
     db,
     client,
     agent,
+    token: created.token,
     async close() {
       await client.close();
       await (await appRuntime(prisma())).close();
