@@ -40,6 +40,10 @@ const SELF_GUARDED: Record<string, { path: string; anonymous: number }> = {
   "app/api/health/route.ts": { path: "/api/health", anonymous: 200 },
   "app/api/metrics/route.ts": { path: "/api/metrics", anonymous: 200 },
   "app/.well-known/oauth-protected-resource/route.ts": { path: "/.well-known/oauth-protected-resource", anonymous: 200 },
+  "app/.well-known/oauth-protected-resource/[...resource]/route.ts": { path: "/.well-known/oauth-protected-resource/api/mcp", anonymous: 200 },
+  "app/.well-known/oauth-authorization-server/[[...path]]/route.ts": { path: "/.well-known/oauth-authorization-server", anonymous: 404 },
+  "app/.well-known/openid-configuration/[[...path]]/route.ts": { path: "/.well-known/openid-configuration", anonymous: 404 },
+  "app/register/route.ts": { path: "/register", anonymous: 404 },
 };
 
 const ROLES: Role[] = ["compliance", "reviewer", "admin"];

@@ -214,6 +214,25 @@ test.describe("MCP endpoint refusals", () => {
     expect(await metadata.json()).toMatchObject({ resource: expect.stringMatching(/\/api\/mcp$/), bearer_methods_supported: ["header"] });
   });
 
+  test("an OAuth client without a token finds JSON where it looks: the metadata (also under /api/mcp), and how to get a token instead of an authorization server", async ({
+    request,
+  }) => {
+    const metadata = await request.get("/.well-known/oauth-protected-resource/api/mcp");
+    expect(await metadata.json()).toMatchObject({ resource: expect.stringMatching(/\/api\/mcp$/), bearer_methods_supported: ["header"] });
+    for (const [method, path] of [
+      ["GET", "/.well-known/oauth-authorization-server"],
+      ["GET", "/.well-known/oauth-authorization-server/api/mcp"],
+      ["GET", "/.well-known/openid-configuration"],
+      ["POST", "/register"],
+      ["GET", "/.well-known/oauth-protected-resource/elsewhere"],
+    ] as const) {
+      const response = await request.fetch(path, { method, data: method === "POST" ? { redirect_uris: ["http://localhost/cb"] } : undefined });
+      expect(response.status(), path).toBe(404);
+      expect(response.headers()["content-type"], path).toContain("application/json");
+      expect(((await response.json()) as { error_description: string }).error_description, path).toMatch(/bearer token an Airlock admin issues/);
+    }
+  });
+
   test("GET, the optional event stream, is 405 for an agent (so SDK clients stop reopening it) and 401 without a token", async ({ request, state }) => {
     const stream = { accept: "text/event-stream" };
     const answered = await request.get("/api/mcp", { headers: { ...stream, Authorization: `Bearer ${state.credentials.agent.token}` } });
