@@ -129,3 +129,50 @@ test("npm start: first start prints working credentials; SIGTERM stops everythin
   expect(await second.exited).toBe(0);
   expect(await postgresProcessesFor(clusterDir)).toBe("");
 });
+
+/** The pid of the web server npm start (`startPid`) runs: its child that is Next (`next-server` once it names itself). */
+function webServerPid(startPid: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ps = spawn("ps", ["-eo", "pid=,ppid=,args="]);
+    let out = "";
+    ps.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    ps.on("exit", () => {
+      const rows = out.split("\n").map((l) => l.trim().split(/\s+/));
+      const row = rows.find(([, ppid, ...args]) => Number(ppid) === startPid && args.join(" ").includes("next"));
+      if (row) resolve(Number(row[0]));
+      else reject(new Error(`npm start (${startPid}) runs no web server:\n${out}`));
+    });
+  });
+}
+
+test("a web server that dies stops npm start at once, database included; a start after npm start itself was killed stops the database it left and comes up", async () => {
+  test.setTimeout(300_000);
+  const dataDir = await mkdtemp(join(tmpdir(), "airlock-crash-"));
+  const port = await freePort();
+
+  const first = npmStart(dataDir, port);
+  await first.ready;
+  const clusterDir = /Starting the embedded PostgreSQL \(data in (\S+)\)/.exec(first.output())![1]!;
+  process.kill(await webServerPid(first.child.pid!), "SIGKILL");
+  // Nothing to drain: not the 45 s a live server gets to finish its runs.
+  const code = await Promise.race([first.exited, new Promise<"hung">((resolve) => setTimeout(() => resolve("hung"), 15_000))]);
+  expect(code).not.toBe("hung");
+  expect(code).not.toBe(0);
+  expect(first.output()).toContain("the web server exited");
+  expect(await postgresProcessesFor(clusterDir)).toBe("");
+
+  // npm start killed outright (its web server's group too): its PostgreSQL is left running.
+  const second = npmStart(dataDir, port);
+  await second.ready;
+  process.kill(-(await webServerPid(second.child.pid!)), "SIGKILL");
+  second.child.kill("SIGKILL");
+  await second.exited;
+  expect(await postgresProcessesFor(clusterDir)).not.toBe("");
+
+  const third = npmStart(dataDir, port);
+  await third.ready;
+  expect(third.output()).toMatch(/Stopped the embedded PostgreSQL \(process \d+\) that an earlier start left running/);
+  third.child.kill("SIGTERM");
+  expect(await third.exited).toBe(0);
+  expect(await postgresProcessesFor(clusterDir)).toBe("");
+});

@@ -23,7 +23,8 @@ import { createServer } from "node:net";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { assertDatabaseReachable } from "@/lib/db/migrate";
-import { clusterDirFor, startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
+import { clusterDirFor, startPostgres, stopLeftoverServer, type PostgresServer } from "@/lib/db/postgres-server";
+import { isAlive } from "@/lib/db/postgres-process";
 import { privilegeWarning } from "@/lib/db/roles";
 import { externalDatabaseUrls, migrateDatabase, prepareEmbeddedDatabase } from "@/lib/db/setup";
 import { createPrismaClient } from "@/lib/db";
@@ -94,6 +95,7 @@ async function newestMtime(dir: string): Promise<number> {
   return newest;
 }
 
+/** Builds the console when needed; throws when the build fails. */
 async function buildIfNeeded(): Promise<void> {
   const buildId = join(root, ".next", "BUILD_ID");
   if (existsSync(buildId)) {
@@ -106,7 +108,27 @@ async function buildIfNeeded(): Promise<void> {
   }
   const child = spawn(process.execPath, [nextBin, "build"], { cwd: root, stdio: "inherit", env: childProcessEnv() });
   const code = await new Promise<number | null>((done) => child.on("exit", done));
-  if (code !== 0) fail("the build failed (see above); fix it and run npm start again.");
+  if (code !== 0) throw new Error("the build failed (see above); fix it and run npm start again.");
+}
+
+/**
+ * Makes sure no other `npm start` holds the data directory, and stops the PostgreSQL one that died
+ * left running on it (postgres.json names the start that ran it): otherwise this start would fail
+ * on the leftover's postmaster.pid until someone killed it by hand.
+ */
+async function takeOverDataDir(dataDir: string, clusterDir: string): Promise<void> {
+  const recorded = await readFile(join(dataDir, "postgres.json"), "utf8").catch(() => "");
+  let owner: unknown = null;
+  try {
+    owner = (JSON.parse(recorded) as { pid?: unknown }).pid;
+  } catch {
+    // No record, or a torn one: no owner to respect.
+  }
+  if (typeof owner === "number" && owner !== process.pid && isAlive(owner)) {
+    throw new Error(`another npm start (process ${owner}) is running on ${dataDir}; stop it first, or set AIRLOCK_DATA_DIR to another directory.`);
+  }
+  const leftover = await stopLeftoverServer(clusterDir);
+  if (leftover !== null) console.log(`Stopped the embedded PostgreSQL (process ${leftover}) that an earlier start left running.`);
 }
 
 function printBanner(url: string, credentials: DemoCredentials | null, credentialsFile: string | null) {
@@ -155,7 +177,8 @@ async function main() {
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
-    if (server && server.exitCode === null && server.pid) {
+    // A server that died (an exit code, or a signal such as SIGKILL) has nothing left to drain.
+    if (server && server.exitCode === null && server.signalCode === null && server.pid) {
       console.log("Stopping: runs in flight finish first…");
       // Only the server itself: it drains its executor, which still needs the upstream tool
       // servers (its children, in its process group) until the runs in flight are done.
@@ -204,6 +227,7 @@ async function main() {
     } else {
       const cluster = await clusterDirFor(dataDir);
       if (cluster.relocated) console.log(`The postgres OS user cannot reach ${dataDir}; keeping the database in ${cluster.dir} instead.`);
+      await takeOverDataDir(dataDir, cluster.dir);
       console.log(`Starting the embedded PostgreSQL (data in ${cluster.dir})…`);
       postgres = await startPostgres({ persistent: true, dataDir: cluster.dir });
       const urls = await prepareEmbeddedDatabase(postgres);
@@ -218,28 +242,35 @@ async function main() {
     return stop(1);
   }
 
-  const db = createPrismaClient(databaseUrl);
-  const credentials = await seedDemo(db, { password: config.AIRLOCK_DEMO_PASSWORD, config: resolveConfig() });
-  await db.$disconnect();
+  // From here on the database runs: a failure stops it too, never leaving it behind.
+  let credentials: DemoCredentials | null;
   const credentialsFile = join(dataDir, "demo-credentials.txt");
-  if (credentials) {
-    const text = [...credentials.users.map((u) => `${u.role}\t${u.email}\t${u.password}`), `agent\t${credentials.agent.name}\t${credentials.agent.token}`].join(
-      "\n",
-    );
-    await writeFile(credentialsFile, text + "\n", { mode: 0o600 });
-    await chmod(credentialsFile, 0o600);
+  try {
+    const db = createPrismaClient(databaseUrl);
+    credentials = await seedDemo(db, { password: config.AIRLOCK_DEMO_PASSWORD, config: resolveConfig() });
+    await db.$disconnect();
+    if (credentials) {
+      const text = [
+        ...credentials.users.map((u) => `${u.role}\t${u.email}\t${u.password}`),
+        `agent\t${credentials.agent.name}\t${credentials.agent.token}`,
+      ].join("\n");
+      await writeFile(credentialsFile, text + "\n", { mode: 0o600 });
+      await chmod(credentialsFile, 0o600);
+    }
+    setEnvForChildren({
+      DATABASE_URL: databaseUrl,
+      AUTH_SECRET: await authSecret(dataDir),
+      // The web process drains its in-process executor on SIGTERM itself (lib/runs/boot.ts).
+      NEXT_MANUAL_SIG_HANDLE: "true",
+      NEXT_TELEMETRY_DISABLED: "1",
+      // The server's output comes through a pipe: it logs for the terminal this command runs in (lib/log.ts).
+      AIRLOCK_LOG_FORMAT: config.AIRLOCK_LOG_FORMAT ?? (process.stdout.isTTY ? "pretty" : "json"),
+    });
+    if (!dev) await buildIfNeeded();
+  } catch (error) {
+    console.error(`airlock: ${error instanceof Error ? error.message : String(error)}`);
+    return stop(1);
   }
-
-  setEnvForChildren({
-    DATABASE_URL: databaseUrl,
-    AUTH_SECRET: await authSecret(dataDir),
-    // The web process drains its in-process executor on SIGTERM itself (lib/runs/boot.ts).
-    NEXT_MANUAL_SIG_HANDLE: "true",
-    NEXT_TELEMETRY_DISABLED: "1",
-    // The server's output comes through a pipe: it logs for the terminal this command runs in (lib/log.ts).
-    AIRLOCK_LOG_FORMAT: config.AIRLOCK_LOG_FORMAT ?? (process.stdout.isTTY ? "pretty" : "json"),
-  });
-  if (!dev) await buildIfNeeded();
 
   const url = config.AIRLOCK_PUBLIC_URL ?? `http://${config.AIRLOCK_HOST === "0.0.0.0" ? "localhost" : config.AIRLOCK_HOST}:${config.PORT}`;
   server = spawn(

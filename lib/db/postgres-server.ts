@@ -16,8 +16,8 @@
  * Guarantees: stop() returns only after the postmaster has exited (SIGKILL after a timeout), so
  * nothing keeps running on the data directory. A throwaway server also has a watchdog that shuts
  * it down and deletes it if this process dies without calling stop() (e.g. a SIGKILLed test run).
- * A persistent server whose owner died keeps running until stopped (pg_ctl -D <dataDir>/pgdata
- * stop); the next start then fails with "another server might be running" from PostgreSQL.
+ * A persistent server whose owner died keeps running; `stopLeftoverServer(dataDir)` stops it
+ * (its owner, `npm start`, calls it once it knows no live owner holds the data directory).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
@@ -28,6 +28,7 @@ import { dirname, join, resolve } from "node:path";
 import {
   chownToPostgres,
   freePort,
+  isAlive,
   isRoot,
   postgresIds,
   postmasterPid,
@@ -96,6 +97,24 @@ export async function startPostgres(options: StartPostgresOptions): Promise<Post
   }
   if (!persistent) await rm(dataDir, { recursive: true, force: true });
   throw lastError;
+}
+
+/**
+ * Stops the server a persistent cluster's postmaster.pid names, when that process is a live
+ * postgres (not a recycled pid): one left running by an owner that died. A fast shutdown, then
+ * SIGKILL after 20 s. Returns its pid, or null when there was none.
+ */
+export async function stopLeftoverServer(dataDir: string): Promise<number | null> {
+  const pid = await postmasterPid(join(dataDir, "pgdata"));
+  if (pid === undefined || !isAlive(pid)) return null;
+  const command = await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "");
+  if (!command.startsWith("postgres")) return null;
+  signal(pid, "SIGINT");
+  if (!(await waitForExit(pid, 20_000))) {
+    signal(pid, "SIGKILL");
+    await waitForExit(pid, 5_000);
+  }
+  return pid;
 }
 
 class PortInUseError extends Error {}

@@ -2,7 +2,8 @@
  * The HTTP door's waits, through handleMcpRequest with real Requests as Next hands them over (the
  * run store, the published policies and PostgreSQL real; no executor, so a write stays in its plan
  * preview): a client that disconnects ends its request's wait at once, and get_run's longest wait
- * answers inside the 60 s within which MCP clients time a request out.
+ * answers inside the 60 s within which MCP clients time a request out. And the Accept headers real
+ * clients send: any that takes JSON is served.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectMcpAgent, type McpAgent } from "@/lib/testing/mcp-agent";
@@ -11,14 +12,14 @@ import { handleMcpRequest } from "./http";
 let fixture: McpAgent;
 let runId: string;
 
-const post = (body: unknown, signal?: AbortSignal) =>
+const post = (body: unknown, signal?: AbortSignal, accept: string | null = "application/json, text/event-stream") =>
   handleMcpRequest(
     new Request("http://localhost/api/mcp", {
       method: "POST",
       headers: {
         host: "localhost",
         "content-type": "application/json",
-        accept: "application/json, text/event-stream",
+        ...(accept === null ? {} : { accept }),
         authorization: `Bearer ${fixture.token}`,
       },
       body: JSON.stringify(body),
@@ -64,5 +65,15 @@ describe("waits at the HTTP door", () => {
     expect(body.result.structuredContent.status).toBe("previewing");
     expect(took).toBeGreaterThan(50_000);
     expect(took).toBeLessThan(58_000);
+  });
+
+  it("serves a client that accepts JSON however it says so (only JSON, any type, no Accept); one that takes only an event stream is 406", async () => {
+    const list = { jsonrpc: "2.0", id: 3, method: "tools/list" };
+    for (const accept of ["application/json", "*/*", null, "application/json, text/event-stream"]) {
+      const response = await post(list, undefined, accept);
+      expect(response.status, String(accept)).toBe(200);
+      expect(((await response.json()) as { result: { tools: unknown[] } }).result.tools.length, String(accept)).toBe(8);
+    }
+    expect((await post(list, undefined, "text/event-stream")).status).toBe(406);
   });
 });

@@ -81,6 +81,22 @@ async function readMessages(request: Request): Promise<{ body: unknown } | { ref
   return refusal ? { refused: jsonError(400, `Invalid Request: ${refusal}`, {}, -32600) } : { body };
 }
 
+/**
+ * The request as the transport checks it. The spec has a client accept both JSON and an event
+ * stream, and the SDK's transport refuses anything else with 406; this door only ever answers
+ * JSON, so a client that accepts JSON (`application/json`, any type, or no Accept at all) is
+ * served too. One that accepts only an event stream is still refused: it cannot read the answer.
+ * The body was read already (handed over parsed), so the copy carries none.
+ */
+function withJsonAccepted(request: Request): Request {
+  const accept = request.headers.get("accept");
+  const both = accept?.includes("application/json") && accept.includes("text/event-stream");
+  if (both || (accept !== null && !/application\/json|\*\/\*/.test(accept))) return request;
+  const headers = new Headers(request.headers);
+  headers.set("accept", "application/json, text/event-stream");
+  return new Request(request.url, { method: request.method, headers, signal: request.signal });
+}
+
 export async function handleMcpRequest(request: Request): Promise<Response> {
   const violation = rebindingViolation(request);
   if (violation) return jsonError(403, `Forbidden: ${violation}`);
@@ -138,7 +154,7 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
   request.signal.addEventListener("abort", abandoned, { once: true });
   try {
     return await Promise.race([
-      transport.handleRequest(request, { authInfo: { token: token!, clientId: agent.id, scopes: [...agent.scopes] }, parsedBody }),
+      transport.handleRequest(withJsonAccepted(request), { authInfo: { token: token!, clientId: agent.id, scopes: [...agent.scopes] }, parsedBody }),
       gone,
     ]);
   } finally {

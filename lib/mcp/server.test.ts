@@ -203,6 +203,15 @@ describe("MCP audit coverage", () => {
 });
 
 describe("MCP tasks", () => {
+  it("tasks/list refuses a cursor it never returned (a paginating client would loop on page one)", async () => {
+    const client = await connect(agent);
+    await expect(client.request({ method: "tasks/list", params: { cursor: "garbage" } }, ListTasksResultSchema)).rejects.toMatchObject({
+      code: ErrorCode.InvalidParams,
+      message: expect.stringContaining("cursor: not a nextCursor tasks/list returned"),
+    });
+    await expect(client.request({ method: "tasks/list", params: {} }, ListTasksResultSchema)).resolves.toMatchObject({ tasks: expect.any(Array) });
+  });
+
   it("tasks/list and tasks/cancel over a database that fails: logged, never shown (the SDK wraps the store's message into its own)", async () => {
     const dead = createPrismaClient("postgresql://nobody:secret-password@127.0.0.1:1/none");
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});

@@ -138,6 +138,8 @@ function unmappedTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView) 
     async listTasks(cursor) {
       await need("runs:read", "list");
       const after = cursor ? await find(cursor) : null;
+      // A cursor this list never returned would silently restart at page one: a paginating client loops.
+      if (cursor && !after) throw new ProtocolError(ErrorCode.InvalidParams, "cursor: not a nextCursor tasks/list returned; start without one.");
       const runs = await db.run.findMany({
         where: {
           agentId: agent.id,

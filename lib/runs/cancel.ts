@@ -7,7 +7,9 @@
  * - a running run gets `cancelRequestedAt`: the executor holding it aborts the sandbox and writes
  *   `cancelled`; if that executor is gone, the maintenance sweep ends the run `cancelled` and never
  *   retries it (./recovery.ts). Either way the cancel is for good;
- * - revoking an agent and stopping its runs happen in one transaction.
+ * - revoking an agent and stopping its runs happen in one transaction;
+ * - a cancel is idempotent: asking again for a run already cancelled answers `cancelled`; a run
+ *   that ended otherwise is a conflict.
  */
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
@@ -44,7 +46,8 @@ export async function cancelRun(deps: { db: Db }, actor: Actor, runId: string): 
       return { runId, status: "running" as const };
     }
     const now = await tx.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true } });
-    if (now.status === "running") return { runId, status: now.status };
+    // Asked again (a client retrying after a lost answer): the same answer, not an error.
+    if (now.status === "running" || now.status === "cancelled") return { runId, status: now.status };
     throw new AppError("conflict", `Run ${runId} is already ${now.status.replaceAll("_", " ")}; it cannot be cancelled.`);
   });
 }

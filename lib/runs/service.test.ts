@@ -232,7 +232,7 @@ describe("submitRun → policy → sandbox", () => {
     }
   });
 
-  it("keeps runs private to their agent and cancels pending ones once", async () => {
+  it("keeps runs private to their agent and cancels pending ones once; asking again answers the same (cancel_run is idempotent)", async () => {
     const pending = await submitRun(runtime, agent, {
       code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0002", message: "hi" });`,
       purpose: "remind",
@@ -240,8 +240,13 @@ describe("submitRun → policy → sandbox", () => {
     await expect(getRun(runtime, otherAgent, { runId: pending.runId })).rejects.toMatchObject({ code: "not_found" });
     await expect(cancelRun(runtime, otherAgent, pending.runId)).rejects.toMatchObject({ code: "not_found" });
     expect(await cancelRun(runtime, agent, pending.runId)).toEqual({ runId: pending.runId, status: "cancelled" });
-    await expect(cancelRun(runtime, agent, pending.runId)).rejects.toMatchObject({ code: "conflict" });
+    expect(await cancelRun(runtime, agent, pending.runId)).toEqual({ runId: pending.runId, status: "cancelled" });
     expect((await getRun(runtime, agent, { runId: pending.runId })).status).toBe("cancelled");
+    expect(await db.prisma.auditEvent.count({ where: { subjectId: pending.runId, action: "run.cancelled" } })).toBe(1);
+    // A run that ended otherwise cannot be cancelled: that is a conflict, not the same answer.
+    const read = await submitRun(runtime, agent, { code: `return 1;`, purpose: "one" });
+    expect((await getRun(runtime, agent, { runId: read.runId, waitSeconds: 20 })).status).toBe("succeeded");
+    await expect(cancelRun(runtime, agent, read.runId)).rejects.toMatchObject({ code: "conflict" });
   });
 
   it("replays a draft against past proposals and shows what would change", async () => {
