@@ -5,7 +5,7 @@
  * Runs after the build, so start.ts finds it current and does not rebuild.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -82,6 +82,8 @@ test("npm start: first start prints working credentials; SIGTERM stops everythin
   expect(adminPassword).toBeDefined();
   // Where the cluster lives (the data dir, or /var/lib/airlock/… when postgres cannot reach it).
   const clusterDir = /Starting the embedded PostgreSQL \(data in (\S+)\)/.exec(banner)![1]!;
+  // The new log is signed at once (a start that never came up leaves a covered log, not one the job refuses).
+  expect((await readdir(join(dataDir, "audit-checkpoints"))).filter((f) => f.endsWith(".json")).length).toBeGreaterThan(0);
 
   expect((await request.get(`http://127.0.0.1:${port}/login`)).status()).toBe(200);
   const client = await connectMcp(token!, `http://127.0.0.1:${port}`);

@@ -23,6 +23,8 @@ import { createServer } from "node:net";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { assertDatabaseReachable } from "@/lib/db/migrate";
+import { checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
+import { signCheckpoint } from "@/lib/audit/service";
 import { clusterDirFor, startPostgres, stopLeftoverServer, type PostgresServer } from "@/lib/db/postgres-server";
 import { isAlive } from "@/lib/db/postgres-process";
 import { privilegeWarning } from "@/lib/db/roles";
@@ -248,6 +250,9 @@ async function main() {
   try {
     const db = createPrismaClient(databaseUrl);
     credentials = await seedDemo(db, { password: config.AIRLOCK_DEMO_PASSWORD, config: resolveConfig() });
+    // A new log is signed at once: if this start does not come up, the next one extends that
+    // checkpoint instead of finding an old log no checkpoint covers (which the job refuses to sign).
+    if (credentials) await signCheckpoint(db, { type: "system", name: "seed" }, checkpointConfigFromEnv());
     await db.$disconnect();
     if (credentials) {
       const text = [

@@ -236,7 +236,11 @@ describe("verifyAuditChain", () => {
     const report = await verifyAuditChain(db.prisma, { checkpoints, now: later(gap + 1) });
     expect(report).toMatchObject({
       ok: false,
-      broken: { eventId: ids[0]!.toString(), reason: "checkpoints_missing", detail: expect.stringMatching(/no checkpoint at all/) },
+      broken: {
+        eventId: ids[0]!.toString(),
+        reason: "checkpoints_missing",
+        detail: expect.stringMatching(/no checkpoint at all.*airlock audit checkpoint --bootstrap/),
+      },
     });
 
     // A checkpoint of the head covers everything up to it; what came after it ages from then on.

@@ -650,7 +650,10 @@ export async function verifyAuditChain(db: Db, options: VerifyOptions): Promise<
         detail:
           `no signed checkpoint covers event #${oldest.id} of ${oldest.at.toISOString()} (${minutes} minutes old) or any event after it` +
           `${covered > 0n ? ` (the newest checkpoint names #${covered})` : " (there is no checkpoint at all)"}; checkpoints are signed every ` +
-          `${CHECKPOINT_INTERVAL_MINUTES} minutes, so the checkpoint directory ${options.checkpoints.dir} was emptied or the checkpoint job is not running`,
+          `${CHECKPOINT_INTERVAL_MINUTES} minutes, so the checkpoint directory ${options.checkpoints.dir} was emptied or the checkpoint job is not running` +
+          (covered > 0n
+            ? ""
+            : `. If this log never had a checkpoint (a first start that did not come up, a new key or directory), an operator who trusts it as it is can sign the first one: npx airlock audit checkpoint --bootstrap`),
       });
     }
   }
