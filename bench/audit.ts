@@ -151,6 +151,10 @@ async function main() {
         status: "succeeded",
       },
     });
+    // Its submission, as intake records one (verification refuses a run no submission wrote).
+    await db.$transaction((tx) =>
+      recordAudit(tx, { actor: SYSTEM, action: "run.submitted", subject: { type: "run", id: sealRun.id }, data: { codeSha256: sealRun.codeSha256 } }),
+    );
     const calls = Array.from({ length: SEAL_CALLS }, (_, i) => ({
       seq: i + 1,
       server: "ledger",

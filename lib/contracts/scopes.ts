@@ -78,7 +78,8 @@ export function hasScope(actor: Actor, scope: Scope): boolean {
 export function requireScope(actor: Actor | null | undefined, scope: Scope): asserts actor is Actor {
   if (!actor) throw new AppError("unauthorized", "Sign in first.");
   if (!hasScope(actor, scope)) {
-    throw new AppError("forbidden", `This needs the ${scope} permission, which your role does not have.`, {
+    const holder = actor.type === "agent" ? "this agent's token does not hold (an admin can issue one that does)" : "your role does not have";
+    throw new AppError("forbidden", `This needs the ${scope} permission, which ${holder}.`, {
       details: { scope },
     });
   }

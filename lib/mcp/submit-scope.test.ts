@@ -39,5 +39,7 @@ it("submit_run and call_tool answer with the stored run at once, never FORBIDDEN
   expect(runs.map((r) => r.id).sort()).toEqual([submitted.runId, direct.runId].sort());
   expect(await db.prisma.auditEvent.count({ where: { action: "auth.forbidden", actorId: agentId } })).toBe(0);
   // Reading a run is still refused to this token.
-  expect(await answer("get_run", { runId: submitted.runId })).toMatchObject({ error: { code: "FORBIDDEN" } });
+  expect(await answer("get_run", { runId: submitted.runId })).toMatchObject({
+    error: { code: "FORBIDDEN", message: "This needs the runs:read permission, which this agent's token does not hold (an admin can issue one that does)." },
+  });
 });
