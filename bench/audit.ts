@@ -42,6 +42,7 @@ import { startPostgres } from "@/lib/db/postgres-server";
 import { toolCallsDigest } from "@/lib/audit/seal";
 import { insertToolCalls, storedJson } from "@/lib/audit/stored-calls";
 import { RARE_EVERY, rareWord, seedAuditBench } from "./audit-seed";
+import { sha256Hex } from "@/lib/digest";
 
 const RUNS = Number(process.env.BENCH_AUDIT_RUNS ?? 100_000);
 const SEARCH_ITERATIONS = 20;
@@ -144,7 +145,7 @@ async function main() {
         agentId: someRun!.agentId,
         language: "javascript",
         code: "/* seal bench */",
-        codeSha256: "0".repeat(64),
+        codeSha256: sha256Hex("/* seal bench */"),
         purpose: "seal bench",
         inputsDigest: "0".repeat(64),
         requestDigest: "1".repeat(64),
