@@ -255,10 +255,9 @@ describe("run_skill and standing approvals", () => {
     // Proposed is not in force.
     expect(["previewing", "pending_review"]).toContain((await call("inv_0015", 1000, "skills-run-0002")).status);
     await expect(confirmStandingApproval(ledger.db.prisma, admin, { id: standingId })).rejects.toMatchObject({ code: "forbidden" });
-    // The owner of skills-bot (an admin) may neither propose nor confirm approvals of its runs, as they may not review them.
+    // The owner of skills-bot (an admin) may not confirm one, as they may not review its runs (asking is theirs: the last test).
     const ownerRow = await ledger.db.prisma.user.findUniqueOrThrow({ where: { email: "owner@example.com" } });
     const owner: User = { type: "user", id: ownerRow.id, email: ownerRow.email, role: "admin" };
-    await expect(proposeStandingApproval(ledger.db.prisma, owner, proposal)).rejects.toMatchObject({ code: "forbidden", details: { reason: "own_agent" } });
     await expect(confirmStandingApproval(ledger.db.prisma, owner, { id: standingId })).rejects.toMatchObject({
       code: "forbidden",
       details: { reason: "own_agent" },
@@ -416,5 +415,26 @@ return r.refundId;`;
         )
       ).result,
     ).toBe(2);
+  });
+});
+
+describe("an agent's owner and standing approvals", () => {
+  it("may ask for one (propose), as they may submit their agent's runs, but never confirm one", async () => {
+    const ownerRow = await ledger.db.prisma.user.findUniqueOrThrow({ where: { email: "owner@example.com" } });
+    const owner: User = { type: "user", id: ownerRow.id, email: ownerRow.email, role: "admin" };
+    const proposal = {
+      skillVersionId: versionId,
+      agents: ["skills-bot"],
+      bounds: { type: "object" },
+      notAfter: new Date(Date.now() + 3_600_000).toISOString(),
+      maxUses: 1,
+      reason: "asked by the owner",
+    };
+    const asked = await proposeStandingApproval(ledger.db.prisma, owner, proposal);
+    await confirmStandingApproval(ledger.db.prisma, admin2, asked);
+    await revokeStandingApproval(ledger.db.prisma, admin2, asked);
+    const other = await proposeStandingApproval(ledger.db.prisma, admin, { ...proposal, reason: "asked by another admin" });
+    await expect(confirmStandingApproval(ledger.db.prisma, owner, other)).rejects.toMatchObject({ code: "forbidden", details: { reason: "own_agent" } });
+    await revokeStandingApproval(ledger.db.prisma, admin2, other);
   });
 });

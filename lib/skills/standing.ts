@@ -17,8 +17,8 @@
  *
  * Refused: bounds that are not an object schema Ajv compiles, a version that is not published,
  * unknown agents, an empty or inverted window, the proposer confirming their own proposal, an
- * admin proposing or confirming one for an agent they own (as no owner reviews their agent's
- * runs), and changing an approval that is revoked. Every change is audited.
+ * admin confirming one for an agent they own (as no owner reviews their agent's runs; proposing
+ * is asking, which an owner may), and changing an approval that is revoked. Every change is audited.
  */
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
@@ -56,11 +56,14 @@ function compileBounds(bounds: Record<string, unknown>) {
   return check;
 }
 
-/** Separation of duties, as for a review: no admin approves in advance the runs of an agent they own. */
-function refuseOwnAgents(actor: Actor, agents: readonly { name: string; ownerId: string }[], verb: "propose" | "confirm"): void {
+/**
+ * Separation of duties, as for a review: an agent's owner may ask (propose) but not approve
+ * (confirm) in advance the runs of their agent, as they may submit but not review them.
+ */
+function refuseOwnAgents(actor: Actor, agents: readonly { name: string; ownerId: string }[]): void {
   const own = agents.filter((a) => "id" in actor && a.ownerId === actor.id).map((a) => a.name);
   if (own.length > 0) {
-    throw new AppError("forbidden", `You own the agent ${own.join(", ")}, so you cannot ${verb} a standing approval for its runs; another admin must.`, {
+    throw new AppError("forbidden", `You own the agent ${own.join(", ")}, so you cannot confirm a standing approval for its runs; another admin must.`, {
       details: { reason: "own_agent" },
     });
   }
@@ -78,13 +81,12 @@ export async function proposeStandingApproval(db: Db, actor: Actor, raw: unknown
   if (!version) throw new AppError("bad_request", `skillVersionId: no skill version ${input.skillVersionId}.`, { details: { field: "skillVersionId" } });
   if (version.status !== "published")
     throw new AppError("conflict", `${version.skill.name} v${version.version} is ${version.status}; only a published version can carry standing approvals.`);
-  const agents = await db.agent.findMany({ where: { name: { in: input.agents }, revokedAt: null }, select: { id: true, name: true, ownerId: true } });
+  const agents = await db.agent.findMany({ where: { name: { in: input.agents }, revokedAt: null }, select: { id: true, name: true } });
   const unknown = input.agents.filter((name) => !agents.some((a) => a.name === name));
   if (unknown.length > 0)
     throw new AppError("bad_request", `agents: no active agent ${unknown.map((n) => JSON.stringify(n.slice(0, 200))).join(", ")}.`, {
       details: { field: "agents" },
     });
-  refuseOwnAgents(actor, agents, "propose");
   return db.$transaction(async (tx) => {
     const created = await tx.standingApproval.create({
       data: {
@@ -131,7 +133,7 @@ export async function confirmStandingApproval(db: Db, actor: Actor, raw: unknown
     if (row.revokedAt) throw new AppError("conflict", "This standing approval was revoked.");
     if (row.confirmedAt) throw new AppError("conflict", "This standing approval is already confirmed.");
     if (row.proposedById === actor.id) throw new AppError("forbidden", "You proposed this standing approval; a second admin must confirm it.");
-    refuseOwnAgents(actor, await tx.agent.findMany({ where: { id: { in: row.agentIds } }, select: { name: true, ownerId: true } }), "confirm");
+    refuseOwnAgents(actor, await tx.agent.findMany({ where: { id: { in: row.agentIds } }, select: { name: true, ownerId: true } }));
     await tx.standingApproval.update({ where: { id }, data: { confirmedById: actor.id, confirmedAt: new Date() } });
     await recordAudit(tx, { actor, action: "standing_approval.confirmed", subject: { type: "standing_approval", id }, data: {} });
     return { id };
