@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyAuditChain } from "@/lib/audit/verify";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
-import { submitRun } from "@/lib/intake/submit";
+import { submitRun, type SubmitOptions } from "@/lib/intake/submit";
 import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { publishPolicyText } from "@/lib/policy/store";
 import { expireReviews } from "@/lib/runs/expiry";
@@ -33,8 +33,8 @@ console.log("read", refunds.length, "refunds");
 return { count: refunds.length, reasons: refunds.slice(0, 3).map((r) => r.reason) };`;
 
 /** Submits a read and waits until it has run (a held run waits for people, as the agent's get_run would). */
-async function held(code: string = READ): Promise<{ runId: string; view: RunView }> {
-  const submitted = await submitRun(ledger.runtime, ledger.agent, { code, purpose: "read refunds", language: "javascript" });
+async function held(code: string = READ, options: SubmitOptions = {}): Promise<{ runId: string; view: RunView }> {
+  const submitted = await submitRun(ledger.runtime, ledger.agent, { code, purpose: "read refunds", language: "javascript" }, options);
   for (let i = 0; i < 150; i++) {
     const view = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId });
     if (!["submitted", "analyzed", "auto_approved", "queued", "running"].includes(view.status)) return { runId: submitted.runId, view };
@@ -99,6 +99,15 @@ describe("a result with instruction-like upstream text", () => {
     expect(row.releaseExpiresAt!.getTime()).toBeGreaterThan(Date.now());
     const event = await ledger.db.prisma.auditEvent.findFirstOrThrow({ where: { subjectId: runId, action: "run.pending_release" } });
     expect(event.data).toMatchObject({ releaseDecision: { decision: "escalate", policyVersionId: expect.any(String) } });
+  });
+
+  it("refuses the person who submitted the run for the agent (exec --as): they may not release its result, as they may not review it", async () => {
+    const { runId, view } = await held(READ, { via: { door: "cli:exec", by: rita } });
+    expect(view.status).toBe("pending_release");
+    await expect(releaseResult(ledger.db.prisma, rita, { runId, comment: "mine", seen: await seenOf(runId) })).rejects.toMatchObject({
+      code: "forbidden",
+      details: { reason: "own_submission" },
+    });
   });
 
   it("refuses the agent's owner, a release without a reason, and one bound to another result", async () => {

@@ -33,6 +33,7 @@ import { AppError, invalidArguments } from "@/lib/errors";
 import { transitionRun } from "@/lib/runs/states";
 import { storableString } from "@/lib/untrusted/storable-schema";
 import { decisionBlocker, decisionRefusal, type DecisionSubject } from "./decision-rules";
+import { submitterOf } from "./service";
 
 const seenSchema = z.object({ resultDigest: z.string().regex(/^[0-9a-f]{64}$/, "resultDigest must be a sha256 hex digest") }).strict();
 
@@ -124,7 +125,8 @@ async function lockedSubject(tx: Tx, actor: Extract<Actor, { type: "user" }>, ru
     include: { agent: { select: { ownerId: true, name: true } }, releases: { select: { reviewerId: true } } },
   });
   if (!run) throw new AppError("not_found", `No run ${runId}.`);
-  const blocker = releaseBlocker(run, actor);
+  // Who submitted it for the agent may not release its result, as they may not review it.
+  const blocker = releaseBlocker({ ...run, submittedBy: await submitterOf(tx, runId) }, actor);
   if (blocker) throw decisionRefusal(blocker, run);
   if (resultDigestOf(run.result) !== seen.resultDigest) {
     throw new AppError("conflict", "The result is not the one you saw; reload the page and look at it again.", { details: { changed: ["resultDigest"] } });

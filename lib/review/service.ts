@@ -148,10 +148,24 @@ async function lockRun(tx: Tx, runId: string, reviewerId: string) {
     include: { agent: { select: { ownerId: true, name: true } }, reviews: { where: { reviewerId }, select: { reviewerId: true, verdict: true } } },
   });
   if (!run) return null;
-  // A person who submitted it for the agent (`exec --as`) is named only in its run.submitted event.
-  const submitted = await tx.auditEvent.findFirst({ where: { subjectType: "run", subjectId: runId, action: "run.submitted" }, select: { data: true } });
-  const via = (submitted?.data as { via?: { type?: unknown; id?: unknown } } | null)?.via;
-  return { ...run, submittedBy: via?.type === "user" && typeof via.id === "string" ? via.id : null };
+  return { ...run, submittedBy: await submitterOf(tx, runId) };
+}
+
+/**
+ * The person who submitted a run for its agent through another door (`exec --as`), named only in
+ * its run.submitted event (chained or still staged); null for the agent's own submissions. Read
+ * in the caller's locked transaction without the sequencing hook, which would take a second
+ * connection while this one holds the run.
+ */
+export async function submitterOf(tx: Tx, runId: string): Promise<string | null> {
+  const [row] = await tx.$queryRaw<{ via: { type?: unknown; id?: unknown } | null }[]>`
+    SELECT data -> 'via' AS via FROM (
+      SELECT data FROM "AuditEvent" WHERE "subjectType" = 'run' AND "subjectId" = ${runId} AND action = 'run.submitted'
+      UNION ALL
+      SELECT data FROM "AuditPending" WHERE "subjectType" = 'run' AND "subjectId" = ${runId} AND action = 'run.submitted'
+    ) submitted LIMIT 1`;
+  const via = row?.via;
+  return via?.type === "user" && typeof via.id === "string" ? via.id : null;
 }
 
 /** Moves a run between two states only if it is still in the first; a miss means someone else decided. */
