@@ -122,6 +122,16 @@ describe("the MCP tools under hostile arguments", () => {
     for (const [name, keys] of Object.entries(TOOLS)) {
       for (const key of keys) for (const bad of ["a\u0000b", "\ud800"]) await typedAnswer(name, { [key]: bad });
     }
+    // With its other fields valid, so the refusal is the string's own (call_tool needs all three).
+    for (const [field, bad] of [
+      ["server", { server: "ledger\u0000", tool: "listInvoices", arguments: {} }],
+      ["tool", { server: "ledger", tool: "list\ud800Invoices", arguments: {} }],
+    ] as const) {
+      await expect(client.callTool({ name: "call_tool", arguments: bad })).rejects.toMatchObject({
+        code: ErrorCode.InvalidParams,
+        message: expect.stringContaining(`${field}: contains`),
+      });
+    }
     await expect(client.callTool({ name: "search_tools", arguments: { query: "a\u0000b" } })).rejects.toMatchObject({
       code: ErrorCode.InvalidParams,
       message: expect.stringContaining("query: contains U+0000, which cannot be stored"),

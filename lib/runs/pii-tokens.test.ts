@@ -225,7 +225,7 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
     expect(JSON.stringify(calls, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value))).not.toContain("sk_test_4eC");
   });
 
-  it("a plan over personal data keeps its arguments from the agent until reviewers approved and it ran: no encoding gets them out early", async () => {
+  it("a plan over personal data is kept from the agent until reviewers approved and it ran: no encoding gets it out early", async () => {
     const submitted = await submitRun(ledger.runtime, ledger.agent, {
       code: `const { customers } = await tools.ledger.listCustomers({ limit: 2 });\nconst blob = customers.map((c) => c.name).join(";");\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0005", message: "ref " + [...blob].map((c) => c.charCodeAt(0)).join(",") + " " + blob.toUpperCase() });\nreturn "sent";`,
       purpose: "remind with a reference",
@@ -236,9 +236,8 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
     for (let i = 0; i < 5 && pending.status === "previewing"; i++)
       pending = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 20 });
     expect(pending.status).toBe("pending_review");
-    expect(pending.plan).toEqual([
-      { seq: 2, server: "ledger", tool: "sendReminderEmail", arguments: expect.stringMatching(/withheld until reviewers approve/) },
-    ]);
+    // Not even its shape (how many writes, which tools): a script could spell what it read in it.
+    expect(pending).not.toHaveProperty("plan");
     const name = generateLedgerData().customers[0]!.name;
     expect(JSON.stringify(pending)).not.toContain(name.toUpperCase());
     expect(JSON.stringify(pending)).not.toContain([...name].map((c) => c.charCodeAt(0)).join(","));
@@ -256,7 +255,7 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
       provenance: conversation,
     });
     const view = await finished(submitted.runId);
-    expect(view.error).toMatchObject({ code: "PREVIEW_FAILED", message: expect.stringMatching(/withheld: the preview read regulated data/) });
+    expect(view.error).toMatchObject({ code: "PREVIEW_FAILED", message: expect.stringMatching(/failed \(SCRIPT_ERROR\).*withheld: the preview read regulated data/) });
     const first = generateLedgerData().customers[0]!;
     const seen = JSON.stringify(view);
     expect(seen).not.toContain(first.email);

@@ -65,6 +65,10 @@ describe("placeholders in a write's arguments", () => {
     expect(strayPlaceholder({ amountMinor: "@plan:1/refund/amountMinor" }, [first])).toBe("@plan:1/refund/amountMinor");
     expect(strayPlaceholder({ refundId: "@plan:2/refund/id" }, [first])).toBe("@plan:2/refund/id");
     expect(strayPlaceholder({ refundId: "@plan:1/refund/id" }, [])).toBe("@plan:1/refund/id");
+    // However deep it sits (resolve replaces at any depth).
+    let deep: Record<string, unknown> = { amountMinor: "@plan:1/refund/amountMinor" };
+    for (let i = 0; i < 20; i++) deep = { nested: deep };
+    expect(strayPlaceholder(deep as never, [first])).toBe("@plan:1/refund/amountMinor");
     // Only a whole string stands for a value; text around one is plain text, matched as it is.
     expect(strayPlaceholder({ message: "see @plan:9/x" }, [])).toBeNull();
   });

@@ -129,12 +129,14 @@ export function moneyOf(hint: MoneyHint | null, args: JsonValue, answer: JsonVal
   };
 }
 
-/** The placeholders an answer holds (whole strings), where a later write may use them. */
-function placeholdersIn(value: unknown, into: Set<string>, depth = 0): Set<string> {
-  if (depth > MAX_DEPTH + 1) return into;
+/**
+ * The placeholders a value holds (whole strings), at any depth, as `resolve` replaces them at any
+ * depth (values reach here bounded: the sandbox's RPC refuses arguments nested past 32 levels).
+ */
+function placeholdersIn(value: unknown, into: Set<string>): Set<string> {
   if (typeof value === "string" && PLACEHOLDER.test(value)) into.add(value);
-  else if (Array.isArray(value)) for (const item of value) placeholdersIn(item, into, depth + 1);
-  else if (value !== null && typeof value === "object") for (const item of Object.values(value)) placeholdersIn(item, into, depth + 1);
+  else if (Array.isArray(value)) for (const item of value) placeholdersIn(item, into);
+  else if (value !== null && typeof value === "object") for (const item of Object.values(value)) placeholdersIn(item, into);
   return into;
 }
 

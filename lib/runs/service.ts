@@ -208,10 +208,10 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   if (next) view.next = next;
   // The latest release decision: the plan preview's until the run has executed, then the run's.
   const release = runColumn(run, "releaseDecision");
-  // A preview's reads are real, and no reviewer has approved them: what they produced (the plan's
-  // arguments, why the preview failed) reaches the agent of a run that reads regulated data (a tool
-  // or an input) only once the run executed, after reviewers approved it, as a read-only run over
-  // that data would run only then. Facts stored before readOnlyDataClasses existed count every class.
+  // A preview's reads are real, and no reviewer has approved them: what they produced (the plan,
+  // why the preview failed) reaches the agent of a run that reads regulated data (a tool or an
+  // input) only once the run executed, after reviewers approved it, as a read-only run over that
+  // data would run only then. Facts stored before readOnlyDataClasses existed count every class.
   const previewUnapproved = () => {
     if (run.startedAt !== null) return false;
     const facts = runColumn(run, "facts");
@@ -219,14 +219,17 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     return touchesRegulatedData([...(facts?.readOnlyDataClasses ?? facts?.dataClasses ?? []), ...inputs.map((input) => input.dataClass)]);
   };
   const plan = runColumn(run, "plan");
-  if (plan) {
+  // Before reviewers approved a preview of regulated reads, not even the writes' shape (how many,
+  // which tools) reaches the agent: a script could spell what it read in it.
+  if (plan && !previewUnapproved()) {
     // A plan's arguments come from real reads: release policy decides whether the agent reads them.
-    const unapproved = previewUnapproved();
-    const planWithheld = (release !== null && release.decision !== "allow" && !run.releasedAt) || unapproved;
-    const why = unapproved
-      ? "(withheld until reviewers approve the run: the preview read regulated data; reviewers see it in the console)"
-      : "(withheld by release policy; reviewers see it in the console)";
-    view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({ seq, server, tool, arguments: planWithheld ? why : forAgent(args) }));
+    const planWithheld = release !== null && release.decision !== "allow" && !run.releasedAt;
+    view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({
+      seq,
+      server,
+      tool,
+      arguments: planWithheld ? "(withheld by release policy; reviewers see it in the console)" : forAgent(args),
+    }));
   }
   if (run.decision === "escalate") {
     view.approvalsRequired = run.approvalsRequired;
@@ -257,10 +260,11 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   const error = runColumn(run, "error");
   if (error) view.error = withNext(forAgent(error));
   if (error?.code === "PREVIEW_FAILED" && previewUnapproved()) {
+    // What Airlock wrote of it (the kind of failure, and which write) stays: the agent can act on it.
+    const cause = /^The plan preview failed, so no reviewer was asked\. ([A-Z_]+(?:: write \d+ \([A-Za-z0-9_.-]+\))?)/.exec(error.message)?.[1];
     view.error = withNext({
       code: "PREVIEW_FAILED",
-      message:
-        "The plan preview failed, so no reviewer was asked. Its error text is withheld: the preview read regulated data that no reviewer has approved (reviewers and the audit log have it). Fix the script and submit it again.",
+      message: `The plan preview failed${cause ? ` (${cause})` : ""}, so no reviewer was asked. The rest of its error text is withheld: the preview read regulated data that no reviewer has approved (reviewers and the audit log have it).`,
       untrusted: false,
     });
   }
