@@ -36,14 +36,22 @@ test("a run found by part of an identifier opens on a timeline people can read",
       decision: "escalate",
     },
   });
+  // The trail intake and a review would have written, so the log still verifies for the tests after this one.
   const subject = { type: "run", id: run.id };
   await db.$transaction(async (tx) => {
-    await recordAudit(tx, { actor: { type: "agent", id: agent.id, name: agent.name, ownerId: agent.ownerId, scopes: [] }, action: "run.submitted", subject });
+    await recordAudit(tx, {
+      actor: { type: "agent", id: agent.id, name: agent.name, ownerId: agent.ownerId, scopes: [] },
+      action: "run.submitted",
+      subject,
+      data: { codeSha256: run.codeSha256 },
+    });
+    await recordAudit(tx, { actor: { type: "system", name: "policy" }, action: "run.pending_review", subject });
+    await tx.review.create({ data: { runId: run.id, reviewerId: reviewer.id, verdict: "approve" } });
     await recordAudit(tx, {
       actor: { type: "user", id: reviewer.id, email: reviewer.email, role: "reviewer" },
       action: "run.reviewed",
       subject,
-      data: { verdict: "approve" },
+      data: { verdict: "approve", comment: null },
     });
   });
 

@@ -116,7 +116,8 @@ async function buildIfNeeded(): Promise<void> {
 /**
  * Makes sure no other `npm start` holds the data directory, and stops the PostgreSQL one that died
  * left running on it (postgres.json names the start that ran it): otherwise this start would fail
- * on the leftover's postmaster.pid until someone killed it by hand.
+ * on the leftover's postmaster.pid until someone killed it by hand. A server no dead start
+ * recorded (one a CLI command runs) is left alone.
  */
 async function takeOverDataDir(dataDir: string, clusterDir: string): Promise<void> {
   const recorded = await readFile(join(dataDir, "postgres.json"), "utf8").catch(() => "");
@@ -124,9 +125,10 @@ async function takeOverDataDir(dataDir: string, clusterDir: string): Promise<voi
   try {
     owner = (JSON.parse(recorded) as { pid?: unknown }).pid;
   } catch {
-    // No record, or a torn one: no owner to respect.
+    // No record, or a torn one: no owner known.
   }
-  if (typeof owner === "number" && owner !== process.pid && isAlive(owner)) {
+  if (typeof owner !== "number") return; // not ours to stop (a CLI command's server, say): PostgreSQL says so if it runs
+  if (owner !== process.pid && isAlive(owner)) {
     throw new Error(`another npm start (process ${owner}) is running on ${dataDir}; stop it first, or set AIRLOCK_DATA_DIR to another directory.`);
   }
   const leftover = await stopLeftoverServer(clusterDir);
@@ -179,7 +181,8 @@ async function main() {
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
-    // A server that died (an exit code, or a signal such as SIGKILL) has nothing left to drain.
+    // A server that died (an exit code, or a signal such as SIGKILL) has nothing left to drain;
+    // what it left in its group (the upstream tool servers) is killed all the same, below.
     if (server && server.exitCode === null && server.signalCode === null && server.pid) {
       console.log("Stopping: runs in flight finish first…");
       // Only the server itself: it drains its executor, which still needs the upstream tool
@@ -203,6 +206,8 @@ async function main() {
           done(null);
         });
       });
+    }
+    if (server?.pid) {
       try {
         process.kill(-server.pid, "SIGKILL"); // anything the server left behind in its group
       } catch {
@@ -250,10 +255,6 @@ async function main() {
   try {
     const db = createPrismaClient(databaseUrl);
     credentials = await seedDemo(db, { password: config.AIRLOCK_DEMO_PASSWORD, config: resolveConfig() });
-    // A new log is signed at once: if this start does not come up, the next one extends that
-    // checkpoint instead of finding an old log no checkpoint covers (which the job refuses to sign).
-    if (credentials) await signCheckpoint(db, { type: "system", name: "seed" }, checkpointConfigFromEnv());
-    await db.$disconnect();
     if (credentials) {
       const text = [
         ...credentials.users.map((u) => `${u.role}\t${u.email}\t${u.password}`),
@@ -261,7 +262,14 @@ async function main() {
       ].join("\n");
       await writeFile(credentialsFile, text + "\n", { mode: 0o600 });
       await chmod(credentialsFile, 0o600);
+      // A new log is signed at once: if this start does not come up, the next one extends that
+      // checkpoint instead of finding an old log no checkpoint covers (which the job refuses to sign).
+      await signCheckpoint(db, { type: "system", name: "seed" }, checkpointConfigFromEnv()).catch((error: unknown) => {
+        const why = error instanceof Error ? error.message : String(error);
+        console.error(`airlock: warning: the first audit checkpoint could not be signed (${why}); the checkpoint job tries again`);
+      });
     }
+    await db.$disconnect();
     setEnvForChildren({
       DATABASE_URL: databaseUrl,
       AUTH_SECRET: await authSecret(dataDir),

@@ -22,7 +22,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { appendFile, chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { appendFile, chmod, chown, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import {
@@ -101,14 +101,19 @@ export async function startPostgres(options: StartPostgresOptions): Promise<Post
 
 /**
  * Stops the server a persistent cluster's postmaster.pid names, when that process is a live
- * postgres (not a recycled pid): one left running by an owner that died. A fast shutdown, then
+ * postgres whose working directory is this cluster (not a recycled pid): one left running by an
+ * owner that died. A fast shutdown, then
  * SIGKILL after 20 s. Returns its pid, or null when there was none.
  */
 export async function stopLeftoverServer(dataDir: string): Promise<number | null> {
   const pid = await postmasterPid(join(dataDir, "pgdata"));
   if (pid === undefined || !isAlive(pid)) return null;
   const command = await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "");
-  if (!command.startsWith("postgres")) return null;
+  // A postgres serving this very cluster (a postmaster's working directory is its data directory),
+  // not a recycled pid that now belongs to another one.
+  const serving = await realpath(`/proc/${pid}/cwd`).catch(() => null);
+  const cluster = await realpath(join(dataDir, "pgdata")).catch(() => null);
+  if (!command.startsWith("postgres") || serving === null || serving !== cluster) return null;
   signal(pid, "SIGINT");
   if (!(await waitForExit(pid, 20_000))) {
     signal(pid, "SIGKILL");
