@@ -255,7 +255,10 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
       provenance: conversation,
     });
     const view = await finished(submitted.runId);
-    expect(view.error).toMatchObject({ code: "PREVIEW_FAILED", message: expect.stringMatching(/failed \(SCRIPT_ERROR\).*withheld: the preview read regulated data/) });
+    expect(view.error).toMatchObject({
+      code: "PREVIEW_FAILED",
+      message: expect.stringMatching(/failed \(SCRIPT_ERROR\).*withheld: the preview read regulated data/),
+    });
     const first = generateLedgerData().customers[0]!;
     const seen = JSON.stringify(view);
     expect(seen).not.toContain(first.email);
