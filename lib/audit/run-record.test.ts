@@ -131,6 +131,20 @@ describe("verification names a run record changed behind the triggers", () => {
       { reason: "run_record_mismatch", field: "approvalsRequired" },
     ],
     [
+      "the reviewer role",
+      [`UPDATE "Run" SET "reviewerRole" = 'admin' WHERE id = '<run>'`],
+      [`UPDATE "Run" SET "reviewerRole" = NULL WHERE id = '<run>'`],
+      { reason: "run_record_mismatch", field: "reviewerRole" },
+    ],
+    [
+      "the capability set",
+      [`UPDATE "Run" SET "capabilitySet" = '["ledger.issueRefund"]' WHERE id = '<run>'`],
+      [
+        `UPDATE "Run" r SET "capabilitySet" = e.data -> 'capabilitySet' FROM "AuditEvent" e WHERE r.id = '<run>' AND e."subjectId" = '<run>' AND e.action = 'run.analyzed'`,
+      ],
+      { reason: "run_record_mismatch", field: "capabilitySet" },
+    ],
+    [
       "the code hash",
       [`UPDATE "Run" SET "codeSha256" = repeat('a', 64) WHERE id = '<run>'`],
       [

@@ -6,8 +6,9 @@
  * `findRecordMismatch(db)` looks, in PostgreSQL, for the first of:
  * - a run with no `run.submitted` event (a row no submission wrote), or one whose agent or code
  *   hash is not the one its `run.submitted` event names;
- * - a run whose decision or approvals required differ from its decision event (the first event
- *   carrying `decision` and `policyVersion`), or whose policy version is not that event's;
+ * - a run whose decision, approvals required or reviewer role (events record it since 2026-12-05)
+ *   differ from its decision event (the first event carrying `decision` and `policyVersion`), or
+ *   whose policy version is not that event's, or whose capability set is not run.analyzed's;
  * - a run whose status is not the one its latest state event moved it to;
  * - a review with no `run.reviewed` event by the same reviewer with the same verdict and comment,
  *   and a `run.reviewed` event whose review is gone.
@@ -23,7 +24,7 @@ import { REQUEUED_ACTION, RUN_STATUSES } from "@/lib/contracts/run-states";
 
 export type RecordMismatch = {
   runId: string;
-  field: "events" | "agentId" | "codeSha256" | "decision" | "approvalsRequired" | "policyVersion" | "status" | "reviews";
+  field: "events" | "agentId" | "codeSha256" | "decision" | "approvalsRequired" | "reviewerRole" | "policyVersion" | "capabilitySet" | "status" | "reviews";
   detail: string;
 };
 
@@ -45,6 +46,9 @@ export async function findRecordMismatch(db: Db): Promise<RecordMismatch | null>
     ), decided AS (
       SELECT DISTINCT ON ("subjectId") "subjectId" AS id, data AS decided
       FROM "AuditEvent" WHERE "subjectType" = 'run' AND data ? 'decision' AND data ? 'policyVersion' ORDER BY "subjectId", id
+    ), analyzed AS (
+      SELECT DISTINCT ON ("subjectId") "subjectId" AS id, data -> 'capabilitySet' AS "capabilitySet"
+      FROM "AuditEvent" WHERE action = 'run.analyzed' AND "subjectType" = 'run' ORDER BY "subjectId", id
     ), latest AS (
       SELECT DISTINCT ON (e."subjectId") e."subjectId" AS id, s.status
       FROM "AuditEvent" e JOIN states s ON s.action = e.action WHERE e."subjectType" = 'run' ORDER BY e."subjectId", e.id DESC
@@ -55,7 +59,8 @@ export async function findRecordMismatch(db: Db): Promise<RecordMismatch | null>
       WHERE p."subjectType" = 'run' GROUP BY p."subjectId"
     ), checked AS (
       SELECT r.id::text AS id, r.status::text AS status, r."agentId"::text AS agent, r."codeSha256" AS sha, r.decision::text AS decision,
-             r."approvalsRequired" AS approvals, v.version AS "policyVersion",
+             r."approvalsRequired" AS approvals, r."reviewerRole" AS "reviewerRole", r."capabilitySet" AS caps, a."capabilitySet" AS "analyzedCaps",
+             v.version AS "policyVersion",
              sub.id IS NOT NULL OR coalesce(st.submitted, false) AS submitted,
              sub."submittedBy", sub."byAgent", sub."submittedSha", d.decided,
              coalesce(st."latestState", l.status) AS "latestState"
@@ -63,6 +68,7 @@ export async function findRecordMismatch(db: Db): Promise<RecordMismatch | null>
       LEFT JOIN "PolicyVersion" v ON v.id = r."policyVersionId"
       LEFT JOIN submitted sub ON sub.id = r.id::text
       LEFT JOIN decided d ON d.id = r.id::text
+      LEFT JOIN analyzed a ON a.id = r.id::text
       LEFT JOIN latest l ON l.id = r.id::text
       LEFT JOIN staged st ON st.id = r.id::text
     )
@@ -77,6 +83,12 @@ export async function findRecordMismatch(db: Db): Promise<RecordMismatch | null>
       UNION ALL
       SELECT id, 'approvalsRequired', approvals::text, decided ->> 'approvalsRequired', 5 FROM checked
        WHERE jsonb_typeof(decided -> 'approvalsRequired') = 'number' AND (decided ->> 'approvalsRequired')::int IS DISTINCT FROM approvals
+      UNION ALL
+      SELECT id, 'reviewerRole', "reviewerRole", decided ->> 'reviewerRole', 6 FROM checked
+       WHERE decided ? 'reviewerRole' AND (decided ->> 'reviewerRole') IS DISTINCT FROM "reviewerRole"
+      UNION ALL
+      SELECT id, 'capabilitySet', caps::text, "analyzedCaps"::text, 6 FROM checked
+       WHERE "analyzedCaps" IS NOT NULL AND "analyzedCaps" IS DISTINCT FROM caps
       UNION ALL
       SELECT id, 'policyVersion', "policyVersion"::text, decided ->> 'policyVersion', 6 FROM checked
        WHERE decided IS NOT NULL AND (decided ->> 'policyVersion') IS DISTINCT FROM "policyVersion"::text

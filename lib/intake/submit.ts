@@ -493,6 +493,7 @@ async function storeProposal(
           decisionReasonsDigest: jsonDigest(runColumnValue("decisionReasons", decision.reasons)),
           reasons: decision.reasons.map((r) => r.policyId),
           approvalsRequired: decision.approvalsRequired,
+          reviewerRole: decision.reviewerRole ?? null,
           limits,
         },
       },
