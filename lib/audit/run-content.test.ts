@@ -5,22 +5,21 @@
  * edit changed, and the database refuses the app role any change to a written field.
  */
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auditCommand } from "@/lib/cli/audit";
 import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
 import type { Actor } from "@/lib/contracts/scopes";
-import { createPrismaClient, type PrismaClient } from "@/lib/db";
-import { ensureAppRole, grantAppPrivileges, withCredentials } from "@/lib/db/roles";
+import { type PrismaClient } from "@/lib/db";
 import { generateLedgerData } from "@/lib/demo/ledger/data";
 import { submitRun } from "@/lib/intake/submit";
 import { getRun, type RunView } from "@/lib/runs/service";
 import { transitionRun } from "@/lib/runs/states";
-import { withAdminClient } from "@/lib/testing/database-url";
 import type { TestDatabase } from "@/lib/testing/db";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 import { RUN_CONTENT_FIELDS } from "./run-content";
 import { tamper, tempCheckpoints } from "./testing";
 import { verifyAuditChain } from "./verify";
+import { connectAsAppRole, type AppRoleClient } from "@/lib/testing/app-role";
 
 const system: Actor = { type: "system", name: "test" };
 const invoice = generateLedgerData().invoices.find((i) => i.status === "paid")!;
@@ -141,22 +140,15 @@ describe("run content in the audit chain", () => {
 });
 
 describe("write-once content columns", () => {
-  const role = `airlock_app_${randomBytes(4).toString("hex")}`;
+  let appRole: AppRoleClient;
   let app: PrismaClient;
-  const { adminUrl } = inject("airlockDatabase");
 
   beforeAll(async () => {
-    const password = randomBytes(12).toString("hex");
-    await ensureAppRole(adminUrl, role, password);
-    await grantAppPrivileges(db.url, role);
-    app = createPrismaClient(withCredentials(db.url, role, password));
+    appRole = await connectAsAppRole(db);
+    app = appRole.client;
   });
 
-  afterAll(async () => {
-    await app?.$disconnect();
-    await db.prisma.$executeRawUnsafe(`DROP OWNED BY "${role}"`).catch(() => {});
-    await withAdminClient(adminUrl, (client) => client.query(`DROP ROLE IF EXISTS "${role}"`)).catch(() => {});
-  });
+  afterAll(() => appRole?.drop());
 
   it("the app role cannot change a written content column, nor fill one of a run that ended", async () => {
     for (const sql of [

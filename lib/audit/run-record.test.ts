@@ -5,16 +5,15 @@
  * and a run row no submission wrote.
  */
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
-import { createPrismaClient, type PrismaClient } from "@/lib/db";
-import { ensureAppRole, grantAppPrivileges, withCredentials } from "@/lib/db/roles";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type PrismaClient } from "@/lib/db";
 import { submitRun } from "@/lib/intake/submit";
 import { getRun } from "@/lib/runs/service";
-import { withAdminClient } from "@/lib/testing/database-url";
 import type { TestDatabase } from "@/lib/testing/db";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 import { recordReview, tamper } from "./testing";
 import { verifyAuditChain } from "./verify";
+import { connectAsAppRole, type AppRoleClient } from "@/lib/testing/app-role";
 
 let ledger: LedgerRuntime;
 let db: TestDatabase;
@@ -43,22 +42,15 @@ afterAll(async () => {
 });
 
 describe("the app role cannot rewrite a run's record", () => {
-  const role = `airlock_app_${randomBytes(4).toString("hex")}`;
+  let appRole: AppRoleClient;
   let app: PrismaClient;
-  const { adminUrl } = inject("airlockDatabase");
 
   beforeAll(async () => {
-    const password = randomBytes(12).toString("hex");
-    await ensureAppRole(adminUrl, role, password);
-    await grantAppPrivileges(db.url, role);
-    app = createPrismaClient(withCredentials(db.url, role, password));
+    appRole = await connectAsAppRole(db);
+    app = appRole.client;
   });
 
-  afterAll(async () => {
-    await app?.$disconnect();
-    await db.prisma.$executeRawUnsafe(`DROP OWNED BY "${role}"`).catch(() => {});
-    await withAdminClient(adminUrl, (client) => client.query(`DROP ROLE IF EXISTS "${role}"`)).catch(() => {});
-  });
+  afterAll(() => appRole?.drop());
 
   it("a review is never changed or deleted, and never written without its run.reviewed event", async () => {
     for (const sql of [

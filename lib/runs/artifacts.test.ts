@@ -5,20 +5,19 @@
  * `run.artifact_downloaded` is committed, and the tables refuse every change but retention's.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tamper } from "@/lib/audit/testing";
 import { verifyAuditChain } from "@/lib/audit/verify";
 import type { Actor } from "@/lib/contracts/scopes";
-import { createPrismaClient, type PrismaClient } from "@/lib/db";
-import { ensureAppRole, grantAppPrivileges, withCredentials } from "@/lib/db/roles";
+import { type PrismaClient } from "@/lib/db";
 import { jsonDigest } from "@/lib/digest";
 import { submitRun } from "@/lib/intake/submit";
-import { withAdminClient } from "@/lib/testing/database-url";
 import type { TestDatabase } from "@/lib/testing/db";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 import { artifactRecords, loadRunArtifacts, readArtifact, storeArtifacts, type ArtifactRecord } from "./artifacts";
 import { getRun, type RunView } from "./service";
 import { transitionRun } from "./states";
+import { connectAsAppRole, type AppRoleClient } from "@/lib/testing/app-role";
 
 const PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 const CSV = "name,amount\\n<b>alice</b>,=1+2\\n";
@@ -201,22 +200,15 @@ describe("reading an artifact", () => {
 });
 
 describe("append-only artifact tables", () => {
-  const role = `airlock_app_${randomBytes(4).toString("hex")}`;
+  let appRole: AppRoleClient;
   let app: PrismaClient;
-  const { adminUrl } = inject("airlockDatabase");
 
   beforeAll(async () => {
-    const password = randomBytes(12).toString("hex");
-    await ensureAppRole(adminUrl, role, password);
-    await grantAppPrivileges(db.url, role);
-    app = createPrismaClient(withCredentials(db.url, role, password));
+    appRole = await connectAsAppRole(db);
+    app = appRole.client;
   });
 
-  afterAll(async () => {
-    await app?.$disconnect();
-    await db.prisma.$executeRawUnsafe(`DROP OWNED BY "${role}"`).catch(() => {});
-    await withAdminClient(adminUrl, (client) => client.query(`DROP ROLE IF EXISTS "${role}"`)).catch(() => {});
-  });
+  afterAll(() => appRole?.drop());
 
   it("the app role cannot change, delete or purge artifacts, nor insert a blob whose bytes are not its sha256", async () => {
     const row = await db.prisma.runArtifact.findFirstOrThrow({ where: { runId, name: "report.csv" } });
