@@ -12,35 +12,60 @@
 -- `airlock audit verify` also compares these with the events (lib/audit/run-record.ts), so a change
 -- made behind the triggers is named too.
 
-CREATE FUNCTION "review_append_only"() RETURNS trigger
+-- One append-only rule for every record table, naming the table it refuses: Review uses it, and
+-- the three tables that had a copy each (RunOutcome, ResultRelease, RunArtifact) now share it.
+CREATE FUNCTION "airlock_append_only"() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  RAISE EXCEPTION 'Review is append-only: % on "Review" is not allowed', TG_OP
+  RAISE EXCEPTION '% is append-only: % on "%" is not allowed', TG_TABLE_NAME, TG_OP, TG_TABLE_NAME
     USING ERRCODE = 'insufficient_privilege';
 END;
 $$;
 
 CREATE TRIGGER "Review_no_update_delete"
   BEFORE UPDATE OR DELETE ON "Review"
-  FOR EACH ROW EXECUTE FUNCTION "review_append_only"();
+  FOR EACH ROW EXECUTE FUNCTION "airlock_append_only"();
 
 CREATE TRIGGER "Review_no_truncate"
   BEFORE TRUNCATE ON "Review"
-  FOR EACH STATEMENT EXECUTE FUNCTION "review_append_only"();
+  FOR EACH STATEMENT EXECUTE FUNCTION "airlock_append_only"();
+
+DROP TRIGGER "RunOutcome_no_update_delete" ON "RunOutcome";
+DROP TRIGGER "RunOutcome_no_truncate" ON "RunOutcome";
+CREATE TRIGGER "RunOutcome_no_update_delete" BEFORE UPDATE OR DELETE ON "RunOutcome" FOR EACH ROW EXECUTE FUNCTION "airlock_append_only"();
+CREATE TRIGGER "RunOutcome_no_truncate" BEFORE TRUNCATE ON "RunOutcome" FOR EACH STATEMENT EXECUTE FUNCTION "airlock_append_only"();
+DROP FUNCTION "run_outcome_append_only"();
+
+DROP TRIGGER "ResultRelease_no_update_delete" ON "ResultRelease";
+DROP TRIGGER "ResultRelease_no_truncate" ON "ResultRelease";
+CREATE TRIGGER "ResultRelease_no_update_delete" BEFORE UPDATE OR DELETE ON "ResultRelease" FOR EACH ROW EXECUTE FUNCTION "airlock_append_only"();
+CREATE TRIGGER "ResultRelease_no_truncate" BEFORE TRUNCATE ON "ResultRelease" FOR EACH STATEMENT EXECUTE FUNCTION "airlock_append_only"();
+DROP FUNCTION "result_release_append_only"();
+
+DROP TRIGGER "RunArtifact_append_only" ON "RunArtifact";
+DROP TRIGGER "RunArtifact_no_truncate" ON "RunArtifact";
+CREATE TRIGGER "RunArtifact_append_only" BEFORE UPDATE OR DELETE ON "RunArtifact" FOR EACH ROW EXECUTE FUNCTION "airlock_append_only"();
+CREATE TRIGGER "RunArtifact_no_truncate" BEFORE TRUNCATE ON "RunArtifact" FOR EACH STATEMENT EXECUTE FUNCTION "airlock_append_only"();
+DROP FUNCTION "run_artifact_append_only"();
+
+-- "An event of this transaction", the one rule the commit-time checks share, may also name the
+-- actor it must be by (a review's event is the reviewer's). Its callers keep calling it with four
+-- arguments.
+DROP FUNCTION "airlock_event_in_this_transaction"(text, text, text, jsonb);
+CREATE FUNCTION "airlock_event_in_this_transaction"(p_action text, p_subject text, p_key text, p_contains jsonb, p_actor text DEFAULT NULL) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, public, pg_temp AS $$
+  SELECT EXISTS (SELECT 1 FROM "AuditPending" e
+                  WHERE e."action" = p_action AND e."subjectId" = p_subject AND (p_actor IS NULL OR e."actorId" = p_actor)
+                    AND e.xmin = pg_current_xact_id()::xid AND e."data" -> p_key @> p_contains)
+      OR EXISTS (SELECT 1 FROM "AuditEvent" e
+                  WHERE e."action" = p_action AND e."subjectId" = p_subject AND (p_actor IS NULL OR e."actorId" = p_actor)
+                    AND e.xmin = pg_current_xact_id()::xid AND e."data" -> p_key @> p_contains)
+$$;
 
 CREATE FUNCTION "review_audited"() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp AS $$
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM "AuditPending" e
-                  WHERE e."action" = 'run.reviewed' AND e."subjectType" = 'run' AND e."subjectId" = NEW."runId"::text
-                    AND e."actorType" = 'user' AND e."actorId" = NEW."reviewerId"::text
-                    AND e."data" -> 'verdict' = to_jsonb(NEW."verdict"::text)
-                    AND e.xmin = pg_current_xact_id()::xid)
-     AND NOT EXISTS (SELECT 1 FROM "AuditEvent" e
-                  WHERE e."action" = 'run.reviewed' AND e."subjectType" = 'run' AND e."subjectId" = NEW."runId"::text
-                    AND e."actorType" = 'user' AND e."actorId" = NEW."reviewerId"::text
-                    AND e."data" -> 'verdict' = to_jsonb(NEW."verdict"::text)
-                    AND e.xmin = pg_current_xact_id()::xid) THEN
+  IF NOT "airlock_event_in_this_transaction"('run.reviewed', NEW."runId"::text, 'verdict', to_jsonb(NEW."verdict"::text), NEW."reviewerId"::text) THEN
     RAISE EXCEPTION 'run %: a review by % was written without its run.reviewed event in the same transaction', NEW."runId", NEW."reviewerId"
       USING ERRCODE = 'insufficient_privilege';
   END IF;
