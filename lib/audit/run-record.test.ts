@@ -145,6 +145,32 @@ describe("verification names a run record changed behind the triggers", () => {
       { reason: "run_record_mismatch", field: "codeSha256" },
     ],
     [
+      "the decision's reasons",
+      [
+        `UPDATE "Run" SET "decisionReasons" = '[{"policyId":"forged","text":"A reviewer said yes.","source":""}]'::jsonb || "decisionReasons" WHERE id = '<run>'`,
+      ],
+      [`UPDATE "Run" SET "decisionReasons" = "decisionReasons" - 0 WHERE id = '<run>'`],
+      { reason: "run_record_mismatch", field: "decisionReasons" },
+    ],
+    [
+      "the facts",
+      [`UPDATE "Run" SET facts = facts || '{"forged":true}' WHERE id = '<run>'`],
+      [`UPDATE "Run" SET facts = facts - 'forged' WHERE id = '<run>'`],
+      { reason: "run_record_mismatch", field: "facts" },
+    ],
+    [
+      "the findings",
+      [`UPDATE "Run" SET findings = '[{"code":"forged","message":"nothing to see"}]'::jsonb || findings WHERE id = '<run>'`],
+      [`UPDATE "Run" SET findings = findings - 0 WHERE id = '<run>'`],
+      { reason: "run_record_mismatch", field: "findings" },
+    ],
+    [
+      "the skills",
+      [`UPDATE "Run" SET skills = '[{"name":"forged","version":1,"versionId":"forged"}]'::jsonb || skills WHERE id = '<run>'`],
+      [`UPDATE "Run" SET skills = skills - 0 WHERE id = '<run>'`],
+      { reason: "run_record_mismatch", field: "skills" },
+    ],
+    [
       "the policy version",
       [`UPDATE "Run" SET "policyVersionId" = NULL WHERE id = '<run>'`],
       [

@@ -8,7 +8,9 @@
  *   hash is not the one its `run.submitted` event names;
  * - a run whose decision, approvals required or reviewer role (events record it since 2026-12-05)
  *   differ from its decision event (the first event carrying `decision` and `policyVersion`), or
- *   whose policy version is not that event's, or whose capability set is not run.analyzed's;
+ *   whose policy version is not that event's, or whose capability set, facts or findings (their
+ *   codes) are not run.analyzed's, or whose skills are not run.submitted's; the decision's reasons
+ *   are compared with the digest that event carries by verify.ts, which reads the row anyway;
  * - a run whose status is not the one its latest state event moved it to;
  * - a review with no `run.reviewed` event by the same reviewer with the same verdict and comment,
  *   and a `run.reviewed` event whose review is gone.
@@ -24,7 +26,21 @@ import { REQUEUED_ACTION, RUN_STATUSES } from "@/lib/contracts/run-states";
 
 export type RecordMismatch = {
   runId: string;
-  field: "events" | "agentId" | "codeSha256" | "decision" | "approvalsRequired" | "reviewerRole" | "policyVersion" | "capabilitySet" | "status" | "reviews";
+  field:
+    | "events"
+    | "agentId"
+    | "codeSha256"
+    | "skills"
+    | "decision"
+    | "decisionReasons"
+    | "approvalsRequired"
+    | "reviewerRole"
+    | "policyVersion"
+    | "capabilitySet"
+    | "facts"
+    | "findings"
+    | "status"
+    | "reviews";
   detail: string;
 };
 
@@ -41,13 +57,14 @@ export async function findRecordMismatch(db: Db): Promise<RecordMismatch | null>
     WITH states AS (
       SELECT * FROM unnest(${actions}::text[], ${statuses}::text[]) AS s(action, status)
     ), submitted AS (
-      SELECT DISTINCT ON ("subjectId") "subjectId" AS id, "actorType" = 'agent' AS "byAgent", "actorId" AS "submittedBy", data ->> 'codeSha256' AS "submittedSha"
+      SELECT DISTINCT ON ("subjectId") "subjectId" AS id, "actorType" = 'agent' AS "byAgent", "actorId" AS "submittedBy", data ->> 'codeSha256' AS "submittedSha",
+        coalesce(data -> 'skills', '[]'::jsonb) AS "submittedSkills"
       FROM "AuditEvent" WHERE action = 'run.submitted' AND "subjectType" = 'run' ORDER BY "subjectId", id
     ), decided AS (
       SELECT DISTINCT ON ("subjectId") "subjectId" AS id, data AS decided
       FROM "AuditEvent" WHERE "subjectType" = 'run' AND data ? 'decision' AND data ? 'policyVersion' ORDER BY "subjectId", id
     ), analyzed AS (
-      SELECT DISTINCT ON ("subjectId") "subjectId" AS id, data -> 'capabilitySet' AS "capabilitySet"
+      SELECT DISTINCT ON ("subjectId") "subjectId" AS id, data -> 'capabilitySet' AS "capabilitySet", data -> 'facts' AS facts, data -> 'findings' AS "findingCodes"
       FROM "AuditEvent" WHERE action = 'run.analyzed' AND "subjectType" = 'run' ORDER BY "subjectId", id
     ), latest AS (
       SELECT DISTINCT ON (e."subjectId") e."subjectId" AS id, s.status
@@ -60,6 +77,9 @@ export async function findRecordMismatch(db: Db): Promise<RecordMismatch | null>
     ), checked AS (
       SELECT r.id::text AS id, r.status::text AS status, r."agentId"::text AS agent, r."codeSha256" AS sha, r.decision::text AS decision,
              r."approvalsRequired" AS approvals, r."reviewerRole" AS "reviewerRole", r."capabilitySet" AS caps, a."capabilitySet" AS "analyzedCaps",
+             r.facts, a.facts AS "analyzedFacts", a."findingCodes" AS "analyzedFindings", r.skills, sub."submittedSkills",
+             (SELECT coalesce(jsonb_agg(f.finding -> 'code' ORDER BY f.n), '[]'::jsonb)
+                FROM jsonb_array_elements(r.findings) WITH ORDINALITY AS f(finding, n)) AS "findingCodes",
              v.version AS "policyVersion",
              sub.id IS NOT NULL OR coalesce(st.submitted, false) AS submitted,
              sub."submittedBy", sub."byAgent", sub."submittedSha", d.decided,
@@ -79,6 +99,8 @@ export async function findRecordMismatch(db: Db): Promise<RecordMismatch | null>
       UNION ALL
       SELECT id, 'codeSha256', sha, "submittedSha", 3 FROM checked WHERE "submittedSha" IS NOT NULL AND "submittedSha" IS DISTINCT FROM sha
       UNION ALL
+      SELECT id, 'skills', skills::text, "submittedSkills"::text, 3 FROM checked WHERE "submittedSkills" IS NOT NULL AND "submittedSkills" IS DISTINCT FROM skills
+      UNION ALL
       SELECT id, 'decision', decision, decided ->> 'decision', 4 FROM checked WHERE decided IS NOT NULL AND decided ->> 'decision' IS DISTINCT FROM decision
       UNION ALL
       SELECT id, 'approvalsRequired', approvals::text, decided ->> 'approvalsRequired', 5 FROM checked
@@ -89,6 +111,12 @@ export async function findRecordMismatch(db: Db): Promise<RecordMismatch | null>
       UNION ALL
       SELECT id, 'capabilitySet', caps::text, "analyzedCaps"::text, 6 FROM checked
        WHERE "analyzedCaps" IS NOT NULL AND "analyzedCaps" IS DISTINCT FROM caps
+      UNION ALL
+      SELECT id, 'facts', facts::text, "analyzedFacts"::text, 6 FROM checked
+       WHERE "analyzedFacts" IS NOT NULL AND "analyzedFacts" IS DISTINCT FROM facts
+      UNION ALL
+      SELECT id, 'findings', "findingCodes"::text, "analyzedFindings"::text, 6 FROM checked
+       WHERE "analyzedFindings" IS NOT NULL AND "analyzedFindings" IS DISTINCT FROM "findingCodes"
       UNION ALL
       SELECT id, 'policyVersion', "policyVersion"::text, decided ->> 'policyVersion', 6 FROM checked
        WHERE decided IS NOT NULL AND (decided ->> 'policyVersion') IS DISTINCT FROM "policyVersion"::text

@@ -22,9 +22,11 @@
  *   the purge event digests what is left, which is checked like any other. Likewise a tool call's
  *   arguments and result, NULL with a purgedAt, pass only when a purge event names its seq;
  * - the run record (run-record.ts), after a whole walk: every run has its run.submitted event, and
- *   its agent, code hash, decision, approvals required, policy version and status are what its
- *   events say; every review is one a run.reviewed event records (`unrecorded_run`,
- *   `run_record_mismatch`; PostgreSQL searches while the walk runs, as for unsealed tool calls);
+ *   its agent, code hash, skills, decision, approvals required, reviewer role, policy version,
+ *   capability set, facts, findings and status are what its events say; every review is one a
+ *   run.reviewed event records (`unrecorded_run`, `run_record_mismatch`; PostgreSQL searches while
+ *   the walk runs, as for unsealed tool calls). The decision's reasons are compared during the walk
+ *   with the digest its decision event carries (also `run_record_mismatch`, for any walk);
  * - signed checkpoints (checkpoints.ts): every checkpoint file must verify with the configured key,
  *   and its event must still exist with the same hash — this is what catches a rewrite of the tail
  *   with recomputed hashes, or a truncated tail; and its signed tree head (version 2) must be the
@@ -228,11 +230,18 @@ async function fetchCalls(db: Db, runIds: string[]): Promise<Map<string, CallRow
  * (text as a string, JSON as JSON.parse returns it, NULL as null), and each field's digest once
  * computed (several events of a run digest the same field).
  */
-type RunRow = { id: string; purged: boolean; content: Record<RunContentField, unknown>; digests: Partial<Record<RunContentField, string>> };
+type RunRow = {
+  id: string;
+  purged: boolean;
+  content: Record<RunContentField, unknown>;
+  digests: Partial<Record<RunContentField, string>>;
+  /** Not content, but digested by the decision event (`decisionReasonsDigest`). */
+  decisionReasons: unknown;
+};
 type RunRows = { byId: Map<string, RunRow>; artifacts: Map<string, ArtifactEvidence[]> };
 
-/** The id, whether retention purged the row, and the content columns in RUN_CONTENT_FIELDS order. */
-const RUN_LINE = Prisma.raw(["id", `"purgedAt" IS NOT NULL`, ...RUN_CONTENT_FIELDS.map((field) => `"${field}"`)].join(", "));
+/** The id, whether retention purged the row, the content columns in RUN_CONTENT_FIELDS order, and the decision's reasons. */
+const RUN_LINE = Prisma.raw(["id", `"purgedAt" IS NOT NULL`, ...RUN_CONTENT_FIELDS.map((field) => `"${field}"`), `"decisionReasons"`].join(", "));
 
 /** The rows of runs, and their artifacts' evidence. Like fetchBatch, one JSON array text per row. */
 async function fetchRuns(db: Db, ids: string[]): Promise<RunRows> {
@@ -243,7 +252,7 @@ async function fetchRuns(db: Db, ids: string[]): Promise<RunRows> {
   for (const { line } of lines) {
     const [id, purged, ...values] = JSON.parse(line) as [string, boolean, ...unknown[]];
     const content = Object.fromEntries(RUN_CONTENT_FIELDS.map((field, i) => [field, values[i]])) as Record<RunContentField, unknown>;
-    byId.set(id, { id, purged, content, digests: {} });
+    byId.set(id, { id, purged, content, digests: {}, decisionReasons: values[RUN_CONTENT_FIELDS.length] });
   }
   const executed = [...byId.values()].filter((row) => row.content.execution !== null).map((row) => row.id);
   return { byId, artifacts: await loadArtifactEvidence(db, executed) };
@@ -402,6 +411,14 @@ async function checkContent(
         detail: `run ${row.id}: its ${field} no longer matches the digest in event #${event.id} (${event.action}); the row was changed after it was written`,
       };
     }
+    const reasonsDigest = event.data.decisionReasonsDigest;
+    if (typeof reasonsDigest === "string" && parsedJsonDigest(row.decisionReasons) !== reasonsDigest)
+      return {
+        eventId: event.id.toString(),
+        reason: "run_record_mismatch",
+        run: { id: row.id, field: "decisionReasons" },
+        detail: `run ${row.id}: its decisionReasons are not the ones event #${event.id} (${event.action}) digests; the row was changed outside Airlock`,
+      };
     // The sealed execution lists the run's artifacts: their rows and bytes must agree with it.
     const artifactsPurged = row.purged && (await purges(row.id)).some((p) => p.eventId >= event.id && p.fields.includes("artifacts"));
     const artifactProblem = "execution" in digests ? artifactsProblem(row.content.execution, runs.artifacts.get(row.id) ?? [], artifactsPurged) : null;
