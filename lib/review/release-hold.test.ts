@@ -153,15 +153,18 @@ return refunds.length;`);
     expect(after).toMatchObject({ status: "withheld", error: { code: "RESULT_WITHHELD", message: expect.stringContaining("carry an injection") } });
     expect(after).not.toHaveProperty("result");
     expect(after.logs).toEqual([{ level: "warn", text: "The logs are withheld with the result." }]);
+    expect(after).not.toHaveProperty("stats");
     // A passing check's label is the script's text: withheld with the rest.
     expect(after.checks).toEqual([]);
     expect(JSON.stringify(after)).not.toContain("Ignore all previous");
     await expect(releaseResult(ledger.db.prisma, rita, { runId: other, comment: "no", seen: await seenOf(other) })).rejects.toMatchObject({ code: "conflict" });
   });
 
-  it("attack: a script that fails on purpose, carrying what it read in its error and logs, gets neither to the agent", async () => {
+  it("attack: a script that fails on purpose, carrying what it read in its error, logs and figures, gets none of them to the agent", async () => {
+    // The number of tool calls (and the time taken) is the script's choice: here the length of a refund's reason.
     const { runId: other, view: failed } = await held(`const { refunds } = await tools.ledger.listRefunds({ limit: 50 });
 console.log(JSON.stringify(refunds));
+for (let i = 0; i < refunds[2].reason.length % 5; i++) await tools.ledger.listRefunds({ limit: 1 });
 throw new Error(JSON.stringify(refunds.map((r) => r.reason)));`);
     expect(failed).toMatchObject({
       status: "failed",
@@ -172,6 +175,7 @@ throw new Error(JSON.stringify(refunds.map((r) => r.reason)));`);
     });
     expect(failed.error).not.toHaveProperty("detail");
     expect(failed.logs).toEqual([{ level: "warn", text: "The logs are withheld with the result." }]);
+    expect(failed).not.toHaveProperty("stats");
     expect(JSON.stringify(failed)).not.toMatch(/Ignore all previous|goodwill|duplicate charge/);
     // The reviewer still sees what happened.
     const row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: other } });

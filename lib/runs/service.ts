@@ -271,7 +271,8 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   if (run.finishedAt && (EXECUTED_STATUSES as readonly string[]).includes(run.status)) {
     const execution = runColumn(run, "execution");
     // Withheld means withheld: no result, and nothing the script wrote that could carry it (logs,
-    // assumptions, a partial reason, an error's text and stack, the labels of checks that passed).
+    // assumptions, a partial reason, an error's text and stack, the labels of checks that passed,
+    // the run's figures).
     // A run that failed keeps its logs and error text from the agent when release policy did not
     // hand them over: they can carry what a result would.
     const failedWithheld = release !== null && release.decision !== "allow" && (CONTENT_STATUSES as readonly string[]).includes(run.status);
@@ -296,7 +297,9 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
     view.logs = logs.logs;
     view.flags = execution?.flags ?? [];
     view.truncated = capped.truncated || logs.cut || Boolean(execution?.truncated);
-    view.stats = execution ? { wallMs: execution.wallMs, cpuMs: execution.cpuMs, peakRssMb: execution.peakRssMb, toolCalls: execution.toolCalls } : undefined;
+    // Wall and CPU time, memory and the number of tool calls are the script's to choose too.
+    if (execution && !withheld)
+      view.stats = { wallMs: execution.wallMs, cpuMs: execution.cpuMs, peakRssMb: execution.peakRssMb, toolCalls: execution.toolCalls };
     view.isolation = run.isolation;
     const gate = execution?.gate;
     if (gate) {
