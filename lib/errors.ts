@@ -99,7 +99,7 @@ export const RUN_ERROR_RULES = {
   },
   PREVIEW_FAILED: {
     meaning:
-      "The plan preview (a dry run with writes intercepted) failed before any reviewer was asked; the message is the preview's error. `PLAN_UNREVIEWABLE` in it: a write's arguments hold what looks like a credential (or what cannot be stored as sent), which is redacted wherever it is shown, or a placeholder (`@plan:…`) that no earlier planned write answered with, which would stand for a value only the real call returns; either way reviewers could not see what it would send. The message is withheld when the preview read pii, financial or phi data.",
+      "The plan preview (a dry run with writes intercepted) failed before any reviewer was asked; the message is the preview's error. `PLAN_UNREVIEWABLE` in it: a write's arguments hold what looks like a credential (or what cannot be stored as sent), which is redacted wherever it is shown, or a placeholder (`@plan:…`) that no earlier planned write answered with, which would stand for a value only the real call returns; either way reviewers could not see what it would send. `INVALID_ARGUMENTS` in it: a write's arguments break its tool's input schema, so the broker would refuse it at apply, after the writes before it. When the preview read pii, financial or phi data only the kind of failure is shown, not which write or why.",
     next: "Fix the error the message names and submit a new run; keep credentials out of a write's arguments (the broker holds the upstreams' credentials).",
   },
   PLAN_DIVERGED: {

@@ -7,8 +7,9 @@ import { Inert } from "@/components/ui/inert";
 import type { PlanView } from "@/lib/review/run-dto";
 
 function totalsLine(totals: PlanView["totals"]): string[] {
-  return totals.map(({ count, total, currency, subjects }) => {
-    const what = `${count} ${count === 1 ? "payment" : "payments"}, ${total} ${currency ?? "(currency not stated)"}`;
+  return totals.map(({ count, total, negative, currency, subjects }) => {
+    const signs = negative > 0 ? ` (${negative} of them negative: each counts by its size; read them below)` : "";
+    const what = `${count} ${count === 1 ? "payment" : "payments"}, ${total} ${currency ?? "(currency not stated)"}${signs}`;
     return subjects.length > 0 ? `${what}, for ${subjects.join(", ")}` : what;
   });
 }

@@ -33,7 +33,7 @@ import { sanitizeText } from "@/lib/untrusted/sanitize";
 import { redactSecrets, redactSecretsInJson, redactSecretsInMessage } from "@/lib/untrusted/secrets";
 import type { AirlockConfig, ServerConfig } from "./config";
 import { previewHintsOf } from "@/lib/contracts/preview-hints";
-import { compileToolSchema, issuesText, type SchemaCheck } from "./schema-check";
+import { compileToolSchema, issuesText, type SchemaCheck, type SchemaIssue } from "./schema-check";
 import { generateDeclarations } from "./declarations";
 import { NEVER_ACCEPTED, type PinStore } from "./pins";
 import { effectOf, type ToolAnnotations } from "@/lib/contracts/tools";
@@ -438,6 +438,22 @@ export class ToolBroker {
     return v;
   }
 
+  /**
+   * Why the tool would refuse `args` before calling its upstream (not an object, or off its input
+   * schema), or null: callTool's own check, which a plan preview applies to the writes it intercepts
+   * (`ignore`: issues about values only the real call will know).
+   */
+  argumentsProblem(server: string, name: string, args: JsonValue, ignore?: (issue: SchemaIssue) => boolean): string | null {
+    const key = `${server}.${name}`;
+    const tool = this.registry.get(key);
+    if (!tool) return `unknown tool ${sanitizeText(key, 200)}`;
+    if (args === null || typeof args !== "object" || Array.isArray(args)) return `arguments of ${key} must be an object`;
+    const input = this.validatorFor(this.inputValidators, key, tool.inputSchema);
+    if (input instanceof Error) return input.message;
+    const issues = ignore ? input(args).filter((issue) => !ignore(issue)) : input(args);
+    return issues.length > 0 ? `invalid arguments for ${key}: ${quoted(issuesText(issues), 500)}` : null;
+  }
+
   /** Calls one tool; the signature matches the sandbox's CallTool. */
   readonly callTool = async (server: string, name: string, args: JsonValue, signal: AbortSignal): Promise<JsonValue> => {
     const refuse = (message: string): never => {
@@ -450,11 +466,8 @@ export class ToolBroker {
     if (tool.quarantined && !(await this.acceptedElsewhere(tool))) {
       return refuse(`tool ${key} is quarantined (${tool.quarantineReason}) until an admin accepts it`);
     }
-    if (args === null || typeof args !== "object" || Array.isArray(args)) return refuse(`arguments of ${key} must be an object`);
-    const input = this.validatorFor(this.inputValidators, key, tool.inputSchema);
-    if (input instanceof Error) return refuse(input.message);
-    const issues = input(args);
-    if (issues.length > 0) return refuse(`invalid arguments for ${key}: ${quoted(issuesText(issues), 500)}`);
+    const problem = this.argumentsProblem(server, name, args);
+    if (problem) return refuse(problem);
     // A result could not be checked: the call is not made.
     const output = tool.outputSchema ? this.validatorFor(this.outputValidators, key, tool.outputSchema) : null;
     if (output instanceof Error) return refuse(output.message);

@@ -130,7 +130,8 @@ export type PlanView = {
   digest: string;
   writes: { seq: number; tool: string; arguments: string; money: { amount: string; currency: string | null; subject: string | null } | null }[];
   /** Per currency: "3 refunds, 30.00 EUR, invoices inv_0001, …". */
-  totals: { currency: string | null; total: string; count: number; subjects: string[] }[];
+  /** Per currency: the sum of the amounts' sizes, how many writes, how many of them negative. */
+  totals: { currency: string | null; total: string; count: number; negative: number; subjects: string[] }[];
 };
 
 /** The facts an approval is bound to, sent back with the decision as hidden fields. */

@@ -206,7 +206,8 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
         `const sent = await tools.ledger.sendReminderEmail({ invoiceId: "inv_0004", to: ${JSON.stringify(firstEmail)}, message: "about ${firstEmail}" });`,
         `let failed = null;`,
         // A read: a write with a key in its arguments is never planned (./gate.ts unreviewableArguments).
-        `try { await tools.ledger.getCustomer({ customerId: "sk_test_4eC39HqLyjWDarjtT1zdp7dc" }); } catch (e) { failed = e.message; }`,
+        // Built at run time: a key written in the script is refused at intake (lib/intake/credentials.ts).
+        `try { await tools.ledger.getCustomer({ customerId: ["sk", "test", "4eC39HqLyjWDarjtT1zdp7dc"].join("_") }); } catch (e) { failed = e.message; }`,
         `checks.allowPartial("the lookup is expected to fail");`,
         `return { sent, failed };`,
       ].join("\n"),
@@ -267,6 +268,29 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
     // Reviewers and the audit log keep the preview's own words.
     const stored = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: submitted.runId }, select: { error: true } });
     expect(JSON.stringify(stored.error)).toContain(Buffer.from(first.name).toString("base64"));
+  });
+
+  it("attack: a failed preview of personal data does not say which write failed: the script chose how many it made first, to count out what it read", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `const { customer } = await tools.ledger.getCustomer({ customerId: "cus_001" });
+const n = customer.email.charCodeAt(0) % 5 + 2;
+for (let i = 1; i < n; i++) await tools.ledger.sendReminderEmail({ invoiceId: "inv_0005" });
+await tools.ledger.sendReminderEmail({ invoiceId: "@plan:999/x" });
+return n;`,
+      purpose: "count out a letter",
+      language: "javascript",
+      provenance: conversation,
+    });
+    const view = await finished(submitted.runId);
+    expect(view.error).toMatchObject({
+      code: "PREVIEW_FAILED",
+      message: expect.stringMatching(/^The plan preview failed \(PLAN_UNREVIEWABLE\), so no reviewer/),
+    });
+    expect(view.error!.message).not.toMatch(/write \d|sendReminderEmail/);
+    expect(view).not.toHaveProperty("plan");
+    // Reviewers and the audit log keep which write it was.
+    const stored = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: submitted.runId }, select: { error: true } });
+    expect(JSON.stringify(stored.error)).toMatch(/PLAN_UNREVIEWABLE: write [2-6] \(ledger\.sendReminderEmail\)/);
   });
 
   it("a value retention deleted is kept again when a later run shows it, so its token keeps hiding it", async () => {

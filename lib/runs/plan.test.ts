@@ -88,9 +88,14 @@ describe("money", () => {
       refundWrite(4, "inv_0020", 500, "JPY"),
     ]);
     expect(moneyTotals(plan)).toEqual([
-      { currency: "EUR", total: "30.01", count: 3, subjects: ["inv_0001", "inv_0007", "inv_0012"] },
-      { currency: "JPY", total: "500", count: 1, subjects: ["inv_0020"] },
+      { currency: "EUR", total: "30.01", count: 3, negative: 0, subjects: ["inv_0001", "inv_0007", "inv_0012"] },
+      { currency: "JPY", total: "500", count: 1, negative: 0, subjects: ["inv_0020"] },
     ]);
+  });
+
+  it("adds each amount by its size and counts the negative ones: 3,000.00 and -2,999.99 never show as 0.01 moving", () => {
+    const plan = planOf([refundWrite(1, "inv_0026", 300_000, "USD"), refundWrite(2, "inv_0026", -299_999, "USD")]);
+    expect(moneyTotals(plan)).toEqual([{ currency: "USD", total: "5999.99", count: 2, negative: 1, subjects: ["inv_0026"] }]);
   });
 });
 

@@ -129,6 +129,15 @@ export function moneyOf(hint: MoneyHint | null, args: JsonValue, answer: JsonVal
   };
 }
 
+/** The JSON Pointers (as a schema check names places) of the placeholders a value holds, at any depth. */
+export function placeholderPointers(value: unknown, at = ""): string[] {
+  if (typeof value === "string") return PLACEHOLDER.test(value) ? [at] : [];
+  if (Array.isArray(value)) return value.flatMap((item, i) => placeholderPointers(item, `${at}/${i}`));
+  if (value !== null && typeof value === "object")
+    return Object.entries(value).flatMap(([key, item]) => placeholderPointers(item, `${at}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`));
+  return [];
+}
+
 /**
  * The placeholders a value holds (whole strings), at any depth, as `resolve` replaces them at any
  * depth (values reach here bounded: the sandbox's RPC refuses arguments nested past 32 levels).
@@ -158,13 +167,19 @@ export function planDigest(writes: readonly Pick<PlanWrite, "seq" | "server" | "
   return jsonDigest(writes.map(({ seq, server, tool, arguments: args }) => ({ seq, server, tool, arguments: args })));
 }
 
-/** Totals per currency, as reviewers see them: "3 refunds, 30.00 EUR, invoices inv_0001, …". */
-export function moneyTotals(plan: RunPlan): { currency: string | null; total: string; count: number; subjects: string[] }[] {
-  const groups = new Map<string | null, { total: Decimal; count: number; subjects: string[] }>();
+/**
+ * Totals per currency, as reviewers see them: "3 refunds, 30.00 EUR, invoices inv_0001, …". A
+ * total adds each amount's size, and says how many were negative.
+ */
+export function moneyTotals(plan: RunPlan): { currency: string | null; total: string; count: number; negative: number; subjects: string[] }[] {
+  const groups = new Map<string | null, { total: Decimal; count: number; negative: number; subjects: string[] }>();
   for (const write of plan.writes) {
     if (!write.money) continue;
-    const group = groups.get(write.money.currency) ?? { total: new Decimal(0), count: 0, subjects: [] };
-    group.total = group.total.plus(write.money.amount);
+    const group = groups.get(write.money.currency) ?? { total: new Decimal(0), count: 0, negative: 0, subjects: [] };
+    // Every amount counts by its size: netting -2,999.99 against 3,000.00 would show 0.01 moving.
+    const amount = new Decimal(write.money.amount);
+    group.total = group.total.plus(amount.abs());
+    if (amount.isNegative() && !amount.isZero()) group.negative++;
     group.count++;
     if (write.money.subject && !group.subjects.includes(write.money.subject)) group.subjects.push(write.money.subject);
     groups.set(write.money.currency, group);
@@ -172,7 +187,7 @@ export function moneyTotals(plan: RunPlan): { currency: string | null; total: st
   const places = (amount: string) => amount.split(".")[1]?.length ?? 0;
   return [...groups].map(([currency, g]) => {
     const digits = Math.max(0, ...plan.writes.filter((w) => w.money?.currency === currency).map((w) => places(w.money!.amount)));
-    return { currency, total: g.total.toFixed(digits), count: g.count, subjects: g.subjects };
+    return { currency, total: g.total.toFixed(digits), count: g.count, negative: g.negative, subjects: g.subjects };
   });
 }
 

@@ -150,7 +150,8 @@ throw new Error("the script gave up");`,
   });
 
   it.each([
-    ["a credential", `"Pay at https://billing:Zq8wX3pL9tR2@pay.example.com/inv"`, "connection_string"],
+    // Built at run time: a credential written in the script is refused at intake (lib/intake/credentials.ts).
+    ["a credential", `"Pay at https://billing:" + "Zq8wX3pL9tR2" + "@pay.example.com/inv"`, "connection_string"],
     ["a character PostgreSQL refuses", `"soon\\u0000"`, "cannot be stored as sent (U+0000, a lone surrogate or a __proto__ key)"],
   ])("a write whose arguments hold %s is never planned: the preview fails, so no reviewer approves what they cannot see", async (_what, message, named) => {
     const view = await submitRun(runtime, agent, {
@@ -189,13 +190,52 @@ return a.refund.id;`,
     ]);
   });
 
+  it("attack: a write the broker would refuse at apply is never planned, so reviewers never approve a run that stops after real refunds", async () => {
+    const invoice = paid[7]!;
+    const before = await refundsOf(invoice.id, "goodwill, netted");
+    // Planned, the two would total 0.01: the first refunds 3,000.00 and the second (negative) is refused at apply.
+    const view = await submitRun(runtime, agent, {
+      code: `for (const [i, amountMinor] of [300000, -299999].entries())
+  await tools.ledger.issueRefund({ invoiceId: "${invoice.id}", amountMinor, currency: "${invoice.currency}", reason: "goodwill, netted", idempotencyKey: "netted-" + i + "-${invoice.id}" });
+return "ok";`,
+      purpose: "a refund netted by a negative one",
+      language: "javascript",
+    });
+    const done = await leaving(view.runId, ["previewing"]);
+    expect(done.status).toBe("failed");
+    expect(done.error?.code).toBe("PREVIEW_FAILED");
+    expect(done.error?.message).toContain("INVALID_ARGUMENTS: write 2 (ledger.issueRefund): invalid arguments for ledger.issueRefund");
+    expect(done.error?.message).toContain("amountMinor");
+    expect((await calls(view.runId)).map((c) => [c.phase, c.outcome])).toEqual([
+      ["preview", "intercepted"],
+      ["preview", "refused"],
+    ]);
+    expect(await refundsOf(invoice.id, "goodwill, netted")).toBe(before);
+  });
+
+  it("a write whose argument is a placeholder (a value only the real call will know) is planned, though it is not of the schema's type", async () => {
+    const invoice = paid[8]!;
+    const view = await submitRun(runtime, agent, {
+      code: `const first = await tools.ledger.issueRefund({ invoiceId: "${invoice.id}", amountMinor: 100, currency: "${invoice.currency}", reason: "first", idempotencyKey: "ph-1-${invoice.id}" });
+await tools.ledger.issueRefund({ invoiceId: first.refund.invoiceId, amountMinor: first.refund.amountMinor, currency: "${invoice.currency}", reason: "again", idempotencyKey: "ph-2-${invoice.id}" });
+return 1;`,
+      purpose: "a refund repeating the first's amount",
+      language: "javascript",
+    });
+    const pending = await leaving(view.runId, ["previewing"]);
+    expect(pending.error).toBeUndefined();
+    expect(pending.status).toBe("pending_review");
+    expect(pending.plan).toHaveLength(2);
+    await cancelRun({ db: db.prisma }, agent, view.runId);
+  });
+
   it("a write the screen rewrites at apply is refused, even where its screened form matches the plan (a redaction stands for any secret)", async () => {
     const invoice = paid[3]!;
     // The preview sends the redaction's own text; the apply a real link, which the screen rewrites into that text.
     const view = await submitRun(runtime, agent, {
       code: `const first = await tools.ledger.sendReminderEmail({ invoiceId: "${invoice.id}", message: "Friendly reminder" });
 const previewing = first.reminderId.startsWith("@plan:");
-const link = previewing ? "[REDACTED:connection_string]" : "https://billing:Zq8wX3pL9tR2@evil.example.net/phish";
+const link = previewing ? "[REDACTED:connection_string]" : "https://billing:" + "Zq8wX3pL9tR2" + "@evil.example.net/phish";
 await tools.ledger.sendReminderEmail({ invoiceId: "${invoice.id}", message: "Please pay here: " + link });
 return previewing;`,
       purpose: "two reminders",

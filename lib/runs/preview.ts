@@ -12,7 +12,9 @@
  *   digest on the transition previewing → pending_review, which approvals then bind;
  * - a write whose arguments the screen would rewrite (a credential redacted, characters
  *   normalized, ./gate.ts `unreviewableArguments`) is never planned: reviewers would approve
- *   something other than what the upstream gets, so the preview fails (PLAN_UNREVIEWABLE);
+ *   something other than what the upstream gets, so the preview fails (PLAN_UNREVIEWABLE); nor is
+ *   one whose arguments the broker would refuse at apply (off the tool's input schema), which
+ *   would stop the approved run after the writes before it (INVALID_ARGUMENTS);
  * - nothing from the preview but the plan reaches the agent: its result and logs are dropped; a
  *   preview that fails (a tool error, an exception, a limit) ends the run `failed` with
  *   PREVIEW_FAILED and the preview's error before any person is asked;
@@ -34,11 +36,12 @@ import { RUN_ID, contextOf, contextWith, inSpan } from "@/lib/tracing";
 import { screenJson, screenMessage, unreviewableArguments } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
 import type { ToolInfo } from "@/lib/broker/types";
+import type { SchemaIssue } from "@/lib/broker/schema-check";
 import { approvedRequest, startHeartbeat } from "./executor";
 import { insertToolCalls, storedJson } from "@/lib/audit/stored-calls";
 import { stagedDatasets } from "./staged-datasets";
 import { parseRunLimits } from "./limits";
-import { moneyOf, planDigest, previewAnswer, strayPlaceholder } from "./plan";
+import { moneyOf, placeholderPointers, planDigest, previewAnswer, strayPlaceholder } from "./plan";
 import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease } from "./release-decision";
 import { transitionRun } from "./states";
 
@@ -49,6 +52,8 @@ export type PreviewDeps = {
   callTool: CallTool;
   /** What the registry knows of a tool that a preview answers instead of calling. */
   tool(server: string, name: string): Pick<ToolInfo, "outputSchema" | "preview" | "dataClass" | "piiFields"> | undefined;
+  /** Why the broker would refuse these arguments before calling the tool, or null (lib/broker/broker.ts argumentsProblem). */
+  argumentsProblem(server: string, name: string, args: JsonValue, ignore?: (issue: SchemaIssue) => boolean): string | null;
   executorId: string;
   /** Tells reviewers that the run now waits for them (lib/runs/notify.ts, passed in). */
   onPendingReview?(runId: string): Promise<void>;
@@ -140,11 +145,21 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
         const why = unreviewable
           ? `${unreviewable}, so no reviewer could see what it would send. Keep credentials out of a write's arguments: the broker holds the upstreams' credentials.`
           : `its arguments hold "${stray!.slice(0, 200)}", which no earlier planned write answered with: only a value an upstream assigns stands in a plan for what the real call will return, so no reviewer could see what it would send.`;
-        unplannable ??= `write ${writes.length + 1} (${server}.${tool}): ${why}`;
+        unplannable ??= `PLAN_UNREVIEWABLE: write ${writes.length + 1} (${server}.${tool}): ${why}`;
         call.outcome = "refused";
         call.error = unplannable.slice(0, 2000);
         controller.abort();
-        throw new Error(`PLAN_UNREVIEWABLE: ${unplannable}`);
+        throw new Error(unplannable);
+      }
+      // A write the broker would refuse at apply is never planned: reviewers would approve a run
+      // that stops there, after the writes before it were made.
+      const invalid = deps.argumentsProblem(server, tool, tokens.restored ? tokens.args : args, aboutPlaceholders(storedArgs));
+      if (invalid) {
+        unplannable ??= `INVALID_ARGUMENTS: write ${writes.length + 1} (${server}.${tool}): ${invalid}. The broker refuses such a call, so it cannot be planned.`;
+        call.outcome = "refused";
+        call.error = unplannable.slice(0, 2000);
+        controller.abort();
+        throw new Error(unplannable);
       }
       const answer = previewAnswer(seq, storedArgs, info?.preview ?? null, info?.outputSchema ?? null);
       writes.push({ seq, server, tool, arguments: storedArgs, answer, money: moneyOf(info?.preview?.money ?? null, storedArgs, answer) });
@@ -180,7 +195,7 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
     const staged = await stagedDatasets(db, runColumn(run, "inputs") ?? []);
     envelope = await deps.runScript(approvedRequest(run, staged, callTool, controller.signal));
     if (exfiltration) failure = `CAPABILITY_DENIED: ${exfiltration}`;
-    else if (unplannable) failure = `PLAN_UNREVIEWABLE: ${unplannable}`;
+    else if (unplannable) failure = unplannable;
     else if (envelope.status !== "succeeded") failure = `${envelope.error?.code ?? "SCRIPT_ERROR"}: ${envelope.error?.message ?? "the preview did not finish"}`;
   } catch (error) {
     failure = `SANDBOX_UNAVAILABLE: ${error instanceof Error ? error.message : String(error)}`;
@@ -236,4 +251,24 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   });
   if (ended && failureMessage === null) await deps.onPendingReview?.(runId);
   return true;
+}
+
+/** Combinators whose failure at a value may come from a placeholder inside it. */
+const COMBINATORS = new Set(["oneOf", "anyOf", "allOf", "not", "if", "then", "else"]);
+
+/**
+ * Whether a schema issue is about a placeholder (`@plan:…`): a value only the real call will know,
+ * checked by the broker at apply when it is known. Issues about the placeholder itself, inside it,
+ * or a combinator over it.
+ */
+function aboutPlaceholders(args: JsonValue): ((issue: SchemaIssue) => boolean) | undefined {
+  const pointers = placeholderPointers(args);
+  if (pointers.length === 0) return undefined;
+  return (issue) =>
+    pointers.some(
+      (pointer) =>
+        issue.path === pointer ||
+        issue.path.startsWith(`${pointer}/`) ||
+        (COMBINATORS.has(issue.keyword) && (pointer === issue.path || pointer.startsWith(`${issue.path}/`))),
+    );
 }

@@ -154,7 +154,7 @@ export async function runMaintenance(db: Db, enqueue: Enqueue, options: Maintena
 
 export async function startRunQueue(options: {
   databaseUrl: string;
-  executor: Omit<ExecutorDeps, "db"> & Pick<PreviewDeps, "tool" | "onPendingReview">;
+  executor: Omit<ExecutorDeps, "db"> & Pick<PreviewDeps, "tool" | "argumentsProblem" | "onPendingReview">;
   db: Db;
   concurrency: number;
   /** How long stop() lets runs in flight finish before aborting them (they then fail EXECUTOR_LOST). */

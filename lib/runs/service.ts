@@ -260,8 +260,9 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   const error = runColumn(run, "error");
   if (error) view.error = withNext(forAgent(error));
   if (error?.code === "PREVIEW_FAILED" && previewUnapproved()) {
-    // What Airlock wrote of it (the kind of failure, and which write) stays: the agent can act on it.
-    const cause = /^The plan preview failed, so no reviewer was asked\. ([A-Z_]+(?:: write \d+ \([A-Za-z0-9_.-]+\))?)/.exec(error.message)?.[1];
+    // Only the kind of failure, which Airlock wrote, stays: the agent can act on it. Which write
+    // failed is the script's to choose (how many it made first), so it could count out what it read.
+    const cause = /^The plan preview failed, so no reviewer was asked\. ([A-Z_]+):/.exec(error.message)?.[1];
     view.error = withNext({
       code: "PREVIEW_FAILED",
       message: `The plan preview failed${cause ? ` (${cause})` : ""}, so no reviewer was asked. The rest of its error text is withheld: the preview read regulated data that no reviewer has approved (reviewers and the audit log have it).`,
