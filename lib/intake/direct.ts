@@ -53,12 +53,15 @@ export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: un
     if (facts.quarantined) throw new DirectCallRefused(`${name} is quarantined until an admin accepts its changed definition.`);
     if (!isReadOnly(facts.annotations)) throw new DirectCallRefused(`${name} is not accepted as read-only: it may change data.`);
 
-    const input = parseSubmit({
-      code: directCallScript(server, tool, args),
-      purpose: `Direct call of ${name}`,
-      language: "javascript",
-      inputs: [],
-    });
+    const input = parseSubmit(
+      {
+        code: directCallScript(server, tool, args),
+        purpose: `Direct call of ${name}`,
+        language: "javascript",
+        inputs: [],
+      },
+      "arguments",
+    );
     return submitProposal(deps, actor, input, options, DIRECT_LANE);
   });
 }

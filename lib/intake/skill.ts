@@ -55,7 +55,10 @@ export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unkn
         },
       );
     }
-    const input = parseSubmit({ code: skillRunScript(skill.code, args), purpose: `Skill ${name} v${skill.version}`, language: skill.language, inputs: [] });
+    const input = parseSubmit(
+      { code: skillRunScript(skill.code, args), purpose: `Skill ${name} v${skill.version}`, language: skill.language, inputs: [] },
+      "arguments",
+    );
     return submitProposal(deps, actor, input, options, {
       kind: "script",
       action: "run",

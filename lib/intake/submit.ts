@@ -9,7 +9,9 @@
  *   racing submits one stores the run and every other gets it back or a conflict, never a run of
  *   another body;
  * - agent text (code, purpose, provenance, idempotencyKey, inputs) holding U+0000 or a lone
- *   surrogate is refused naming the field, never repaired (PostgreSQL cannot store either);
+ *   surrogate is refused naming the field, never repaired (PostgreSQL cannot store either); code
+ *   (call_tool's and run_skill's arguments included) or a purpose holding a credential is refused
+ *   naming its kind, and one in the provenance is redacted (./credentials.ts);
  * - provenance (model, conversation id, prompt, the context the agent selected) is optional and
  *   capped in UTF-8 bytes (prompt 32 KiB, context 64 KiB), refused naming the field; policy sees
  *   only whether each is there (lib/policy/request.ts);
@@ -59,6 +61,7 @@ import { env } from "@/lib/env";
 import { AppError, invalidArguments, isAppError, type AppErrorCode } from "@/lib/errors";
 import { Prisma, type Run } from "@/lib/generated/prisma/client";
 import { analyzeScript } from "@/lib/intake/analyze";
+import { redactedProvenance, refuseCredentials, type CodeOrigin } from "@/lib/intake/credentials";
 import { SkillUseError, inlineSkills, mentionsSkills, type SkillRef } from "@/lib/skills/catalog";
 import { publishedSkills } from "@/lib/skills/service";
 import { claimStandingApproval } from "@/lib/skills/standing";
@@ -126,7 +129,7 @@ export type Lane = {
 };
 const SCRIPT_LANE: Lane = { kind: "script", action: "run" };
 
-export function parseSubmit(raw: unknown) {
+export function parseSubmit(raw: unknown, origin: CodeOrigin = "code") {
   const maxBytes = env().AIRLOCK_MAX_CODE_BYTES;
   if (raw && typeof raw === "object" && typeof (raw as { code?: unknown }).code === "string") {
     const size = Buffer.byteLength((raw as { code: string }).code, "utf8");
@@ -150,7 +153,8 @@ export function parseSubmit(raw: unknown) {
     const bad = findUnstorable(value, field);
     if (bad) throw unstorableRefusal(bad);
   }
-  return parsed.data;
+  refuseCredentials(parsed.data, origin);
+  return { ...parsed.data, provenance: redactedProvenance(parsed.data.provenance) };
 }
 
 /** Statuses of a run that is approved and not finished: it counts against the concurrency budget and reserves its CPU limit. */
