@@ -20,7 +20,8 @@
  *
  * Guarantees: `validatePolicyText` never throws and reports every problem with a 1-based line
  * and column in the text as written (Cedar's parse errors, schema validation in strict mode,
- * annotation rules); `preparePolicySet` accepts exactly the texts that validate and throws
+ * annotation rules, and the shape limits that keep the Cedar engine working, ./text-limits.ts);
+ * `preparePolicySet` accepts exactly the texts that validate and throws
  * `PolicyValidationError` otherwise. Templates are refused: Airlock links no slots.
  */
 import { readFileSync } from "node:fs";
@@ -29,6 +30,7 @@ import { sha256Hex } from "@/lib/digest";
 import { AppError } from "@/lib/errors";
 import { CEDAR_SCHEMA, RELEASE_SCHEMA, RELEASE_SCHEMA_NAME, SCHEMA_NAME } from "@/lib/policy/request";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
+import { conditionDepthProblem, textShapeProblem } from "./text-limits";
 
 export const REVIEWER_ROLES = ["reviewer"] as const;
 export type ReviewerRole = (typeof REVIEWER_ROLES)[number];
@@ -153,8 +155,15 @@ function locate(text: string, parts: string[]): Located[] {
 type Parsed = { policies: PolicyInfo[]; errors: PolicyProblem[]; warnings: PolicyProblem[] };
 
 function parseAndValidate(text: string): Parsed {
+  // Before Cedar reads it: some shapes break the engine every decision shares (./text-limits.ts).
+  const shape = textShapeProblem(text);
+  if (shape) return { policies: [], errors: [{ message: shape.message, ...lineColumn(text, shape.offset) }], warnings: [] };
   const parts = cedar.policySetTextToParts(text);
   if (parts.type === "failure") return { policies: [], errors: problemsOf(parts.errors, text), warnings: [] };
+  if (parts.policies.length === 0 && parts.policy_templates.length === 0) {
+    const message = "the text holds no policy: published, it would deny every run (write at least one permit or forbid)";
+    return { policies: [], errors: [{ message, line: 1, column: 1 }], warnings: [] };
+  }
 
   const errors: PolicyProblem[] = [];
   if (parts.policy_templates.length > 0) {
@@ -183,6 +192,11 @@ function parseAndValidate(text: string): Parsed {
       continue;
     }
     offsets.set(id, offset);
+    const deep = conditionDepthProblem(json.json);
+    if (deep) {
+      problem(`policy "${id}": ${deep}`);
+      continue;
+    }
     const reason = annotations.reason?.trim() ?? "";
     if (reason === "") problem(`policy "${id}" needs @reason("…"): it is what agents and reviewers are shown`);
 

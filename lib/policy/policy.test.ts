@@ -310,6 +310,10 @@ describe("validating drafts", () => {
     ]);
   });
 
+  it.each([[""], ["   \n "], ["// only a comment\n"]])("refuses a text with no policy (%j): published, it would deny every run", (text) => {
+    expect(validatePolicyText(text).errors).toEqual([expect.objectContaining({ line: 1, column: 1, message: expect.stringContaining("holds no policy") })]);
+  });
+
   it("refuses templates", () => {
     const result = validatePolicyText('@id("t") @reason("r") permit (principal == ?principal, action, resource);');
     expect(result.errors).toEqual([expect.objectContaining({ line: 1, column: 1, message: expect.stringContaining("templates") })]);
@@ -333,6 +337,41 @@ describe("validating drafts", () => {
     expect(error.code).toBe("bad_request");
     expect(error.errors).toEqual([expect.objectContaining({ policyId: "a", line: 2, column: 73 })]);
     expect(error.message).toContain("line 2, column 73");
+  });
+});
+
+describe("policy text that would break the Cedar engine every decision shares", () => {
+  const policy = (condition: string) => `@id("deep") @reason("r")\nforbid (principal, action, resource) when { ${condition} };`;
+  const chain = (n: number, operator: string, operand: string) => Array.from({ length: n }, () => operand).join(` ${operator} `);
+  const engineWorks = () => {
+    expect(decide(request(), defaults).decision).toBe("allow");
+    expect(validatePolicyText(defaultPolicyText()).ok).toBe(true);
+  };
+
+  // Each of these broke the engine (memory access out of bounds) in parsing or in evaluation, until the process restarted.
+  it.each([
+    ["brackets nested 300 deep", policy(`${"(".repeat(300)}true${")".repeat(300)}`), /nested more than 32 deep/],
+    ["a set nested 150 deep", policy(`${"[".repeat(150)}1${"]".repeat(150)}.contains(1)`), /nested more than 32 deep/],
+    ["1,000 nested ifs", policy(`${"if true then ".repeat(1000)}true${" else false".repeat(1000)}`), /more than 1000 operators/],
+    ["10,000 chained &&", policy(chain(10_000, "&&", "true")), /more than 1000 operators/],
+    ["3,000 chained attribute reads", policy(`context${".a".repeat(3000)} == 1`), /more than 1000 operators/],
+    ["400 chained + (parses, and overflowed when evaluated)", policy(`${chain(400, "+", "resource.toolCount")} == 1`), /nests more than 100 operators deep/],
+  ])("%s is refused with its place, before Cedar reads it, and the engine keeps deciding", (_what, text, message) => {
+    const result = validatePolicyText(text);
+    expect(result.ok).toBe(false);
+    expect(result.errors[0]).toMatchObject({ line: expect.any(Number), column: expect.any(Number), message: expect.stringMatching(message) });
+    expect(() => preparePolicySet(text)).toThrow(PolicyValidationError);
+    engineWorks();
+  });
+
+  it("the deepest text within the limits is accepted, prepared and evaluated", () => {
+    // 32 brackets: the condition's braces and 31 parentheses.
+    const deepest = `${"(".repeat(31)}${chain(95, "+", "resource.toolCount")} == 0${")".repeat(31)}`;
+    const prepared = preparePolicySet(`${defaultPolicyText()}\n${policy(deepest)}`);
+    const decided = decide(request(), prepared);
+    expect(ids(decided)).not.toContain(BUILTIN_REASONS.evaluationError);
+    expect(decided.decision).toBe("allow");
+    engineWorks();
   });
 });
 
