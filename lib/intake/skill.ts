@@ -56,7 +56,7 @@ export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unkn
       );
     }
     const input = parseSubmit(
-      { code: skillRunScript(skill.code, args), purpose: `Skill ${name} v${skill.version}`, language: skill.language, inputs: [] },
+      { code: skillRunScript(skill.code, args, skill.language), purpose: `Skill ${name} v${skill.version}`, language: skill.language, inputs: [] },
       "arguments",
     );
     return submitProposal(deps, actor, input, options, {

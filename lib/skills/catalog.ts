@@ -88,7 +88,7 @@ export function inlineSkills(
 ): { code: string; used: SkillRef[] } {
   const source = ts.createSourceFile("script.ts", code, ts.ScriptTarget.ES2022, true, language === "typescript" ? ts.ScriptKind.TS : ts.ScriptKind.JS);
   if (declaresSkills(source)) return { code, used: [] };
-  const uses: { start: number; end: number; skill: PublishedSkill }[] = [];
+  const uses: { start: number; end: number; literal: number | null; skill: PublishedSkill }[] = [];
   const visit = (node: ts.Node) => {
     if (ts.isIdentifier(node) && node.text === "skills") {
       const parent = node.parent;
@@ -108,7 +108,10 @@ export function inlineSkills(
         if (skill.language === "typescript" && language === "javascript") {
           throw new SkillUseError(`skills.${name} is written in TypeScript; submit the script with language "typescript".`);
         }
-        uses.push({ start: parent.getStart(source), end: parent.end, skill });
+        // An object literal passed in TypeScript keeps its literal types, as run_skill's arguments do (./draft.ts skillRunScript).
+        const [only, ...more] = parent.parent.arguments;
+        const literal = language === "typescript" && only && more.length === 0 && ts.isObjectLiteralExpression(only) ? only.end : null;
+        uses.push({ start: parent.getStart(source), end: parent.end, literal, skill });
       } else {
         throw new SkillUseError("skills can only be called, as `await skills.<name>(args)`.");
       }
@@ -117,7 +120,12 @@ export function inlineSkills(
   };
   visit(source);
   let out = code;
-  for (const use of [...uses].sort((a, b) => b.start - a.start)) out = out.slice(0, use.start) + `(${use.skill.code})` + out.slice(use.end);
+  // Applied from the end of the text back, so each edit's offsets still hold.
+  const edits = uses.flatMap((use) => [
+    { at: use.start, end: use.end, text: `(${use.skill.code})` },
+    ...(use.literal !== null ? [{ at: use.literal, end: use.literal, text: " as const" }] : []),
+  ]);
+  for (const edit of edits.sort((a, b) => b.at - a.at)) out = out.slice(0, edit.at) + edit.text + out.slice(edit.end);
   const used = new Map(uses.map((u) => [u.skill.id, { name: u.skill.name, version: u.skill.version, versionId: u.skill.id }]));
   return { code: out, used: [...used.values()].sort((a, b) => a.name.localeCompare(b.name)) };
 }

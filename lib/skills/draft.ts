@@ -10,7 +10,9 @@
  * - skillArguments(holes, inputs): the arguments a past run of the pattern passed, read from its
  *   holes, typed as the input schema says (integer, number, boolean, string);
  * - inputSchemaOf(inputs): the closed JSON Schema of those arguments, with the seen values as examples;
- * - skillRunScript(code, args): the script run_skill runs, `return await (<code>)(<args JSON>);`.
+ * - skillRunScript(code, args, language): the script run_skill runs, `return await (<code>)(<args JSON>);`,
+ *   the arguments `as const` in TypeScript, so a string passed where a tool takes fixed values
+ *   keeps its literal type.
  *
  * Refused (SkillDraftError, naming the hole): binding a hole that is not a value in an
  * expression (a literal type, an enum member's value, a bigint), an unknown hole, two inputs with
@@ -158,6 +160,7 @@ export function inputSchemaOf(inputs: readonly SkillInput[]): JsonSchema {
   return { type: "object", properties, required: inputs.map((i) => i.name), additionalProperties: false };
 }
 
-export function skillRunScript(code: string, args: Record<string, unknown>): string {
-  return `return await (${code})(${canonicalJson(args)});`;
+export function skillRunScript(code: string, args: Record<string, unknown>, language: "typescript" | "javascript"): string {
+  // `as const`: TypeScript would type {"status":"open"} as { status: string }, which a tool taking "open" | "paid" refuses.
+  return `return await (${code})(${canonicalJson(args)}${language === "typescript" ? " as const" : ""});`;
 }

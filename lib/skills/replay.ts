@@ -39,7 +39,7 @@ async function replayOne(
   const unused = test.calls.map((call) => ({ ...call, key: canonicalJson(call.args ?? null), used: false }));
   let stray: string | null = null;
   const envelope = await deps.runScript({
-    code: skillRunScript(code, test.arguments),
+    code: skillRunScript(code, test.arguments, language),
     language,
     allowedTools,
     limits: REPLAY_LIMITS,
