@@ -119,7 +119,7 @@ test.describe("exactly once, whatever a script returns", () => {
           arguments: { code: refundScript(invoiceId, String(index), attack.reason, attack.tail), purpose: `Refund one cent (${attack.name})` },
         }),
       );
-      expect(submitted).toMatchObject({ status: "previewing", approvalsRequired: 2 });
+      expect(submitted).toMatchObject({ approvalsRequired: 2 });
       const { runId } = submitted;
       expect(await afterPreview(agent, runId)).toBe("pending_review");
 

@@ -66,7 +66,9 @@ export { expect } from "@playwright/test";
  */
 export async function afterPreview(client: Client, runId: string): Promise<string> {
   for (let i = 0; i < 6; i++) {
-    const result = (await client.callTool({ name: "get_run", arguments: { runId, waitSeconds: 20 } })) as { content: { text: string }[] };
+    // A look first: submit_run usually answered after the preview already.
+    const waitSeconds = i === 0 ? 0 : 20;
+    const result = (await client.callTool({ name: "get_run", arguments: { runId, waitSeconds } })) as { content: { text: string }[] };
     const status = (JSON.parse(result.content[0]!.text) as { status: string }).status;
     if (status !== "previewing") return status;
   }

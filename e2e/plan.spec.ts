@@ -34,7 +34,7 @@ const body = (result: unknown) => JSON.parse((result as TextResult).content[0]!.
 
 async function waitFor(agent: Client, runId: string, leave: string[]): Promise<View> {
   for (let i = 0; i < 8; i++) {
-    const view = body(await agent.callTool({ name: "get_run", arguments: { runId, waitSeconds: 15 } }));
+    const view = body(await agent.callTool({ name: "get_run", arguments: { runId, waitSeconds: i === 0 ? 0 : 15 } }));
     if (!leave.includes(view.status)) return view;
   }
   throw new Error(`run ${runId} stayed in ${leave.join("/")}`);
@@ -87,7 +87,6 @@ test.describe("plan preview and bound apply", () => {
       `return { currency, invoices: chosen.map((i) => i.id), made };`,
     ].join("\n");
     const submitted = body(await agent.callTool({ name: "submit_run", arguments: { code, purpose: `Refund one cent on three invoices (${suffix})` } }));
-    expect(submitted.status).toBe("previewing");
     const pending = await waitFor(agent, submitted.runId, ["previewing"]);
     expect(pending.status).toBe("pending_review");
     expect(pending.plan).toHaveLength(3);

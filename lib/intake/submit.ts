@@ -240,8 +240,8 @@ const STATUS_BY_DECISION = { allow: "auto_approved", escalate: "pending_review",
 export type SubmitOptions = {
   via?: { door: string; by: Actor };
   /**
-   * Answer with the run as it settles instead of as stored: a queued run, for an agent that may
-   * read runs, is waited for (up to `seconds`, through getRun); one whose token holds runs:submit
+   * Answer with the run as it settles instead of as stored: a queued run or a plan preview, for an
+   * agent that may read runs, is waited for (up to `seconds`, through getRun); one whose token holds runs:submit
    * alone gets the run as submitted (its id and status), never an error after the run was stored.
    */
   wait?: { seconds: number; signal?: AbortSignal };
@@ -347,7 +347,9 @@ export async function submitProposal(
   }
   // The stored run's view, or, when the caller asked to wait and may, the view once it settles
   // (SubmitOptions.wait). An idempotent replay is another run than the one the wait was armed for.
-  if (waits && (run.status === "queued" || run.status === "running")) {
+  // A plan preview takes a moment too: the answer carries the plan (or why the preview failed), so
+  // the agent does not start a wait for what is already there.
+  if (waits && (run.status === "queued" || run.status === "running" || run.status === "previewing")) {
     const first = run.id === runId ? { run, armed } : undefined;
     if (!first) armed?.cancel();
     return watchRun(deps, actor, run.id, options.wait!.seconds, options.wait!.signal, first);

@@ -18,7 +18,7 @@ import { publishedSkills } from "@/lib/skills/service";
 import { defineTool, type McpTool, type ToolAnswer, type ToolCall } from "./define";
 import { storableText } from "@/lib/untrusted/storable-text";
 
-/** Waits this long for an auto-approved run to finish before submit_run answers. */
+/** Waits this long for an auto-approved run to finish (or a plan preview to end) before submit_run answers. */
 const SUBMIT_WAIT_SECONDS = 10;
 
 const runId = z.uuid("runId must be a run id from submit_run");

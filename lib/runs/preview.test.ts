@@ -103,6 +103,23 @@ return r.refund.id;`,
     ]);
   });
 
+  it("an agent's submit waits for the preview, so its answer carries the plan: no wait is started for what is already there", async () => {
+    const invoice = paid[9]!;
+    const started = Date.now();
+    const view = await submitRun(
+      runtime,
+      agent,
+      {
+        code: `await tools.ledger.issueRefund({ invoiceId: "${invoice.id}", amountMinor: 5, currency: "${invoice.currency}", reason: "answered with its plan", idempotencyKey: "answered-${invoice.id}" });`,
+        purpose: "one refund",
+      },
+      { wait: { seconds: 10 } },
+    );
+    expect(view).toMatchObject({ status: "pending_review", plan: [{ seq: 1, server: "ledger", tool: "issueRefund" }] });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    await cancelRun({ db: db.prisma }, agent, view.runId);
+  });
+
   it("a write that depends on data changed between preview and apply is stopped before the first write that differs", async () => {
     const invoice = paid[1]!;
     const reason = "preview depends on data";
