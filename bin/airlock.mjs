@@ -19,7 +19,8 @@ const result = spawnSync(
     join(root, "lib", "cli", "main.ts"),
     ...process.argv.slice(2),
   ],
-  { stdio: "inherit", cwd: process.cwd() },
+  // From any directory: the project's tsconfig resolves its `@/` imports (tsx reads the cwd's otherwise).
+  { stdio: "inherit", cwd: process.cwd(), env: { ...process.env, TSX_TSCONFIG_PATH: join(root, "tsconfig.json") } },
 );
 if (result.error) {
   console.error(`airlock: could not start Node: ${result.error.message}`);

@@ -1,7 +1,7 @@
 /**
  * `airlock audit evidence` and `airlock audit verify-evidence`, as a user runs them: the real binary
  * (bin/airlock.mjs, a child process). verify-evidence is given a DATABASE_URL that points nowhere:
- * it must not need one.
+ * it must not need one; and it is run from another directory than the project's, as a third party would.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
@@ -20,10 +20,10 @@ let checkpoints: CheckpointConfig;
 let dir: string;
 let runId: string;
 
-function airlock(args: string[], settings: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function airlock(args: string[], settings: Record<string, string>, cwd = REPO_ROOT): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env = Object.fromEntries(Object.entries(childProcessEnv()).filter(([key]) => !key.startsWith("AIRLOCK_") && key !== "DATABASE_URL"));
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), ...args], { cwd: REPO_ROOT, env: { ...env, ...settings } as NodeJS.ProcessEnv });
+    const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), ...args], { cwd, env: { ...env, ...settings } as NodeJS.ProcessEnv });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -67,7 +67,8 @@ describe("airlock audit evidence / verify-evidence", () => {
     expect(key.stdout).toMatch(/^-----BEGIN PUBLIC KEY-----\n/);
     await writeFile(pub, key.stdout);
 
-    const ok = await airlock(["audit", "verify-evidence", file, "--public-key", pub], offline());
+    // Where a third party runs it: their own directory, not the project's.
+    const ok = await airlock(["audit", "verify-evidence", file, "--public-key", pub], offline(), dir);
     expect(ok.stderr).toBe("");
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(new RegExp(`^OK: run ${runId}: \\d+ event\\(s\\) proven in the tree head of `));
