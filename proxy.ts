@@ -2,6 +2,8 @@
  * Next's proxy, in front of every console page, route and server action (not static files, and not
  * /api/mcp, which applies the same Host and Origin rules itself, answering in JSON-RPC):
  *
+ * - refuses, with 400, a path whose percent-escapes do not decode (`/runs/%E0%A4%A`), which Next
+ *   would answer with a bare 500;
  * - refuses, with 403, a request whose Host is not this deployment's (lib/auth/hosts.ts: DNS
  *   rebinding; a Host with userinfo such as `evil@localhost` included);
  * - sets a Content-Security-Policy with a fresh nonce on the request (Next puts the nonce on its
@@ -21,6 +23,11 @@ import { HOSTILE_CONTENT_CSP, isArtifactPath } from "@/lib/runs/artifacts-media"
 import { AppError, toPublicError } from "@/lib/errors";
 
 export function proxy(request: NextRequest): NextResponse {
+  const escape = malformedEscape(request.nextUrl.pathname);
+  if (escape) {
+    const error = toPublicError(new AppError("bad_request", `The path holds ${escape}, which is not a valid percent-encoded UTF-8 sequence.`));
+    return NextResponse.json({ error }, { status: error.status, headers: { "cache-control": "no-store" } });
+  }
   const violation = hostViolation(request);
   if (violation) {
     const error = toPublicError(new AppError("forbidden", `Forbidden: ${violation}`));
@@ -33,6 +40,18 @@ export function proxy(request: NextRequest): NextResponse {
   const response = NextResponse.next({ request: { headers } });
   response.headers.set("content-security-policy", policy);
   return response;
+}
+
+/** The first percent-escape sequence of a path that does not decode (Next's own decoding would answer it with a bare 500), or null. */
+function malformedEscape(pathname: string): string | null {
+  for (const segment of pathname.split("/")) {
+    try {
+      decodeURIComponent(segment);
+    } catch {
+      return JSON.stringify(segment.slice(0, 60));
+    }
+  }
+  return null;
 }
 
 export const config = {

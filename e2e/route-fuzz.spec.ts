@@ -60,6 +60,8 @@ const raw = fc.oneof(
     "x".repeat(10_000),
     "2026-02-30",
     "9999-99-99T99:99:99Z",
+    "0000-01-01",
+    "0000-01-01T00:00:00Z",
   ),
 );
 const KEYS = ["q", "status", "agent", "decision", "from", "to", "since", "until", "after", "codeHash", "format", "person", "tool", "dataClass", "limit", "x"];
@@ -105,6 +107,29 @@ test("no page or route handler answers hostile input with a 5xx, for any role", 
     }
     await context.close();
   }
+  expect(failures).toEqual([]);
+});
+
+test("no path answers a malformed escape or a hostile segment with a 5xx", async ({ browser, baseURL, state }) => {
+  const segments = ["%E0%A4%A", "%ED%A0%80", "%", "%zz", "%00", "%2e%2e", "x".repeat(2_000)];
+  const dynamic = targets().filter((target) => target.url.includes(RUN));
+  expect(dynamic.length).toBeGreaterThanOrEqual(4);
+  const urls = [
+    ...dynamic.flatMap((target) => segments.map((segment) => target.url.replace(RUN, segment))),
+    ...segments.flatMap((segment) => [`/api/auth/${segment}`, `/.well-known/oauth-authorization-server/${segment}`, `/${segment}`]),
+  ];
+  const admin = state.credentials.users.find((u) => u.role === "admin")!;
+  const context = await browser.newContext({ baseURL });
+  const login = new LoginPage(await context.newPage());
+  await login.goto();
+  await login.signIn(admin.email, admin.password);
+  await login.page.waitForURL((url) => url.pathname === "/");
+  const failures: string[] = [];
+  for (const url of urls) {
+    const response = await context.request.fetch(`${baseURL}${url}`, { maxRedirects: 0 });
+    if (response.status() >= 500) failures.push(`${url.slice(0, 120)} → ${response.status()}`);
+  }
+  await context.close();
   expect(failures).toEqual([]);
 });
 

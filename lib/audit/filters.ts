@@ -1,9 +1,10 @@
 /**
  * The compliance search's filters: one closed schema shared by the console (URL query string),
  * the export route and the CLI (flags), so a shared link, a bookmark and an export all mean the
- * same thing. Unknown parameters are refused (strict), values are bounded, enums are closed, text
- * PostgreSQL cannot store (U+0000, lone surrogates) is refused by name, and times without a zone
- * are read as UTC.
+ * same thing. Unknown parameters are refused (strict), and so is a parameter given twice; values
+ * are bounded, enums are closed, text PostgreSQL cannot store (U+0000, lone surrogates) is refused
+ * by name, times without a zone are read as UTC, and a day that does not exist or is before 1970
+ * is refused.
  */
 import { z } from "zod";
 import { DataClass, Decision, RunStatus } from "@/lib/generated/prisma/enums";
@@ -16,15 +17,26 @@ const text = (max: number) =>
     .transform((value) => (value === "" ? undefined : value))
     .optional();
 
+/** Times a search can mean: the log holds nothing older, and PostgreSQL refuses a year 0. */
+const EARLIEST_DAY = "1970-01-01";
+
 const time = z
   .string()
   .trim()
   .transform((value, ctx) => {
     if (value === "") return undefined;
-    const match = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/.exec(value);
-    const date = match ? new Date(match[1] ? (match[4] ? value : `${value}Z`) : `${value}T00:00:00Z`) : new Date(NaN);
-    if (Number.isNaN(date.getTime())) {
+    const match = /^(\d{4}-\d{2}-\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/.exec(value);
+    const date = match ? new Date(match[2] ? (match[5] ? value : `${value}Z`) : `${value}T00:00:00Z`) : new Date(NaN);
+    // A day that does not exist (2026-02-30) is refused, not rolled over into the next month.
+    const day = match?.[1] ?? "";
+    const midnight = Date.parse(`${day}T00:00:00Z`);
+    const realDay = !Number.isNaN(midnight) && new Date(midnight).toISOString().slice(0, 10) === day;
+    if (Number.isNaN(date.getTime()) || !realDay) {
       ctx.addIssue({ code: "custom", message: "must be a date or time like 2026-11-30 or 2026-11-30T14:00Z" });
+      return z.NEVER;
+    }
+    if (day < EARLIEST_DAY) {
+      ctx.addIssue({ code: "custom", message: `must be on or after ${EARLIEST_DAY}` });
       return z.NEVER;
     }
     return date;
@@ -91,7 +103,11 @@ export function filtersFromSearchParams(
 ): { ok: true; filters: AuditFilters } | { ok: false; error: string } {
   const entries: Record<string, string> = {};
   const source = params instanceof URLSearchParams ? [...params.entries()] : Object.entries(params);
+  const seen = new Set<string>();
   for (const [key, raw] of source) {
+    // A parameter given twice means nothing one way: every door refuses it, extras included.
+    if (seen.has(key) || (Array.isArray(raw) && raw.length > 1)) return { ok: false, error: `${key}: given more than once; give it once` };
+    seen.add(key);
     if (extra.includes(key) || raw === undefined) continue;
     const value = Array.isArray(raw) ? raw[0] : raw;
     if (value !== undefined) entries[key] = value;

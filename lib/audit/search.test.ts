@@ -81,6 +81,19 @@ describe("searchRuns", () => {
     expect(filtersFromSearchParams(new URLSearchParams("codeHash=abc")).ok).toBe(false);
     expect(filtersFromSearchParams(new URLSearchParams("sort=id")).ok).toBe(false);
   });
+
+  it("refuses a day that does not exist, one before 1970 (PostgreSQL refused year 0 with a 500), and a parameter given twice", () => {
+    for (const since of ["2026-02-30", "2026-02-30T10:00Z", "0000-01-01", "1969-12-31T23:59Z"]) {
+      expect(filtersFromSearchParams(new URLSearchParams({ since }))).toEqual({ ok: false, error: expect.stringMatching(/^since: must be/) });
+    }
+    expect(filtersFromSearchParams(new URLSearchParams("status=succeeded&status=failed"))).toEqual({
+      ok: false,
+      error: "status: given more than once; give it once",
+    });
+    expect(filtersFromSearchParams(new URLSearchParams("format=csv&format=jsonl"), ["format"])).toMatchObject({ ok: false });
+    expect(filtersFromSearchParams({ status: ["succeeded", "failed"] })).toMatchObject({ ok: false });
+    expect(filtersFromSearchParams(new URLSearchParams("since=1970-01-01&until=2026-02-28T23:59Z")).ok).toBe(true);
+  });
 });
 
 describe("audited reads", () => {

@@ -65,7 +65,8 @@ type Options = NonNullable<ParseArgsConfig["options"]>;
 
 /**
  * node:util parseArgs, always strict (unknown or malformed options are errors); its errors become
- * a UsageError with `usage`. Positionals are refused unless `allowPositionals`.
+ * a UsageError with `usage`. Positionals are refused unless `allowPositionals`. A flag given twice
+ * is refused (parseArgs would keep the last silently) unless its option is `multiple`.
  */
 export function parseCliArgs<const T extends Options, const P extends boolean = false>(
   args: string[],
@@ -73,11 +74,19 @@ export function parseCliArgs<const T extends Options, const P extends boolean = 
   usage: string,
   extra: { allowPositionals?: P; command?: string } = {},
 ) {
+  let parsed;
   try {
-    return parseArgs({ args, options, strict: true, allowPositionals: (extra.allowPositionals ?? false) as P });
+    parsed = parseArgs({ args, options, strict: true, allowPositionals: (extra.allowPositionals ?? false) as P, tokens: true });
   } catch (error) {
     throw new UsageError((error as Error).message, usage, extra.command);
   }
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== "option" || options[token.name]?.multiple) continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once; give it once`, usage, extra.command);
+    seen.add(token.name);
+  }
+  return { values: parsed.values, positionals: parsed.positionals };
 }
 
 /** A string flag that must be present and not blank. */

@@ -32,6 +32,10 @@ describe("airlock CLI", () => {
     [["user", "add", "--email", "a@b.c", "--role", "root"], /--role must be one of admin, reviewer, compliance/],
     [["agent", "add", "--name", "x", "--bogus"], /Unknown option '--bogus'/],
     [["agent", "add", "--name", "x", "--owner", "o@x.y", "--expires-days", "soon"], /--expires-days must be a whole number/],
+    // parseArgs kept the last of two values silently: an export of "failed" runs asked for as succeeded and failed.
+    [["audit", "export", "--format", "jsonl", "--status", "succeeded", "--status", "failed"], /--status is given more than once/],
+    [["audit", "export", "--format", "jsonl", "--since", "2026-02-30"], /--since must be a date or time/],
+    [["audit", "export", "--format", "jsonl", "--since", "0000-01-01"], /--since must be on or after 1970-01-01/],
   ])("%j prints usage and exits 2", async (argv, message) => {
     const io = capture();
     expect(await runCli(argv, io)).toBe(2);

@@ -49,7 +49,7 @@ describe("parseRunFilters", () => {
   });
 
   it("refuses days that are not on the calendar and a range that ends before it starts", () => {
-    for (const from of ["2026-02-30", "2026-13-45", "yesterday", "2026-11-30T10:00Z", "30/11/2026"])
+    for (const from of ["2026-02-30", "2026-13-45", "yesterday", "2026-11-30T10:00Z", "30/11/2026", "0000-01-01", "1969-12-31"])
       expect(refusal({ from }).message).toMatch(/from: must be a calendar day/);
     expect(refusal({ from: "2026-11-30", to: "2026-11-01" }).message).toMatch(/to: must not be before from/);
     expect(parseRunFilters({ from: "2026-11-30", to: "2026-11-30" })).toEqual({ from: "2026-11-30", to: "2026-11-30" });

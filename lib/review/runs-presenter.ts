@@ -35,10 +35,11 @@ const oneOf = <T extends Record<string, string>>(values: T) =>
 /** A YYYY-MM-DD that names a real day (not 2026-02-30, which Date would roll over to March). */
 function isCalendarDay(value: string): boolean {
   const time = Date.parse(`${value}T00:00:00Z`);
-  return /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(time) && new Date(time).toISOString().slice(0, 10) === value;
+  // Before 1970 there are no runs, and PostgreSQL refuses a year 0.
+  return /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(time) && new Date(time).toISOString().slice(0, 10) === value && value >= "1970-01-01";
 }
 
-const day = z.preprocess(blank, z.string().refine(isCalendarDay, { message: "must be a calendar day like 2026-11-30" }).optional());
+const day = z.preprocess(blank, z.string().refine(isCalendarDay, { message: "must be a calendar day like 2026-11-30, from 1970 on" }).optional());
 
 const runFiltersSchema = z
   .strictObject({
