@@ -102,7 +102,7 @@ export function screenEnvelope(envelope: Envelope, alreadyNormalized: boolean, t
     redactions,
   };
   const flags = [...envelope.flags];
-  if (content.changed || alreadyNormalized) flags.push(CONTENT_NORMALIZED_FLAG);
+  if ((content.changed || alreadyNormalized) && !flags.includes(CONTENT_NORMALIZED_FLAG)) flags.push(CONTENT_NORMALIZED_FLAG);
   if (redactions.length > 0) flags.push(SECRET_REDACTED_FLAG);
   return { ...envelope, result: result ? result.value : null, logs, error, gate: screenedGate, flags };
 }

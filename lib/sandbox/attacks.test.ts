@@ -442,4 +442,27 @@ describe("untrusted text", () => {
     expect(env.error?.detail).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f\u2066\u202e]/);
     expect(env.flags).toContain("instruction_like_text");
   });
+
+  it("takes control characters out of a result's text and flags it, keeps the joiners text needs, and never drops a value", async () => {
+    const cleaned = await attack(
+      `return { text: "a\\r\\nb\\u001b[31m", family: "\u{1F468}\\u200d\u{1F469}\\u200d\u{1F467}", persian: "\u0645\u06cc\\u200c\u062e\u0648\u0627\u0647\u0645" };`,
+    );
+    expect(cleaned.status).toBe("succeeded");
+    expect(cleaned.result).toEqual({
+      text: "a\nb",
+      family: "\u{1F468}\u200d\u{1F469}\u200d\u{1F467}",
+      persian: "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+    });
+    expect(cleaned.flags).toContain("content_normalized");
+    const untouched = await attack(`return { family: "\u{1F468}\\u200d\u{1F469}" };`);
+    expect(untouched.flags).not.toContain("content_normalized");
+    // Two keys that are one once sanitized, or a key past 1,000 characters: refused, not merged or cut.
+    for (const code of [`return { "a\\u200b": 1, a: 2 };`, `return { ["k".repeat(1500)]: 1, ["k".repeat(1001)]: 2 };`]) {
+      const refused = await attack(code);
+      expect(refused).toMatchObject({
+        status: "failed",
+        error: { code: "OUTPUT_LIMIT", message: expect.stringMatching(/^the result was refused: (two keys|a key is)/) },
+      });
+    }
+  });
 });

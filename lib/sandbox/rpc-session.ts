@@ -6,7 +6,8 @@
  * run with CAPABILITY_DENIED); the tool-call quota, the per-tool caps and the RPC byte cap are
  * checked before a call is dispatched; at most maxConcurrentToolCalls calls run at once (the rest
  * wait in a queue); call ids must increase; call arguments are copied with depth and node caps;
- * the result is size-capped, parsed with depth and node caps and sanitized; artifacts are capped
+ * the result is size-capped, parsed with depth and node caps and sanitized (flagged
+ * content_normalized when that changed it; refused when it would merge two keys); artifacts are capped
  * in total and hashed; log text is sanitized and capped (the envelope is then marked truncated);
  * after the first outcome every later frame is ignored and queued calls are dropped; every
  * outcome becomes one Envelope, flagged for a missing result, swallowed or tool errors and
@@ -33,6 +34,7 @@ import type { RunErrorCode } from "@/lib/errors";
 import type { ProcessUsage } from "./process-stats";
 import { parseSafeJson, toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
 import { looksLikeInstructions, sanitizeJson, sanitizeText } from "@/lib/untrusted/sanitize";
+import { CONTENT_NORMALIZED_FLAG } from "@/lib/untrusted/storable-text";
 import { evaluateCheck, isCheckKind, type CheckOutcome } from "./checks";
 import type { Artifact, CallTool, Envelope, GateReport, IsolationReport, LogLine, SandboxLimits, ToolCallRecord } from "./types";
 
@@ -275,9 +277,10 @@ export class RpcSession {
     this.queue.length = 0;
   }
 
-  private doneOutcome(frame: DoneFrame): { result: JsonValue | null; artifacts: Artifact[]; returned: boolean; error?: Outcome } {
+  private doneOutcome(frame: DoneFrame): { result: JsonValue | null; sanitized: boolean; artifacts: Artifact[]; returned: boolean; error?: Outcome } {
     const fail = (code: RunErrorCode, message: string, untrusted = false, detail?: string) => ({
       result: null,
+      sanitized: false,
       artifacts: [],
       returned: false,
       error: { kind: "fail" as const, code, message, untrusted, ...(detail ? { detail } : {}) },
@@ -297,13 +300,14 @@ export class RpcSession {
     }
     if (frame.ok !== true) return fail("RPC_VIOLATION", "malformed done frame");
     let result: JsonValue | null = null;
+    let sanitized = false;
     const returned = frame.result !== undefined;
     if (returned) {
       if (typeof frame.result !== "string") return fail("RPC_VIOLATION", "malformed result");
       if (Buffer.byteLength(frame.result) > this.job.limits.maxResultBytes)
         return fail("OUTPUT_LIMIT", `the result exceeds ${this.job.limits.maxResultBytes} bytes`);
       try {
-        result = sanitizeJson(parseSafeJson(frame.result, { maxDepth: 64, maxNodes: 1_000_000 }));
+        ({ value: result, changed: sanitized } = sanitizeJson(parseSafeJson(frame.result, { maxDepth: 64, maxNodes: 1_000_000 })));
       } catch (error) {
         return fail("OUTPUT_LIMIT", `the result was refused: ${(error as Error).message}`);
       }
@@ -321,7 +325,7 @@ export class RpcSession {
       if (total > this.job.limits.maxArtifactBytes) return fail("OUTPUT_LIMIT", `files under ./out/ exceed ${this.job.limits.maxArtifactBytes} bytes`);
       artifacts.push({ name, sizeBytes: data.length, sha256: createHash("sha256").update(data).digest("hex"), base64: data.toString("base64") });
     }
-    return { result, artifacts, returned };
+    return { result, sanitized, artifacts, returned };
   }
 
   envelope(outcome: Outcome, started: number, usage: ProcessUsage | null): Envelope {
@@ -339,6 +343,8 @@ export class RpcSession {
       artifacts = done.artifacts;
       const swallowed = this.failedCalls > 0 || this.abandonedCalls > 0 || this.logs.some((l) => l.level === "error");
       if (!done.returned) flags.push("no_result");
+      // Control, bidi and zero-width characters were taken out of the result's text: it is not exactly what the script returned.
+      if (done.sanitized) flags.push(CONTENT_NORMALIZED_FLAG);
       if (swallowed) flags.push("swallowed_errors");
       if (this.abandonedCalls > 0) flags.push("abandoned_calls");
       const failed = this.checks.find((c) => !c.ok);

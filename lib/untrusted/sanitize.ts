@@ -2,8 +2,9 @@
  * Cleaning text that came from a script or a tool before anyone displays it.
  *
  * Guarantees: the output has no ANSI/VT escape sequences, no C0 control characters other than
- * newline and tab, no C1 controls, no bidirectional overrides/isolates/marks, no zero-width
- * characters, and is at most `maxChars` long. It does NOT make the text trustworthy: callers keep
+ * newline and tab, no C1 controls, no bidirectional overrides/isolates/marks, no zero-width space
+ * or BOM (the zero-width joiner and non-joiner stay: emoji and several scripts need them), and is
+ * at most `maxChars` long. It does NOT make the text trustworthy: callers keep
  * marking it `untrusted`. `looksLikeInstructions` is a heuristic flag for reviewers and release
  * policies, not a filter: it reads the text as a model would (compatibility forms folded, hidden
  * characters dropped, any run of whitespace as one space, and once more with every separator
@@ -17,26 +18,48 @@ import type { JsonValue } from "./safe-json";
 
 // CSI / OSC / other ESC sequences first, so their parameters do not survive as visible text.
 const ANSI = /\u001b(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|[PX^_][^\u001b]*(?:\u001b\\)?|[@-Z\\-_])|\u009b[0-?]*[ -/]*[@-~]/g;
-// C0 except \t \n, DEL, C1, bidi embeddings/overrides/isolates/marks, zero-width and BOM.
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]/g;
+// C0 except \t \n, DEL, C1, bidi embeddings/overrides/isolates/marks, zero-width space and BOM.
+// Zero-width (non-)joiners stay: emoji sequences and Persian, Arabic and Indic text need them.
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b\u200e\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]/g;
+// What a model does not see: the above, and the joiners, which can split a phrase.
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]/g;
 
 export function sanitizeText(text: string, maxChars = 100_000): string {
   const cleaned = text.replace(ANSI, "").replace(CONTROL, "");
   return cleaned.length > maxChars ? cleaned.slice(0, maxChars) : cleaned;
 }
 
-/** Sanitizes every string (values and keys) of a JSON value; objects stay null-prototype. */
-export function sanitizeJson(value: JsonValue): JsonValue {
-  if (typeof value === "string") return sanitizeText(value, Number.MAX_SAFE_INTEGER);
-  if (Array.isArray(value)) return value.map(sanitizeJson);
-  if (value !== null && typeof value === "object") {
-    const out = Object.create(null) as { [key: string]: JsonValue };
-    for (const [key, v] of Object.entries(value)) {
-      Object.defineProperty(out, sanitizeText(key, 1_000), { value: sanitizeJson(v), enumerable: true, writable: true, configurable: true });
+/**
+ * Sanitizes every string (values and keys) of a JSON value; objects stay null-prototype. Says
+ * whether anything changed, so the caller can flag it. Never drops a value: two keys of an object
+ * that are one once sanitized (`"a\u200b"` and `"a"`), or a key longer than 1,000 characters,
+ * throw instead.
+ */
+export function sanitizeJson(value: JsonValue): { value: JsonValue; changed: boolean } {
+  let changed = false;
+  const walk = (item: JsonValue): JsonValue => {
+    if (typeof item === "string") {
+      const text = sanitizeText(item, Number.MAX_SAFE_INTEGER);
+      if (text !== item) changed = true;
+      return text;
     }
-    return out;
-  }
-  return value;
+    if (Array.isArray(item)) return item.map(walk);
+    if (item !== null && typeof item === "object") {
+      const out = Object.create(null) as { [key: string]: JsonValue };
+      for (const [key, v] of Object.entries(item)) {
+        if (key.length > 1_000) throw new Error(`a key is ${key.length} characters long; keys may have at most 1000`);
+        const clean = sanitizeText(key);
+        if (clean !== key) changed = true;
+        if (Object.hasOwn(out, clean))
+          throw new Error(`two keys are the same once control, bidi and zero-width characters are removed (${JSON.stringify(clean.slice(0, 60))})`);
+        Object.defineProperty(out, clean, { value: walk(v), enumerable: true, writable: true, configurable: true });
+      }
+      return out;
+    }
+    return item;
+  };
+  const out = walk(value);
+  return { value: out, changed };
 }
 
 const INSTRUCTION_LIKE = [
@@ -114,7 +137,7 @@ function squeezed(text: string): string {
 
 export function looksLikeInstructions(text: string): boolean {
   if (NO_PHRASE.test(text)) return SQUEEZED_START.test(text) && SQUEEZED_LIKE.some((re) => re.test(squeezed(text)));
-  const read = text.normalize("NFKC").replace(CONTROL, "").replace(/\s+/gu, " ");
+  const read = text.normalize("NFKC").replace(HIDDEN, "").replace(/\s+/gu, " ");
   if (INSTRUCTION_LIKE.some((re) => re.test(read))) return true;
   const letters = squeezed(read);
   return SQUEEZED_LIKE.some((re) => re.test(letters));
