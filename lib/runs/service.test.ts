@@ -274,6 +274,12 @@ when { resource.tools.contains("ledger.sendReminderEmail") };
     expect(dashboard.days).toHaveLength(14);
     expect(dashboard.topAgents[0]?.name).toBe("analyst");
     expect(dashboard.topTools.map((t) => t.tool)).toEqual(expect.arrayContaining(["ledger.listInvoices", "ledger.listRefunds"]));
+    // Calls a plan preview intercepted were never made: the top tools count the calls runs made.
+    expect(await db.prisma.runToolCall.count({ where: { phase: "preview" } })).toBeGreaterThan(0);
+    for (const { tool, calls } of dashboard.topTools) {
+      const [server, name] = tool.split(".");
+      expect([tool, calls]).toEqual([tool, await db.prisma.runToolCall.count({ where: { server, tool: name, phase: "apply" } })]);
+    }
     expect(dashboard.pendingReviews).toBeGreaterThanOrEqual(1);
   });
 
