@@ -18,7 +18,7 @@ export function CreateAgentForm({ action, defaultOwner }: { action: (s: CreateAg
       <div className="grid gap-3 sm:grid-cols-2">
         <label className="block text-sm font-medium text-slate-700">
           Name
-          <input name="name" required pattern="[a-z0-9][a-z0-9-]{0,62}" className="mt-1 w-full rounded-md border border-slate-300 px-3 py-2 font-normal" />
+          <input name="name" required pattern="[a-z0-9][a-z0-9\-]{0,62}" className="mt-1 w-full rounded-md border border-slate-300 px-3 py-2 font-normal" />
         </label>
         <label className="block text-sm font-medium text-slate-700">
           Owner (email)
