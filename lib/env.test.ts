@@ -33,6 +33,19 @@ describe("parseEnv", () => {
     expect(found.find((p) => p.startsWith("AUTH_SECRET "))).toContain("32");
   });
 
+  it("reads whole numbers only as decimal digits, and a public URL only as http(s)", () => {
+    // 0x50 started the server on port 80, 1e3 on 1000; javascript: was printed as the console's address.
+    for (const PORT of ["0x50", "1e3", "80.0", " 8080"]) expect(problems({ PORT })).toEqual([expect.stringMatching(/^PORT .*in digits/)]);
+    expect(problems({ AIRLOCK_BUDGET_RUNS_PER_HOUR: "1e3" })).toEqual([expect.stringMatching(/^AIRLOCK_BUDGET_RUNS_PER_HOUR .*in digits/)]);
+    for (const AIRLOCK_PUBLIC_URL of ["javascript:alert(1)//", "ftp://x"]) {
+      expect(problems({ AIRLOCK_PUBLIC_URL })).toEqual([expect.stringMatching(/^AIRLOCK_PUBLIC_URL .*http:\/\/ or https:\/\//)]);
+    }
+    expect(parseEnv({ PORT: "8080", AIRLOCK_PUBLIC_URL: "https://airlock.example.com" })).toMatchObject({
+      PORT: 8080,
+      AIRLOCK_PUBLIC_URL: "https://airlock.example.com",
+    });
+  });
+
   it("refuses an unknown AIRLOCK_ variable instead of ignoring a typo", () => {
     expect(problems({ AIRLOCK_DATADIR: "/x" })).toEqual(["AIRLOCK_DATADIR is not a setting Airlock knows; remove it or check its spelling (see README)."]);
   });

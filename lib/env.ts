@@ -6,7 +6,14 @@
 import { isIP } from "node:net";
 import { z } from "zod";
 
-const port = z.coerce.number().int().min(1).max(65535);
+/** A whole number written in decimal digits (`0x50`, `1e3` or ` 8080 ` are refused, not read as 80, 1000 and 8080). */
+const wholeNumber = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, `must be a whole number from ${min} to ${max}, in digits`)
+    .transform(Number)
+    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+const port = wholeNumber(1, 65535);
 const optionalString = z
   .string()
   .trim()
@@ -34,13 +41,13 @@ const schema = z
     AIRLOCK_DATA_DIR: z.string().min(1).default(".airlock"),
     AIRLOCK_AUDIT_KEY_FILE: optionalString,
     AIRLOCK_AUDIT_CHECKPOINT_DIR: optionalString,
-    AIRLOCK_PUBLIC_URL: optionalString.pipe(z.url().optional()),
+    AIRLOCK_PUBLIC_URL: optionalString.pipe(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional()),
     AIRLOCK_DEMO_PASSWORD: optionalString.pipe(z.string().min(12, "must be at least 12 characters").optional()),
     AIRLOCK_CONFIG: optionalString,
     AIRLOCK_ALLOWED_HOSTS: optionalString,
     // The sign-in throttle (lib/auth/login-throttle.ts): failures before delays start, and the longest delay.
-    AIRLOCK_LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(3),
-    AIRLOCK_LOGIN_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
+    AIRLOCK_LOGIN_MAX_FAILURES: wholeNumber(1, 1000).default(3),
+    AIRLOCK_LOGIN_WINDOW_MINUTES: wholeNumber(1, 1440).default(15),
     AIRLOCK_TRUSTED_PROXIES: z
       .string()
       .default("")
@@ -59,13 +66,13 @@ const schema = z
         }
         return entries;
       }),
-    AIRLOCK_MAX_CODE_BYTES: z.coerce.number().int().min(1024).max(10_000_000).default(100_000),
-    AIRLOCK_BUDGET_RUNS_PER_HOUR: z.coerce.number().int().min(1).max(1_000_000).default(120),
-    AIRLOCK_BUDGET_CONCURRENT_RUNS: z.coerce.number().int().min(1).max(10_000).default(4),
-    AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY: z.coerce.number().int().min(1).max(100_000_000).default(3600),
-    AIRLOCK_BUDGET_PENDING_REVIEWS: z.coerce.number().int().min(1).max(10_000).default(10),
-    AIRLOCK_LOOP_BREAKER_FAILURES: z.coerce.number().int().min(1).max(1000).default(5),
-    AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES: z.coerce.number().int().min(1).max(1440).default(10),
+    AIRLOCK_MAX_CODE_BYTES: wholeNumber(1024, 10_000_000).default(100_000),
+    AIRLOCK_BUDGET_RUNS_PER_HOUR: wholeNumber(1, 1_000_000).default(120),
+    AIRLOCK_BUDGET_CONCURRENT_RUNS: wholeNumber(1, 10_000).default(4),
+    AIRLOCK_BUDGET_CPU_SECONDS_PER_DAY: wholeNumber(1, 100_000_000).default(3600),
+    AIRLOCK_BUDGET_PENDING_REVIEWS: wholeNumber(1, 10_000).default(10),
+    AIRLOCK_LOOP_BREAKER_FAILURES: wholeNumber(1, 1000).default(5),
+    AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES: wholeNumber(1, 1440).default(10),
     AIRLOCK_IN_PROCESS_WORKER: z
       .enum(["true", "false"], { message: "must be true or false" })
       .default("true")
