@@ -88,10 +88,19 @@ const provenanceSchema = z
   })
   .strict();
 
+/** Line breaks, C0 and C1 controls (a tab aside), and bidi marks, embeddings, overrides and isolates. */
+const PURPOSE_REFUSED = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
 export const submitRunSchema = z
   .object({
-    code: z.string().min(1, "code is empty"),
-    purpose: z.string().trim().min(1, "purpose is required").max(2_000),
+    code: z.string().refine((code) => code.trim() !== "", "code is empty"),
+    // One line reviewers read as written: no line breaks, controls or bidi characters that could reorder it.
+    purpose: z
+      .string()
+      .trim()
+      .min(1, "purpose is required")
+      .max(2_000)
+      .refine((purpose) => !PURPOSE_REFUSED.test(purpose), "must be one line of plain text: no line breaks, control or bidi characters"),
     language: z.enum(["typescript", "javascript"]).default("typescript"),
     inputs: z.array(z.string().min(1).max(128)).max(20).default([]),
     idempotencyKey: z.string().min(1).max(200).optional(),
