@@ -53,13 +53,17 @@ describe("agents and tokens", () => {
     expect(await authenticateAgentToken(db.prisma, revoked.token)).toBeNull();
   });
 
-  it("gives clear errors: unknown owner, duplicate name, bad name, revoking twice", async () => {
+  it("gives clear errors: unknown owner, duplicate name, bad name, a scope twice, revoking twice", async () => {
     const attempt = (input: Parameters<typeof createAgent>[2]) => db.prisma.$transaction((tx) => createAgent(tx, system, input));
     await expect(attempt({ name: "x", ownerEmail: "nobody@example.com" })).rejects.toMatchObject({ code: "not_found" });
     await expect(attempt({ name: "ledger-bot", ownerEmail: "owner@example.com" })).rejects.toMatchObject({ code: "conflict" });
     await expect(attempt({ name: "Bad Name!", ownerEmail: "owner@example.com" })).rejects.toMatchObject({ code: "bad_request" });
     await expect(attempt({ name: "y", ownerEmail: "owner@example.com", scopes: ["audit:read" as never] })).rejects.toMatchObject({
       code: "bad_request",
+    });
+    await expect(attempt({ name: "z", ownerEmail: "owner@example.com", scopes: ["runs:read", "runs:read"] })).rejects.toMatchObject({
+      code: "bad_request",
+      message: expect.stringContaining("lists a scope more than once"),
     });
     await expect(db.prisma.$transaction((tx) => revokeAgent(tx, system, "gone"))).rejects.toMatchObject({ code: "conflict" });
     await expect(db.prisma.$transaction((tx) => revokeAgent(tx, system, "never"))).rejects.toMatchObject({ code: "not_found" });

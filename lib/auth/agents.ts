@@ -26,7 +26,11 @@ export const newAgentSchema = z
       .trim()
       .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "must be 1-63 lower-case letters, digits or dashes"),
     ownerEmail: emailSchema,
-    scopes: z.array(z.enum(AGENT_SCOPES)).min(1).optional(),
+    scopes: z
+      .array(z.enum(AGENT_SCOPES))
+      .min(1)
+      .refine((scopes) => new Set(scopes).size === scopes.length, "lists a scope more than once")
+      .optional(),
     expiresAt: z.date().optional(),
   })
   .strict();
