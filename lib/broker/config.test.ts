@@ -1,5 +1,6 @@
 /**
- * The `sandbox` key of airlock.config.json: `allowDegraded` is accepted and typed, and the section
+ * airlock.config.json as read: a key given twice is refused, a byte-order mark is not JSON; and the
+ * `sandbox` key: `allowDegraded` is accepted and typed, and the section
  * stays closed — a misspelt or mistyped key is refused naming its path, never ignored (an ignored
  * `allowDegraded` typo would silently change whether start-up refuses).
  */
@@ -36,5 +37,23 @@ describe("the sandbox section", () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).problems).toEqual([expect.stringContaining(problem)]);
     expect((error as ConfigError).message).toContain(`${file} is invalid:`);
+  });
+});
+
+describe("the file as text", () => {
+  const write = async (text: string) => {
+    const file = join(await mkdtemp(join(tmpdir(), "airlock-config-")), "airlock.config.json");
+    await writeFile(file, text);
+    return file;
+  };
+
+  it("refuses a key given twice in one object: JSON.parse would keep the last, and a second servers drop every server", async () => {
+    const file = await write('{"servers":{"ledger":{"transport":"stdio","command":"node"}},"servers":{}}');
+    expect(() => loadConfig(file)).toThrow(ConfigError);
+    expect(() => loadConfig(file)).toThrow(/the key "servers" appears twice in one object/);
+  });
+
+  it("reads a file saved with a byte-order mark", async () => {
+    expect(loadConfig(await write('\ufeff{"servers":{}}')).servers).toEqual({});
   });
 });

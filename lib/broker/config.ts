@@ -12,6 +12,7 @@
  * warns once (one line on stderr) and drops it.
  */
 import { readFileSync } from "node:fs";
+import { strictJsonProblem } from "@/lib/untrusted/strict-json";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { RETENTION_DEFAULT_DAYS, type RetentionDays } from "@/lib/audit/retention-windows";
@@ -138,12 +139,17 @@ export function loadConfig(path?: string, options: { warn?: (line: string) => vo
   } catch (cause) {
     throw new ConfigError(file, [`cannot be read (${(cause as NodeJS.ErrnoException).code ?? "error"})`]);
   }
+  // Editors on Windows save a byte-order mark; it is not part of the JSON.
+  if (text.startsWith("\ufeff")) text = text.slice(1);
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (cause) {
     throw new ConfigError(file, [`is not valid JSON: ${(cause as Error).message}`]);
   }
+  // JSON.parse keeps the last of two equal keys: a second "servers" would drop every server of the first.
+  const duplicate = strictJsonProblem(text, 64);
+  if (duplicate) throw new ConfigError(file, [duplicate]);
   if (raw !== null && typeof raw === "object" && !Array.isArray(raw) && Object.hasOwn(raw, "pins")) {
     (options.warn ?? ((line) => process.stderr.write(line)))(ignoredPinsWarning(file));
     const { pins: _ignored, ...rest } = raw as Record<string, unknown>;
