@@ -71,8 +71,10 @@ export default tseslint.config(
   {
     // lib/env.ts is the one reader of process.env; build-time configs and test wiring are outside the app.
     // lib/sandbox/child runs inside the sandbox, where it checks that the environment is empty.
+    // bin/airlock.mjs only launches the CLI, handing its environment on.
     files: [
       "lib/env.ts",
+      "bin/airlock.mjs",
       "lib/sandbox/child/**",
       "prisma.config.ts",
       "playwright.config.ts",
