@@ -93,7 +93,10 @@ const PURPOSE_REFUSED = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u2
 
 export const submitRunSchema = z
   .object({
-    code: z.string().refine((code) => code.trim() !== "", "code is empty"),
+    code: z
+      .string()
+      .min(1, "code is empty")
+      .refine((code) => code.trim() !== "", "code is empty"),
     // One line reviewers read as written: no line breaks, controls or bidi characters that could reorder it.
     purpose: z
       .string()
