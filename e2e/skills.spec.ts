@@ -24,7 +24,7 @@ return { skillsSpecRefund: answer.refund.id, amountMinor: answer.refund.amountMi
 
 async function settle(agent: Client, runId: string, leave: string[]): Promise<View> {
   for (let i = 0; i < 8; i++) {
-    const view = body(await agent.callTool({ name: "get_run", arguments: { runId, waitSeconds: 15 } }));
+    const view = body(await agent.callTool({ name: "get_run", arguments: { runId, waitSeconds: i === 0 ? 0 : 15 } }));
     if (!leave.includes(view.status)) return view;
   }
   throw new Error(`run ${runId} stayed in ${leave.join("/")}`);
