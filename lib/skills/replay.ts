@@ -6,7 +6,9 @@
  * skill's code runs with the run's arguments (`return await (<code>)(<args>)`); every tool call
  * it makes is answered with the recorded result of the next unused recorded call of the same tool
  * with the same arguments (canonical JSON), so nothing reaches an upstream and no write is made.
- * A case passes when the script succeeded, made exactly the recorded calls, returned the recorded
+ * A case passes when analysis finds nothing in the skill's script that intake would fail it for
+ * (an error or a critical finding: a type error in the skill's code, an invalid argument), and the
+ * script succeeded, made exactly the recorded calls, returned the recorded
  * result (both screened as results are, lib/runs/gate.ts) and the result fits the output schema.
  * The report is stored bound to the version's content digest and audited (`skill.tested`);
  * publishing needs a report of that content with every case passed (./service.ts).
@@ -20,10 +22,16 @@ import { AppError } from "@/lib/errors";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { screenJson } from "@/lib/runs/gate";
 import type { Envelope, RunRequest } from "@/lib/sandbox";
+import type { Finding } from "@/lib/contracts/analysis";
 import { skillRunScript } from "./draft";
 import type { SkillTest, TestReport } from "./service";
 
-export type ReplayDeps = { db: Db; runScript(request: RunRequest): Promise<Envelope> };
+export type ReplayDeps = {
+  db: Db;
+  runScript(request: RunRequest): Promise<Envelope>;
+  /** Intake's analysis of a script (lib/intake/analyze.ts, against the registry and the package allowlist): its findings. */
+  analyze(code: string, language: "typescript" | "javascript"): readonly Finding[];
+};
 
 /** A test replays recorded answers, so it is quick or it is wrong (the other limits are the sandbox's defaults). */
 const REPLAY_LIMITS = { timeoutMs: 10_000 };
@@ -36,10 +44,17 @@ async function replayOne(
   test: SkillTest,
   checkOutput: (v: unknown) => string | null,
 ) {
+  const script = skillRunScript(code, test.arguments, language);
+  // What intake would make of run_skill's script: a finding that fails it (an error or worse) means
+  // no call of the skill with these arguments runs, so the skill must not be published.
+  const blocking = deps.analyze(script, language).find((f) => f.severity === "error" || f.severity === "critical");
+  if (blocking) {
+    return { ok: false, message: `Analysis refuses the skill's script: line ${blocking.line}: ${blocking.message} (${blocking.code})`.slice(0, 500) };
+  }
   const unused = test.calls.map((call) => ({ ...call, key: canonicalJson(call.args ?? null), used: false }));
   let stray: string | null = null;
   const envelope = await deps.runScript({
-    code: skillRunScript(code, test.arguments, language),
+    code: script,
     language,
     allowedTools,
     limits: REPLAY_LIMITS,

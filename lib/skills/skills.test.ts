@@ -13,6 +13,7 @@ import { setEnvForChildren } from "@/lib/env";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
 import { sequenceAudit } from "@/lib/db/audit-sequence";
+import { analyzeScript } from "@/lib/intake/analyze";
 import { submitRun } from "@/lib/intake/submit";
 import { submitSkillRun } from "@/lib/intake/skill";
 import { listPatterns } from "@/lib/review/patterns";
@@ -80,7 +81,15 @@ afterAll(async () => {
 });
 
 const fingerprint = () => fingerprintScript(refund("inv_0001", 1200, "skills-test-0001"), "javascript", ["ledger.issueRefund"]).fingerprint;
-const deps = () => ({ db: ledger.db.prisma, runScript: (request: Parameters<SandboxPool["run"]>[0]) => pool.run(request) });
+const deps = () => ({
+  db: ledger.db.prisma,
+  runScript: (request: Parameters<SandboxPool["run"]>[0]) => pool.run(request),
+  analyze: (code: string, language: "typescript" | "javascript") => {
+    const { registry } = ledger.runtime;
+    return analyzeScript({ code, language, tools: registry.toolFacts(), declarations: registry.declarations(), allowedPackages: registry.allowedImports() })
+      .findings;
+  },
+});
 let versionId = "";
 
 describe("promoting a pattern to a skill", () => {
@@ -155,6 +164,23 @@ describe("promoting a pattern to a skill", () => {
     expect(chained.map((e) => e.action).sort()).toEqual(["skill.drafted", "skill.published", "skill.reviewed", "skill.reviewed", "skill.tested"]);
     // Published content is fixed, in the database itself.
     await expect(ledger.db.prisma.skillVersion.update({ where: { id: versionId }, data: { code: "async () => 1" } })).rejects.toThrow(/cannot change/);
+  });
+
+  it("fails replay for a skill whose script analysis refuses (a type error reviewers let through once), so no skill is published that no call could run", async () => {
+    const typo = (limit: number) => `const page = await tools.ledger.listInvoices({ status: "paid", limit: ${limit} });
+const count: string = page.invoices.length;
+return count;`;
+    // Escalated for the type error, approved by a reviewer, run and succeeded: a pattern.
+    for (const limit of [4, 5]) {
+      const submitted = await submitRun(ledger.runtime, ledger.agent, { code: typo(limit), purpose: "count with a typo", language: "typescript" });
+      expect(submitted).toMatchObject({ status: "pending_review", approvalsRequired: 1 });
+      expect(await reviewedToEnd(ledger, [rita], submitted.runId)).toMatchObject({ status: "succeeded" });
+    }
+    const shape = fingerprintScript(typo(4), "typescript", ["ledger.listInvoices"]).fingerprint;
+    const drafted = await draftSkill(ledger.db.prisma, admin, { fingerprint: shape, name: "typoCount", description: "Counts, with a type error" });
+    const report = await replaySkillTests(deps(), admin, drafted.versionId);
+    expect(report).toMatchObject({ passed: 0, failed: 2 });
+    expect(report.cases[0]!.message).toMatch(/^Analysis refuses the skill's script: line \d+: .*\(type_error\)$/);
   });
 
   it("fails replay for a script whose result is not what its run recorded, so it cannot be approved", async () => {

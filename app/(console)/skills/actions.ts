@@ -16,6 +16,7 @@ import { redirect } from "next/navigation";
 import { z } from "zod";
 import { actionForm, userAction, type ActionResult } from "@/lib/auth/user-action";
 import { prisma } from "@/lib/db";
+import { analyzeScript } from "@/lib/intake/analyze";
 import { appRuntime } from "@/lib/runs/runtime";
 import { runInSandbox } from "@/lib/sandbox";
 import { replaySkillTests } from "@/lib/skills/replay";
@@ -111,20 +112,23 @@ export async function draftSkillAction(_previous: DraftSkillState, sent: FormDat
 
 export type ReplayState = ActionResult<TestReport> | null;
 
-const replay = userAction("skills:manage", z.strictObject({ versionId: z.uuid("versionId must be a skill version's id") }), (actor, { versionId }) =>
-  replaySkillTests(
+const replay = userAction("skills:manage", z.strictObject({ versionId: z.uuid("versionId must be a skill version's id") }), async (actor, { versionId }) => {
+  // The sandbox level, package allowlist and tool registry this process runs and analyses scripts with.
+  const runtime = await appRuntime(prisma());
+  await runtime.registry.refresh();
+  const { registry } = runtime;
+  return replaySkillTests(
     {
       db: prisma(),
-      // The app runtime only when a test runs: the sandbox level and package allowlist this process runs scripts with.
-      runScript: async (request) => {
-        const runtime = await appRuntime(prisma());
-        return runInSandbox({ ...request, isolation: runtime.sandbox.level, packages: runtime.config.packages });
-      },
+      runScript: (request) => runInSandbox({ ...request, isolation: runtime.sandbox.level, packages: runtime.config.packages }),
+      analyze: (code, language) =>
+        analyzeScript({ code, language, tools: registry.toolFacts(), declarations: registry.declarations(), allowedPackages: registry.allowedImports() })
+          .findings,
     },
     actor,
     versionId,
-  ),
-);
+  );
+});
 
 export async function replaySkillAction(_previous: ReplayState, sent: FormData): Promise<ReplayState> {
   const form = actionForm(sent);
