@@ -71,7 +71,7 @@ import { buildPolicyRequest, provenancePresence } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
 import { notifyEscalation } from "@/lib/runs/notify";
 import { decideRunLimits } from "@/lib/runs/limits";
-import { presentRun, watchRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
+import { presentRun, previewHeldFromAgent, watchRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
 import { createRun, type CreationStep } from "@/lib/runs/states";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 import { findUnstorable, normalizeText, unstorableRefusal } from "@/lib/untrusted/storable-text";
@@ -360,8 +360,10 @@ export async function submitProposal(
   // The stored run's view, or, when the caller asked to wait and may, the view once it settles
   // (SubmitOptions.wait). An idempotent replay is another run than the one the wait was armed for.
   // A plan preview takes a moment too: the answer carries the plan (or why the preview failed), so
-  // the agent does not start a wait for what is already there.
-  if (waits && (run.status === "queued" || run.status === "running" || run.status === "previewing")) {
+  // the agent does not start a wait for what is already there; unless the preview's outcome is
+  // shown only after its time limit (regulated reads), which no short wait reaches.
+  const previewShownSoon = run.status === "previewing" && !previewHeldFromAgent(run);
+  if (waits && (run.status === "queued" || run.status === "running" || previewShownSoon)) {
     const first = run.id === runId ? { run, armed } : undefined;
     if (!first) armed?.cancel();
     return watchRun(deps, actor, run.id, options.wait!.seconds, options.wait!.signal, first);

@@ -28,7 +28,7 @@ import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import type { Run } from "@/lib/generated/prisma/client";
 import { cancelRun } from "@/lib/runs/cancel";
-import { presentRun, type AgentActor, type RunView } from "@/lib/runs/service";
+import { presentRun, runAsAgentSees, type AgentActor, type RunView } from "@/lib/runs/service";
 import { recordResultRead } from "./audit";
 
 export const TASK_POLL_INTERVAL_MS = 2000;
@@ -66,7 +66,9 @@ function statusMessage(run: Run): string | undefined {
   return undefined;
 }
 
-export function taskOf(run: Run): Task {
+/** The task of a run, as its agent may see the run now (lib/runs/service.ts runAsAgentSees). */
+export function taskOf(stored: Run): Task {
+  const run = runAsAgentSees(stored);
   return {
     taskId: run.id,
     status: TASK_STATUS[run.status],

@@ -8,7 +8,7 @@
  *   before the call; a token of another conversation is not restored.
  */
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
 import { submitRun } from "@/lib/intake/submit";
@@ -18,6 +18,7 @@ import { purgeExpired } from "@/lib/audit/retention";
 import { RETENTION_DEFAULT_DAYS } from "@/lib/audit/retention-windows";
 import { generateLedgerData } from "@/lib/demo/ledger/data";
 import { MarkedValues, assignTokens, countRunTokens, personalData, runTokens, tokenized } from "./pii-tokens";
+import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 import { getRun, type RunView } from "./service";
 
 describe("matching", () => {
@@ -102,6 +103,27 @@ describe("the tokens loop", () => {
   const conversation = { model: "m", prompt: "remind overdue customers", conversationId: "conv-remind" };
 
   const finished = (runId: string): Promise<RunView> => reviewedToEnd(ledger, reviewers, runId);
+
+  /**
+   * A preview of personal data, once it ended: what the agent sees then (`held`: still previewing,
+   * since when it ended is the script's to choose) and after its time limit (`shown`, the clock
+   * moved past it). Its run row is `row`.
+   */
+  async function afterPreview(runId: string): Promise<{ held: RunView; shown: RunView; row: { status: string } }> {
+    let row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    for (let i = 0; i < 200 && row.status === "previewing"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    }
+    const held = await getRun(ledger.runtime, ledger.agent, { runId });
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(row.createdAt.getTime() + RUN_LIMIT_DEFAULTS.timeoutMs + 6_000);
+      return { held, shown: await getRun(ledger.runtime, ledger.agent, { runId }), row };
+    } finally {
+      vi.useRealTimers();
+    }
+  }
 
   beforeAll(async () => {
     ledger = await startLedgerRuntime("tokens-bot");
@@ -233,9 +255,10 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
       language: "javascript",
       provenance: conversation,
     });
-    let pending = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 20 });
-    for (let i = 0; i < 5 && pending.status === "previewing"; i++)
-      pending = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 20 });
+    const { held, shown: pending, row } = await afterPreview(submitted.runId);
+    // Ended, and still previewing to the agent: when it ended is the script's to choose.
+    expect(row.status).toBe("pending_review");
+    expect(held).toMatchObject({ status: "previewing" });
     expect(pending.status).toBe("pending_review");
     // Not even its shape (how many writes, which tools): a script could spell what it read in it.
     expect(pending).not.toHaveProperty("plan");
@@ -255,7 +278,10 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
       language: "javascript",
       provenance: conversation,
     });
-    const view = await finished(submitted.runId);
+    const { held, shown: view, row } = await afterPreview(submitted.runId);
+    expect(row.status).toBe("failed");
+    expect(held).toMatchObject({ status: "previewing" });
+    expect(held).not.toHaveProperty("error");
     expect(view.error).toMatchObject({
       code: "PREVIEW_FAILED",
       message: expect.stringMatching(/failed \(SCRIPT_ERROR\).*withheld: the preview read regulated data/),
@@ -281,7 +307,7 @@ return n;`,
       language: "javascript",
       provenance: conversation,
     });
-    const view = await finished(submitted.runId);
+    const { shown: view } = await afterPreview(submitted.runId);
     expect(view.error).toMatchObject({
       code: "PREVIEW_FAILED",
       message: expect.stringMatching(/^The plan preview failed \(PLAN_UNREVIEWABLE\), so no reviewer/),
@@ -291,6 +317,34 @@ return n;`,
     // Reviewers and the audit log keep which write it was.
     const stored = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: submitted.runId }, select: { error: true } });
     expect(JSON.stringify(stored.error)).toMatch(/PLAN_UNREVIEWABLE: write [2-6] \(ledger\.sendReminderEmail\)/);
+  });
+
+  it("attack: a preview of personal data that takes as long as a letter it read says tells the agent nothing by when it ends", async () => {
+    // The preview waits 200 ms per step of a letter of an address, then makes one write.
+    const started = Date.now();
+    const submitted = await submitRun(
+      ledger.runtime,
+      ledger.agent,
+      {
+        code: `const { customer } = await tools.ledger.getCustomer({ customerId: "cus_001" });
+await new Promise((resolve) => setTimeout(resolve, (customer.email.charCodeAt(0) % 5) * 200));
+await tools.ledger.sendReminderEmail({ invoiceId: "inv_0005" });
+return 1;`,
+        purpose: "time a letter",
+        language: "javascript",
+        provenance: conversation,
+      },
+      { wait: { seconds: 3 } },
+    );
+    // submit_run answers at once (no short wait would see the end), and get_run's wait ends as for a preview still running.
+    expect(submitted.status).toBe("previewing");
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const { held, row } = await afterPreview(submitted.runId);
+    expect(row.status).toBe("pending_review");
+    expect(held).toMatchObject({ status: "previewing" });
+    const waited = Date.now();
+    expect(await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 2 })).toMatchObject({ status: "previewing" });
+    expect(Date.now() - waited).toBeGreaterThanOrEqual(2_000);
   });
 
   it("a value retention deleted is kept again when a later run shows it, so its token keeps hiding it", async () => {

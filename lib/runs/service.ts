@@ -27,7 +27,7 @@ import { touchesRegulatedData } from "@/lib/contracts/data-classes";
 import { runTokens, tokenized } from "./pii-tokens";
 import type { LocalStart } from "./queue";
 import { POLL_MS, type ArmedWait, type RunChanges } from "./run-changes";
-import type { IsolationLevel } from "@/lib/sandbox/types";
+import { RUN_LIMIT_DEFAULTS, type IsolationLevel } from "@/lib/sandbox/types";
 
 export type AgentActor = Extract<Actor, { type: "agent" }>;
 
@@ -183,8 +183,51 @@ export function runOfView(view: RunView): Pick<Run, "inputs" | "facts" | "status
   return viewedRuns.get(view);
 }
 
+/**
+ * Whether the agent is shown a plan preview's outcome only after its time limit (previewShownAt):
+ * the run's reads touch regulated data (a tool's or an input's; facts stored before
+ * readOnlyDataClasses existed count every class) and no reviewer approved it yet.
+ */
+export function previewHeldFromAgent(run: Run): boolean {
+  if (run.startedAt !== null) return false;
+  const facts = runColumn(run, "facts");
+  const inputs = runColumn(run, "inputs") ?? [];
+  return touchesRegulatedData([...(facts?.readOnlyDataClasses ?? facts?.dataClasses ?? []), ...inputs.map((input) => input.dataClass)]);
+}
+
+/** Past its own time limit, a preview's end shows at once: it says only that the preview was slow. */
+const PREVIEW_SHOWN_AFTER_SLACK_MS = 5_000;
+
+/**
+ * When the agent may see that a plan preview of regulated reads ended, or null when nothing about
+ * the run is held back. The moment a preview ends is the script's to choose (it can wait as long as
+ * a value it read says, or make as many calls), so until the preview's time limit has passed since
+ * the run was submitted, the agent sees it still previewing, whether it ended in a plan or failed.
+ */
+export function previewShownAt(run: Run): number | null {
+  if (run.startedAt !== null || (run.status !== "pending_review" && run.status !== "failed")) return null;
+  const ended = run.status === "pending_review" ? runColumn(run, "plan") !== null : runColumn(run, "error")?.code === "PREVIEW_FAILED";
+  if (!ended || !previewHeldFromAgent(run)) return null;
+  return run.createdAt.getTime() + (runColumn(run, "limits")?.timeoutMs ?? RUN_LIMIT_DEFAULTS.timeoutMs) + PREVIEW_SHOWN_AFTER_SLACK_MS;
+}
+
+/**
+ * The run as its agent may see it now (every door: get_run, submit_run's answer, MCP tasks): a plan
+ * preview of regulated reads that ended before `previewShownAt` is still previewing, and such a
+ * preview's last update is its submission (a claim's or an end's time would tell the same).
+ */
+export function runAsAgentSees(run: Run, now = Date.now()): Run {
+  const shownAt = previewShownAt(run);
+  if (shownAt !== null && now < shownAt) {
+    return { ...run, status: "previewing", plan: null, error: null, finishedAt: null, releaseDecision: null, updatedAt: run.createdAt };
+  }
+  if (run.status === "previewing" && previewHeldFromAgent(run)) return { ...run, updatedAt: run.createdAt };
+  return run;
+}
+
 /** The agent's view of a run: decision with reasons, reviewer comments, and the envelope once finished. */
-export async function presentRun(db: Db, run: Run): Promise<RunView> {
+export async function presentRun(db: Db, stored: Run): Promise<RunView> {
+  const run = runAsAgentSees(stored);
   const [reviews, tokens] = await Promise.all([
     // Reviewers decide only runs policy escalated (lib/review/service.ts): no other run has reviews to read.
     run.decision === "escalate"
@@ -211,17 +254,11 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   // A preview's reads are real, and no reviewer has approved them: what they produced (the plan,
   // why the preview failed) reaches the agent of a run that reads regulated data (a tool or an
   // input) only once the run executed, after reviewers approved it, as a read-only run over that
-  // data would run only then. Facts stored before readOnlyDataClasses existed count every class.
-  const previewUnapproved = () => {
-    if (run.startedAt !== null) return false;
-    const facts = runColumn(run, "facts");
-    const inputs = runColumn(run, "inputs") ?? [];
-    return touchesRegulatedData([...(facts?.readOnlyDataClasses ?? facts?.dataClasses ?? []), ...inputs.map((input) => input.dataClass)]);
-  };
+  // data would run only then (and when it ended, only after its time limit: runAsAgentSees).
   const plan = runColumn(run, "plan");
   // Before reviewers approved a preview of regulated reads, not even the writes' shape (how many,
   // which tools) reaches the agent: a script could spell what it read in it.
-  if (plan && !previewUnapproved()) {
+  if (plan && !previewHeldFromAgent(run)) {
     // A plan's arguments come from real reads: release policy decides whether the agent reads them.
     const planWithheld = release !== null && release.decision !== "allow" && !run.releasedAt;
     view.plan = plan.writes.map(({ seq, server, tool, arguments: args }) => ({
@@ -259,7 +296,7 @@ export async function presentRun(db: Db, run: Run): Promise<RunView> {
   }
   const error = runColumn(run, "error");
   if (error) view.error = withNext(forAgent(error));
-  if (error?.code === "PREVIEW_FAILED" && previewUnapproved()) {
+  if (error?.code === "PREVIEW_FAILED" && previewHeldFromAgent(run)) {
     // Only the kind of failure, which Airlock wrote, stays: the agent can act on it. Which write
     // failed is the script's to choose (how many it made first), so it could count out what it read.
     const cause = /^The plan preview failed, so no reviewer was asked\. ([A-Z_]+):/.exec(error.message)?.[1];
@@ -373,16 +410,20 @@ export async function watchRun(
         throw error;
       }));
     next = undefined;
+    // As the agent may see it: a preview of regulated reads that ended shows only at its time limit.
+    const seen = run && runAsAgentSees(run);
     // A wait that began during the plan preview ends when the plan is ready, so the agent sees it.
-    const planReady = previewing && run?.status !== "previewing";
-    previewing ||= run?.status === "previewing";
-    const waiting = run !== null && (IN_PROGRESS_STATUSES as readonly string[]).includes(run.status) && !planReady;
+    const planReady = previewing && seen?.status !== "previewing";
+    previewing ||= seen?.status === "previewing";
+    const waiting = seen !== null && (IN_PROGRESS_STATUSES as readonly string[]).includes(seen.status) && !planReady;
     if (!run || !waiting || Date.now() >= deadline || signal?.aborted) {
       armed?.cancel();
       if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
       return presentRun(deps.db, run);
     }
-    const left = Math.max(0, deadline - Date.now());
+    // Held back until it may be shown: wake then, or at the next change (a reviewer's), whichever is first.
+    const shownAt = seen !== run ? previewShownAt(run) : null;
+    const left = Math.max(0, Math.min(deadline, shownAt ?? deadline) - Date.now());
     if (!armed) await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, left)));
     else {
       // A row handed over by this process's executor stands for the next read when it has settled;
