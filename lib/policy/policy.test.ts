@@ -351,6 +351,12 @@ describe("policy text that would break the Cedar engine every decision shares", 
   // Each of these broke the engine (memory access out of bounds) in parsing or in evaluation, until the process restarted.
   it.each([
     ["brackets nested 300 deep", policy(`${"(".repeat(300)}true${")".repeat(300)}`), /nested more than 32 deep/],
+    // Cedar ends a comment at a carriage return too: the policy after it on the same line is read.
+    [
+      "brackets nested 300 deep after a comment ended by a carriage return",
+      `// note\r${policy(`${"(".repeat(300)}true${")".repeat(300)}`)}`,
+      /nested more than 32 deep/,
+    ],
     ["a set nested 150 deep", policy(`${"[".repeat(150)}1${"]".repeat(150)}.contains(1)`), /nested more than 32 deep/],
     ["1,000 nested ifs", policy(`${"if true then ".repeat(1000)}true${" else false".repeat(1000)}`), /more than 1000 operators/],
     ["10,000 chained &&", policy(chain(10_000, "&&", "true")), /more than 1000 operators/],

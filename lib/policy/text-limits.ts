@@ -7,7 +7,8 @@
  * policy decision of the process shares unusable: each later decision fails, and so fails closed.
  *
  * Guarantees:
- * - `textShapeProblem` reads the text before Cedar does (strings and comments skipped) and names,
+ * - `textShapeProblem` reads the text before Cedar does (strings and comments skipped, a comment
+ *   ending at a line feed or a carriage return, as Cedar's does) and names,
  *   with its line and column, the first bracket nested past MAX_BRACKET_DEPTH or the first policy
  *   with more than MAX_OPERATORS_PER_POLICY operators: within both, Cedar parses the text;
  * - `conditionDepthProblem` measures a parsed policy (Cedar's JSON form, ~2 levels per operator)
@@ -23,7 +24,7 @@ export const MAX_CONDITION_DEPTH = 100;
 export type ShapeProblem = { message: string; offset: number };
 
 const OPERATOR = /^(?:&&|\|\||==|!=|<=|>=|[<>+\-*!.]|if|then|else|in|has|like|is)$/;
-const TOKEN = /"(?:[^"\\]|\\.)*"?|\/\/[^\n]*|[A-Za-z_][A-Za-z0-9_]*|\d+|&&|\|\||==|!=|<=|>=|\S/g;
+const TOKEN = /"(?:[^"\\]|\\.)*"?|\/\/[^\n\r]*|[A-Za-z_][A-Za-z0-9_]*|\d+|&&|\|\||==|!=|<=|>=|\S/g;
 
 export function textShapeProblem(text: string): ShapeProblem | null {
   let depth = 0;
