@@ -230,20 +230,34 @@ return "ok";`,
     expect(await refundsOf(invoice.id, "goodwill, netted")).toBe(before);
   });
 
-  it("a write whose argument is a placeholder (a value only the real call will know) is planned, though it is not of the schema's type", async () => {
-    const invoice = paid[8]!;
+  it("a write whose argument is a placeholder (a value only the real call will know) is planned, though it does not meet the schema's format", async () => {
+    // sendReminderEmail's preview answers `to` with a placeholder; updateCustomerEmail wants an email address there.
     const view = await submitRun(runtime, agent, {
-      code: `const first = await tools.ledger.issueRefund({ invoiceId: "${invoice.id}", amountMinor: 100, currency: "${invoice.currency}", reason: "first", idempotencyKey: "ph-1-${invoice.id}" });
-await tools.ledger.issueRefund({ invoiceId: first.refund.invoiceId, amountMinor: first.refund.amountMinor, currency: "${invoice.currency}", reason: "again", idempotencyKey: "ph-2-${invoice.id}" });
+      code: `const sent = await tools.ledger.sendReminderEmail({ invoiceId: "inv_0006", message: "Reminder" });
+await tools.ledger.updateCustomerEmail({ customerId: "cus_002", email: sent.to });
 return 1;`,
-      purpose: "a refund repeating the first's amount",
+      purpose: "remind, then keep the address the reminder went to",
       language: "javascript",
     });
     const pending = await leaving(view.runId, ["previewing"]);
     expect(pending.error).toBeUndefined();
-    expect(pending.status).toBe("pending_review");
-    expect(pending.plan).toHaveLength(2);
+    expect(pending).toMatchObject({ status: "pending_review", plan: [{ tool: "sendReminderEmail" }, { tool: "updateCustomerEmail" }] });
+    const stored = await db.prisma.run.findUniqueOrThrow({ where: { id: view.runId }, select: { plan: true } });
+    expect(stored.plan).toMatchObject({ writes: [{ tool: "sendReminderEmail" }, { tool: "updateCustomerEmail", arguments: { email: "@plan:1/to" } }] });
     await cancelRun({ db: db.prisma }, agent, view.runId);
+  });
+
+  it("a placeholder excuses only itself: the same write with another argument off its schema is never planned", async () => {
+    const view = await submitRun(runtime, agent, {
+      code: `const sent = await tools.ledger.sendReminderEmail({ invoiceId: "inv_0006", message: "Reminder" });
+await tools.ledger.updateCustomerEmail({ customerId: JSON.parse("42"), email: sent.to });
+return 1;`,
+      purpose: "a customer id of the wrong type",
+      language: "javascript",
+    });
+    const done = await leaving(view.runId, ["previewing"]);
+    expect(done.error?.message).toContain("INVALID_ARGUMENTS: write 2 (ledger.updateCustomerEmail)");
+    expect(done.error?.message).toContain("customerId");
   });
 
   it("a write the screen rewrites at apply is refused, even where its screened form matches the plan (a redaction stands for any secret)", async () => {

@@ -253,22 +253,14 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   return true;
 }
 
-/** Combinators whose failure at a value may come from a placeholder inside it. */
-const COMBINATORS = new Set(["oneOf", "anyOf", "allOf", "not", "if", "then", "else"]);
-
 /**
  * Whether a schema issue is about a placeholder (`@plan:…`): a value only the real call will know,
- * checked by the broker at apply when it is known. Issues about the placeholder itself, inside it,
- * or a combinator over it.
+ * checked by the broker at apply when it is known. Issues at the placeholder itself or inside it
+ * only; a combinator (anyOf, oneOf, not, if) over one is not excused, since it could as well fail
+ * for another argument: such a write is not planned (fail closed).
  */
 function aboutPlaceholders(args: JsonValue): ((issue: SchemaIssue) => boolean) | undefined {
   const pointers = placeholderPointers(args);
   if (pointers.length === 0) return undefined;
-  return (issue) =>
-    pointers.some(
-      (pointer) =>
-        issue.path === pointer ||
-        issue.path.startsWith(`${pointer}/`) ||
-        (COMBINATORS.has(issue.keyword) && (pointer === issue.path || pointer.startsWith(`${issue.path}/`))),
-    );
+  return (issue) => pointers.some((pointer) => issue.path === pointer || issue.path.startsWith(`${pointer}/`));
 }

@@ -119,7 +119,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
           callTool: broker.callTool,
           runScript: (request) => sandboxPool.run(request),
           tool: (server, name) => broker.tool(server, name),
-          argumentsProblem: (server, name, args) => broker.argumentsProblem(server, name, args),
+          argumentsProblem: (server, name, args, ignore) => broker.argumentsProblem(server, name, args, ignore),
           onPendingReview: (runId) => notifyEscalation(runId, db),
           handOver: (run) => changes?.handOver(run),
         },
