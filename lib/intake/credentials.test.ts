@@ -81,6 +81,22 @@ describe("a credential in what an agent writes is refused, and stored nowhere", 
     expect(await stored(AWS)).toEqual([]);
   });
 
+  it.each([
+    ["as the idempotency key", { idempotencyKey: STRIPE }, "idempotencyKey: it holds what looks like a credential (stripe_key)"],
+    ["as an input's name", { inputs: [STRIPE] }, "inputs.0: it holds what looks like a credential (stripe_key)"],
+  ])("%s", async (_what, extra, message) => {
+    const error = await refusal(fixture.client.callTool({ name: "submit_run", arguments: { code: PII_READ, purpose: "one", ...extra } }));
+    expect(error.message).toContain(message);
+    expect(await stored(STRIPE)).toEqual([]);
+  });
+
+  it("quoted by a refusal (an unknown key, an unknown tool): the refusal is recorded with it redacted", async () => {
+    await refusal(fixture.client.callTool({ name: "submit_run", arguments: { code: PII_READ, purpose: "one", [STRIPE]: 1 } }));
+    await refusal(fixture.client.callTool({ name: "call_tool", arguments: { server: "ledger", tool: STRIPE, arguments: {} } }));
+    expect(await fixture.db.prisma.auditPending.count({ where: { action: "run.refused" } })).toBeGreaterThan(0);
+    expect(await stored(STRIPE)).toEqual([]);
+  });
+
   it("and the same script without it is stored", async () => {
     const result = await fixture.client.callTool({ name: "submit_run", arguments: { code: PII_READ, purpose: "one" } });
     expect(result.isError).toBeFalsy();
@@ -89,6 +105,12 @@ describe("a credential in what an agent writes is refused, and stored nowhere", 
 });
 
 describe("a credential in the provenance (the agent's conversation) is redacted, and the run stored", () => {
+  it("the prompt's cap holds for the prompt as stored: a redaction can be longer than what it replaces", async () => {
+    const prompt = "postgres://a:b@c ".repeat(1_900); // 32,300 bytes as sent; about 55,000 redacted
+    const error = await refusal(fixture.client.callTool({ name: "submit_run", arguments: { code: PII_READ, purpose: "one", provenance: { prompt } } }));
+    expect(error.message).toMatch(/provenance\.prompt: \d+ bytes; the limit is 32768 bytes/);
+  });
+
   it("the prompt and context keep everything but the credential", async () => {
     const result = await fixture.client.callTool({
       name: "submit_run",

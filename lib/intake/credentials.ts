@@ -6,8 +6,9 @@
  * Guarantees:
  * - `refuseCredentials` throws a bad_request naming the field, the kind of credential and, in code,
  *   its line, before anything is stored; the message never quotes the credential. It looks at the
- *   code (which for call_tool and run_skill holds their arguments) and the purpose, as written and
- *   NFKC-folded (full-width `ｓｋ＿ｌｉｖｅ＿…` reads as the key to a model and a person alike);
+ *   agent's code (for call_tool and run_skill, their arguments: the rest of their script is
+ *   Airlock's or a reviewed skill's), the purpose, the idempotency key and the inputs' names, as
+ *   written and NFKC-folded (full-width `ｓｋ＿ｌｉｖｅ＿…` reads as the key to a model and a person alike);
  * - `redactedProvenance` replaces each credential in the provenance (the model, conversation id,
  *   prompt and context an agent reports: text of its conversation, which a person may have pasted a
  *   key into) with `[REDACTED:<kind>]`: refusing would lose the run for text the agent did not write.
@@ -23,14 +24,27 @@ export type CodeOrigin = "code" | "arguments";
 
 const NON_ASCII = /[^\x00-\x7f]/;
 
-export function refuseCredentials(input: { code: string; purpose: string }, origin: CodeOrigin): void {
-  const inCode = firstCredential(input.code);
+export function refuseCredentials(input: {
+  scanned: { text: string; origin: CodeOrigin };
+  purpose: string;
+  idempotencyKey?: string;
+  inputs: readonly string[];
+}): void {
+  const { text, origin } = input.scanned;
+  const inCode = firstCredential(text);
   if (inCode) {
     const where = origin === "code" ? `code: line ${inCode.line} holds` : "arguments: they hold";
     throw refusal(origin, `${where} what looks like a credential (${inCode.kind})`, inCode);
   }
-  const inPurpose = firstCredential(input.purpose);
-  if (inPurpose) throw refusal("purpose", `purpose: it holds what looks like a credential (${inPurpose.kind})`, inPurpose);
+  const others: [field: string, text: string | undefined][] = [
+    ["purpose", input.purpose],
+    ["idempotencyKey", input.idempotencyKey],
+    ...input.inputs.map((name, i): [string, string] => [`inputs.${i}`, name]),
+  ];
+  for (const [field, value] of others) {
+    const found = value === undefined ? null : firstCredential(value);
+    if (found) throw refusal(field, `${field}: it holds what looks like a credential (${found.kind})`, found);
+  }
 }
 
 export function redactedProvenance<T extends Record<string, string | undefined>>(provenance: T): T {

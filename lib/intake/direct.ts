@@ -19,6 +19,7 @@
  *   prototype, so the script would not say what the call sends).
  */
 import { z } from "zod";
+import { canonicalJson } from "@/lib/canonical-json";
 import { requireScope } from "@/lib/contracts/scopes";
 import { directCallScript, toolArgumentsSchema } from "@/lib/contracts/direct-call";
 import { isReadOnly } from "@/lib/contracts/tools";
@@ -60,7 +61,7 @@ export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: un
         language: "javascript",
         inputs: [],
       },
-      "arguments",
+      { text: canonicalJson(args), origin: "arguments" },
     );
     return submitProposal(deps, actor, input, options, DIRECT_LANE);
   });

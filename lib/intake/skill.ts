@@ -18,6 +18,7 @@ import { z } from "zod";
 import { compileToolSchema, issuesText } from "@/lib/broker/schema-check";
 import { toolArgumentsSchema } from "@/lib/contracts/direct-call";
 import { requireScope } from "@/lib/contracts/scopes";
+import { canonicalJson } from "@/lib/canonical-json";
 import { AppError, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
 import { skillRunScript } from "@/lib/skills/draft";
@@ -57,7 +58,7 @@ export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unkn
     }
     const input = parseSubmit(
       { code: skillRunScript(skill.code, args, skill.language), purpose: `Skill ${name} v${skill.version}`, language: skill.language, inputs: [] },
-      "arguments",
+      { text: canonicalJson(args), origin: "arguments" },
     );
     return submitProposal(deps, actor, input, options, {
       kind: "script",

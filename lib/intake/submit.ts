@@ -74,6 +74,7 @@ import { decideRunLimits } from "@/lib/runs/limits";
 import { presentRun, previewHeldFromAgent, watchRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
 import { createRun, type CreationStep } from "@/lib/runs/states";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
+import { redactSecrets } from "@/lib/untrusted/secrets";
 import { findUnstorable, normalizeText, unstorableRefusal } from "@/lib/untrusted/storable-text";
 
 /** Caps of the provenance texts, in UTF-8 bytes (the schemas' maxLength, in characters, is the same number: a bound never tighter). */
@@ -141,7 +142,12 @@ export type Lane = {
 };
 const SCRIPT_LANE: Lane = { kind: "script", action: "run" };
 
-export function parseSubmit(raw: unknown, origin: CodeOrigin = "code") {
+/**
+ * Validates a submission. `scanned` is the text searched for credentials: the agent's code by
+ * default; for call_tool and run_skill their arguments, as JSON (the rest of their script is
+ * Airlock's or a reviewed skill's); for a script with skills inlined, the agent's own code.
+ */
+export function parseSubmit(raw: unknown, scanned?: { text: string; origin: CodeOrigin }) {
   const maxBytes = env().AIRLOCK_MAX_CODE_BYTES;
   if (raw && typeof raw === "object" && typeof (raw as { code?: unknown }).code === "string") {
     const size = Buffer.byteLength((raw as { code: string }).code, "utf8");
@@ -151,8 +157,16 @@ export function parseSubmit(raw: unknown, origin: CodeOrigin = "code") {
   }
   const parsed = submitRunSchema.safeParse(raw);
   if (!parsed.success) throw invalidArguments(parsed.error);
+  // Refused, never repaired: what the agent sent is what reviewers see and what is hashed.
+  for (const [field, value] of Object.entries(parsed.data)) {
+    const bad = findUnstorable(value, field);
+    if (bad) throw unstorableRefusal(bad);
+  }
+  refuseCredentials({ ...parsed.data, scanned: scanned ?? { text: parsed.data.code, origin: "code" } });
+  // The provenance as stored: a credential in it redacted, then capped (a redaction can be longer than what it replaces).
+  const provenance = redactedProvenance(parsed.data.provenance);
   for (const field of ["prompt", "context"] as const) {
-    const bytes = Buffer.byteLength(parsed.data.provenance[field] ?? "", "utf8");
+    const bytes = Buffer.byteLength(provenance[field] ?? "", "utf8");
     const cap = PROVENANCE_BYTE_CAPS[field];
     if (bytes > cap) {
       throw new AppError("bad_request", `provenance.${field}: ${bytes} bytes; the limit is ${cap} bytes (${cap / 1024} KiB) in UTF-8.`, {
@@ -160,13 +174,7 @@ export function parseSubmit(raw: unknown, origin: CodeOrigin = "code") {
       });
     }
   }
-  // Refused, never repaired: what the agent sent is what reviewers see and what is hashed.
-  for (const [field, value] of Object.entries(parsed.data)) {
-    const bad = findUnstorable(value, field);
-    if (bad) throw unstorableRefusal(bad);
-  }
-  refuseCredentials(parsed.data, origin);
-  return { ...parsed.data, provenance: redactedProvenance(parsed.data.provenance) };
+  return { ...parsed.data, provenance };
 }
 
 /** Statuses of a run that is approved and not finished: it counts against the concurrency budget and reserves its CPU limit. */
@@ -296,7 +304,7 @@ async function withSkillsInlined(db: Db, input: ReturnType<typeof parseSubmit>) 
   const skills = new Map((await publishedSkills(db)).map((s) => [s.name, s]));
   try {
     const { code, used } = inlineSkills(input.code, input.language, skills);
-    return { input: parseSubmit({ ...input, code }), used };
+    return { input: parseSubmit({ ...input, code }, { text: input.code, origin: "code" }), used };
   } catch (error) {
     if (error instanceof SkillUseError) throw new AppError("bad_request", `code: ${error.message}`, { details: { field: "code" } });
     throw error;
@@ -325,7 +333,8 @@ async function recordRefusal(db: Db, actor: AgentActor, raw: unknown, error: App
         subject: { type: "agent", id: actor.id },
         data: {
           reason: error instanceof BudgetExceeded || error instanceof DirectCallRefused ? error.runCode : error.code,
-          message: normalizeText(error.message).value.slice(0, 500),
+          // Refusals may quote what the agent sent (an unknown input's name, an unknown key): a credential in it is not kept.
+          message: redactSecrets(normalizeText(error.message).value).text.slice(0, 500),
           codeSha256: code === null ? null : sha256Hex(code),
           codeBytes: code === null ? null : Buffer.byteLength(code, "utf8"),
         },
