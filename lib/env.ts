@@ -77,10 +77,16 @@ const schema = z
       .enum(["true", "false"], { message: "must be true or false" })
       .default("true")
       .transform((value) => value === "true"),
-    AIRLOCK_REVIEW_TTL_HOURS: z.coerce
-      .number()
-      .min(0.01)
-      .max(24 * 365)
+    AIRLOCK_REVIEW_TTL_HOURS: z
+      .string()
+      .regex(/^\d+(\.\d+)?$/, "must be a number of hours like 24 or 0.5, in digits")
+      .transform(Number)
+      .pipe(
+        z
+          .number()
+          .min(0.01)
+          .max(24 * 365),
+      )
       .default(24),
     AIRLOCK_REVIEW_WEBHOOK_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
     // When set, /api/metrics answers only `Authorization: Bearer <this>`.

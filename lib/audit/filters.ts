@@ -17,8 +17,14 @@ const text = (max: number) =>
     .transform((value) => (value === "" ? undefined : value))
     .optional();
 
-/** Times a search can mean: the log holds nothing older, and PostgreSQL refuses a year 0. */
-const EARLIEST_DAY = "1970-01-01";
+/**
+ * A day on the calendar written YYYY-MM-DD, from 1970 on: not rolled over (2026-02-30 is refused),
+ * and not before anything was logged (PostgreSQL refuses a year 0). The console's runs filters use it too.
+ */
+export function isCalendarDay(value: string): boolean {
+  const midnight = Date.parse(`${value}T00:00:00Z`);
+  return /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(midnight) && new Date(midnight).toISOString().slice(0, 10) === value && value >= "1970-01-01";
+}
 
 const time = z
   .string()
@@ -27,16 +33,10 @@ const time = z
     if (value === "") return undefined;
     const match = /^(\d{4}-\d{2}-\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/.exec(value);
     const date = match ? new Date(match[2] ? (match[5] ? value : `${value}Z`) : `${value}T00:00:00Z`) : new Date(NaN);
-    // A day that does not exist (2026-02-30) is refused, not rolled over into the next month.
     const day = match?.[1] ?? "";
-    const midnight = Date.parse(`${day}T00:00:00Z`);
-    const realDay = !Number.isNaN(midnight) && new Date(midnight).toISOString().slice(0, 10) === day;
-    if (Number.isNaN(date.getTime()) || !realDay) {
-      ctx.addIssue({ code: "custom", message: "must be a date or time like 2026-11-30 or 2026-11-30T14:00Z" });
-      return z.NEVER;
-    }
-    if (day < EARLIEST_DAY) {
-      ctx.addIssue({ code: "custom", message: `must be on or after ${EARLIEST_DAY}` });
+    if (Number.isNaN(date.getTime()) || !isCalendarDay(day)) {
+      const message = /^\d{4}/.test(day) && day < "1970" ? "must be on or after 1970-01-01" : "must be a date or time like 2026-11-30 or 2026-11-30T14:00Z";
+      ctx.addIssue({ code: "custom", message });
       return z.NEVER;
     }
     return date;

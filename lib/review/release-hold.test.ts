@@ -176,6 +176,7 @@ throw new Error(JSON.stringify(refunds.map((r) => r.reason)));`);
     expect(failed.error).not.toHaveProperty("detail");
     expect(failed.logs).toEqual([{ level: "warn", text: "The logs are withheld with the result." }]);
     expect(failed).not.toHaveProperty("stats");
+    expect(failed.flags).toEqual([]);
     expect(JSON.stringify(failed)).not.toMatch(/Ignore all previous|goodwill|duplicate charge/);
     // The reviewer still sees what happened.
     const row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: other } });

@@ -11,6 +11,7 @@
  */
 import "server-only";
 import { z } from "zod";
+import { isCalendarDay } from "@/lib/audit/filters";
 import type { Db } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import { Decision, RunStatus } from "@/lib/generated/prisma/enums";
@@ -32,13 +33,7 @@ const oneOf = <T extends Record<string, string>>(values: T) =>
       .optional(),
   );
 
-/** A YYYY-MM-DD that names a real day (not 2026-02-30, which Date would roll over to March). */
-function isCalendarDay(value: string): boolean {
-  const time = Date.parse(`${value}T00:00:00Z`);
-  // Before 1970 there are no runs, and PostgreSQL refuses a year 0.
-  return /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(time) && new Date(time).toISOString().slice(0, 10) === value && value >= "1970-01-01";
-}
-
+/** A real calendar day from 1970 on (lib/audit/filters.ts isCalendarDay), as the audit search's filters take it. */
 const day = z.preprocess(blank, z.string().refine(isCalendarDay, { message: "must be a calendar day like 2026-11-30, from 1970 on" }).optional());
 
 const runFiltersSchema = z

@@ -45,7 +45,7 @@ export async function loadDashboard(db: Db): Promise<Dashboard> {
       WHERE r."createdAt" >= now() - interval '7 days' GROUP BY a.name ORDER BY runs DESC LIMIT 5`,
     db.$queryRaw<{ tool: string; calls: bigint }[]>`
       SELECT server || '.' || tool AS tool, count(*) AS calls FROM "RunToolCall"
-      WHERE at >= now() - interval '7 days' AND phase = 'apply' GROUP BY 1 ORDER BY calls DESC LIMIT 5`,
+      WHERE at >= now() - interval '7 days' AND outcome NOT IN ('intercepted', 'refused') GROUP BY 1 ORDER BY calls DESC LIMIT 5`,
   ]);
 
   const days: Dashboard["days"] = [];

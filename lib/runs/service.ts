@@ -333,8 +333,9 @@ export async function presentRun(db: Db, stored: Run): Promise<RunView> {
       : logsForAgent(forAgent(execution?.logs ?? []));
     if (!withheld) view.result = capped.result;
     view.logs = logs.logs;
-    view.flags = execution?.flags ?? [];
-    view.truncated = capped.truncated || logs.cut || Boolean(execution?.truncated);
+    // A run's flags and truncation say what the script did (returned nothing, swallowed an error, wrote much): withheld too.
+    view.flags = withheld ? [] : (execution?.flags ?? []);
+    view.truncated = !withheld && (capped.truncated || logs.cut || Boolean(execution?.truncated));
     // Wall and CPU time, memory and the number of tool calls are the script's to choose too.
     if (execution && !withheld)
       view.stats = { wallMs: execution.wallMs, cpuMs: execution.cpuMs, peakRssMb: execution.peakRssMb, toolCalls: execution.toolCalls };

@@ -457,7 +457,7 @@ describe("untrusted text", () => {
     const untouched = await attack(`return { family: "\u{1F468}\\u200d\u{1F469}" };`);
     expect(untouched.flags).not.toContain("content_normalized");
     // Two keys that are one once sanitized, or a key past 1,000 characters: refused, not merged or cut.
-    for (const code of [`return { "a\\u200b": 1, a: 2 };`, `return { ["k".repeat(1500)]: 1, ["k".repeat(1001)]: 2 };`]) {
+    for (const code of [`return { "a\\u200b": 1, a: 2 };`, `return { amount: 1, "amount\\u200d": 1000 };`, `return { ["k".repeat(1500)]: 1 };`]) {
       const refused = await attack(code);
       expect(refused).toMatchObject({
         status: "failed",

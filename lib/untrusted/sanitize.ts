@@ -32,8 +32,8 @@ export function sanitizeText(text: string, maxChars = 100_000): string {
 /**
  * Sanitizes every string (values and keys) of a JSON value; objects stay null-prototype. Says
  * whether anything changed, so the caller can flag it. Never drops a value: two keys of an object
- * that are one once sanitized (`"a\u200b"` and `"a"`), or a key longer than 1,000 characters,
- * throw instead.
+ * that read the same once sanitized (`"a\u200b"` or `"a\u200d"` and `"a"`), or a key longer than
+ * 1,000 characters, throw instead.
  */
 export function sanitizeJson(value: JsonValue): { value: JsonValue; changed: boolean } {
   let changed = false;
@@ -46,12 +46,16 @@ export function sanitizeJson(value: JsonValue): { value: JsonValue; changed: boo
     if (Array.isArray(item)) return item.map(walk);
     if (item !== null && typeof item === "object") {
       const out = Object.create(null) as { [key: string]: JsonValue };
+      const seen = new Set<string>();
       for (const [key, v] of Object.entries(item)) {
         if (key.length > 1_000) throw new Error(`a key is ${key.length} characters long; keys may have at most 1000`);
         const clean = sanitizeText(key);
         if (clean !== key) changed = true;
-        if (Object.hasOwn(out, clean))
-          throw new Error(`two keys are the same once control, bidi and zero-width characters are removed (${JSON.stringify(clean.slice(0, 60))})`);
+        // Keys that read the same (a joiner stays in one, but is invisible) would show a person two equal keys.
+        const visible = clean.replace(HIDDEN, "");
+        if (seen.has(visible))
+          throw new Error(`two keys read the same once control, bidi and zero-width characters are removed (${JSON.stringify(visible.slice(0, 60))})`);
+        seen.add(visible);
         Object.defineProperty(out, clean, { value: walk(v), enumerable: true, writable: true, configurable: true });
       }
       return out;

@@ -363,6 +363,13 @@ describe("secrets glued to the text around them", () => {
     expect(redactSecrets("ｏｋ ＡＢＣ")).toEqual({ text: "ｏｋ ＡＢＣ", kinds: [] });
   });
 
+  it("finds a key split by zero-width joiners (invisible, so it reads as the key), and leaves joiners in text without one", () => {
+    const split = `${STRIPE_LIVE.slice(0, 12)}\u200d${STRIPE_LIVE.slice(12)}`;
+    expect(redactSecrets(`reason: ${split}`)).toEqual({ text: "reason: [REDACTED:stripe_key]", kinds: ["stripe_key"] });
+    const family = "\u{1F468}\u200d\u{1F469}\u200d\u{1F467}";
+    expect(redactSecrets(`a family ${family}`)).toEqual({ text: `a family ${family}`, kinds: [] });
+  });
+
   it("leaves an uppercase word that merely contains a prefix, and identifiers glued to a prefix whose tail holds no digit", () => {
     for (const text of [
       "THEASIAPACIFICREGIONALSALESTEAM",

@@ -438,18 +438,20 @@ export function findSecrets(text: string): SecretSpan[] {
 }
 
 const NON_ASCII = /[^\x00-\x7f]/;
+const JOINERS = /[\u200c\u200d]/g;
 
 /**
  * Replaces each secret with `[REDACTED:<kind>]`; `kinds` has one entry per replacement, in order.
  * A text that spells a credential in compatibility forms (full-width `ｓｋ＿ｌｉｖｅ＿…`, which a
- * model reads as the key) comes back NFKC-folded: redacted as written, then folded and redacted
- * again, so folding never undoes a redaction; its `kinds` are those found as written, then those
- * the folding revealed.
+ * model reads as the key) or splits one with zero-width joiners comes back NFKC-folded, joiners
+ * removed: redacted as written, then folded and redacted again, so folding never undoes a
+ * redaction; its `kinds` are those found as written, then those the folding revealed.
  */
 export function redactSecrets(text: string): { text: string; kinds: SecretKind[] } {
   const written = replaced(text, findSecrets(text));
   if (!NON_ASCII.test(written.text)) return written;
-  const folded = written.text.normalize("NFKC");
+  // Zero-width joiners are invisible to a model and a person too: `sk_live_4eC3\u200d9Hq…` reads as the key.
+  const folded = written.text.normalize("NFKC").replace(JOINERS, "");
   if (folded === written.text) return written;
   const again = replaced(folded, findSecrets(folded));
   return again.kinds.length === 0 ? written : { text: again.text, kinds: [...written.kinds, ...again.kinds] };
