@@ -218,6 +218,7 @@ async function main() {
       await postgres.stop();
       await rm(join(dataDir, "postgres.json"), { force: true });
     }
+    if (code === 0) console.log("Stopped: the web server and the database are down; `npm start` starts them again with the same data.");
     process.exit(code);
   };
   process.on("SIGINT", () => void stop(0));

@@ -50,7 +50,8 @@ export default userPage("dashboard:read", async function DashboardPage(user) {
         <Card title="Approval latency (30 days)">
           <p className="text-3xl font-semibold">{minutes(d.approvalLatencyMinutes.p50)}</p>
           <p className="mt-1 text-sm text-slate-600">
-            p50 · p95 {minutes(d.approvalLatencyMinutes.p95)} · {d.approvalLatencyMinutes.samples} approvals
+            p50 · p95 {minutes(d.approvalLatencyMinutes.p95)} · {d.approvalLatencyMinutes.samples}{" "}
+            {d.approvalLatencyMinutes.samples === 1 ? "approval" : "approvals"}
           </p>
         </Card>
         <Card title="Active agents">

@@ -9,7 +9,7 @@ import type { PlanView } from "@/lib/review/run-dto";
 function totalsLine(totals: PlanView["totals"]): string[] {
   return totals.map(({ count, total, negative, currency, subjects }) => {
     const signs = negative > 0 ? ` (${negative} of them negative: each counts by its size; read them below)` : "";
-    const what = `${count} ${count === 1 ? "payment" : "payments"}, ${total} ${currency ?? "(currency not stated)"}${signs}`;
+    const what = `${count} ${count === 1 ? "write" : "writes"} moving ${total} ${currency ?? "(currency not stated)"}${signs}`;
     return subjects.length > 0 ? `${what}, for ${subjects.join(", ")}` : what;
   });
 }

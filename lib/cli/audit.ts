@@ -62,7 +62,7 @@ export const AUDIT_USAGE = `Usage:
 verify recomputes the hash chain, the tool-call seals, each run's content against the digests in
 its events (naming the run and field that differ) and the signed checkpoints: exit 0 with the
 head, exit 1 naming the first broken event, or saying that checkpoints are missing (events older
-than twice the checkpoint interval that no checkpoint covers). checkpoint --bootstrap signs a first
+than three checkpoint intervals that no checkpoint covers). checkpoint --bootstrap signs a first
 checkpoint over such a log (a new key or checkpoint directory): you vouch for the log as it is.
 export writes to standard output one row per audit event (--per-run: one per matching run),
 leaving out the log's own reads with --no-audit-reads; the manifest (row count, time range, chain
