@@ -100,7 +100,9 @@ test.describe("plan preview and bound apply", () => {
       await run.goto(submitted.runId);
       const plan = page.getByTestId("plan");
       await expect(plan).toBeVisible();
-      await expect(page.getByTestId("plan-totals")).toContainText(`3 writes moving ${currency === "JPY" ? "3" : "0.03"} ${currency}, for ${invoices.join(", ")}`);
+      await expect(page.getByTestId("plan-totals")).toContainText(
+        `3 writes moving ${currency === "JPY" ? "3" : "0.03"} ${currency}, for ${invoices.join(", ")}`,
+      );
       for (const seq of [1, 2, 3]) await expect(page.getByTestId(`plan-write-${seq}`)).toContainText("ledger.issueRefund");
       // The plan comes before the code.
       const [planBox, codeBox] = await Promise.all([plan.boundingBox(), page.locator(`section[aria-labelledby="code"]`).boundingBox()]);
