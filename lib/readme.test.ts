@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 
 const STATEMENT =
-  "Node.js 24.5+ (or 22.21+) recommended; Node 20 installs with an engine warning; the product runs on the Node 26 that `npm install` fetches; bubblewrap is required by the default `strict` sandbox.";
+  "Node.js 24.5+ (or 22.21+) recommended; Node 20 installs with many EBADENGINE warnings (harmless: they name packages' engine ranges); the product runs on the Node 26 that `npm install` fetches; bubblewrap is required by the default `strict` sandbox.";
 
 type PackageJson = { engines?: { node?: string }; dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
 

@@ -50,6 +50,7 @@ describe("a credential in what an agent writes is refused, and stored nowhere", 
     ["a private key", PEM, "private_key"],
     ["a connection string with its password", POSTGRES, "connection_string"],
     ["a full-width Stripe key (NFKC reads it as the key)", FULL_WIDTH_STRIPE, "stripe_key"],
+    ["a Stripe key split by a zero-width joiner (invisible)", `${STRIPE.slice(0, 12)}\u200d${STRIPE.slice(12)}`, "stripe_key"],
   ])("in a script: %s", async (_, secret, kind) => {
     const runsBefore = await fixture.db.prisma.run.count();
     const code = `const note = "start";\nconst label = ${JSON.stringify(secret)};\nreturn (await tools.ledger.listInvoices({ limit: 1 })).invoices.length;`;

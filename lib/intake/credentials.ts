@@ -8,7 +8,8 @@
  *   its line, before anything is stored; the message never quotes the credential. It looks at the
  *   agent's code (for call_tool and run_skill, their arguments: the rest of their script is
  *   Airlock's or a reviewed skill's), the purpose, the idempotency key and the inputs' names, as
- *   written and NFKC-folded (full-width `ｓｋ＿ｌｉｖｅ＿…` reads as the key to a model and a person alike);
+ *   written and as read: NFKC-folded and zero-width joiners dropped (full-width `ｓｋ＿ｌｉｖｅ＿…`,
+ *   or a key split by a joiner, reads as the key to a model and a person alike);
  * - `redactedProvenance` replaces each credential in the provenance (the model, conversation id,
  *   prompt and context an agent reports: text of its conversation, which a person may have pasted a
  *   key into) with `[REDACTED:<kind>]`: refusing would lose the run for text the agent did not write.
@@ -62,9 +63,9 @@ function refusal(field: string, what: string, found: { kind: SecretKind; line: n
   );
 }
 
-/** The first credential in `text`, as written or as NFKC folds it, and the line it starts on. */
+/** The first credential in `text`, as written or as read (NFKC-folded, zero-width joiners dropped), and the line it starts on. */
 function firstCredential(text: string): { kind: SecretKind; line: number } | null {
-  const candidates = NON_ASCII.test(text) ? [text, text.normalize("NFKC")] : [text];
+  const candidates = NON_ASCII.test(text) ? [text, text.normalize("NFKC").replace(/[\u200c\u200d]/g, "")] : [text];
   for (const candidate of candidates) {
     const [span] = findSecrets(candidate);
     if (span) return { kind: span.kind, line: lineOf(candidate, span.start) };
