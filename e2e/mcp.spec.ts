@@ -290,7 +290,16 @@ test.describe("MCP endpoint refusals", () => {
     }
     const notJson = await request.post("/api/mcp", { headers, data: Buffer.from("{not json") });
     expect(notJson.status()).toBe(400);
-    expect(await notJson.json()).toMatchObject({ error: { code: -32700, message: "Parse error: the body is not JSON" } });
+    expect(await notJson.json()).toMatchObject({ error: { code: -32700, message: "Parse error: The body must be JSON." } });
+    // Bytes that are not UTF-8 (here inside a script) are refused, not stored as U+FFFD.
+    const notUtf8 = Buffer.concat([
+      Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"submit_run","arguments":{"code":"return \''),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('\';","purpose":"bytes"}}}'),
+    ]);
+    const refusedBytes = await request.post("/api/mcp", { headers, data: notUtf8 });
+    expect(refusedBytes.status()).toBe(400);
+    expect(await refusedBytes.json()).toMatchObject({ error: { code: -32700, message: expect.stringContaining("not UTF-8") } });
     // Nothing of the refused batch ran: no run was stored with its purpose.
     const db = new pg.Client({ connectionString: state.databaseUrl });
     await db.connect();

@@ -20,7 +20,7 @@ describe("createUser", () => {
     expect(user.passwordHash).not.toContain("correct horse");
   });
 
-  it("refuses a duplicate, a short password and an unknown role with typed errors", async () => {
+  it("refuses a duplicate, a short password, an unknown role, a name with a bidi character and an overlong address with typed errors", async () => {
     await expect(db.prisma.$transaction((tx) => createUser(tx, system, { email: "rita@example.com", role: "reviewer" }))).rejects.toMatchObject({
       code: "conflict",
     });
@@ -31,6 +31,14 @@ describe("createUser", () => {
     await expect(db.prisma.$transaction((tx) => createUser(tx, system, { email: "y@example.com", role: "root" as never }))).rejects.toMatchObject({
       code: "bad_request",
     });
+    // A name that reads as another (a bidi override), and an address past RFC 5321's bounds (its
+    // local part became the name, past the name's own limit).
+    for (const input of [
+      { email: "z@example.com", name: "Rita \u202eadmin", role: "reviewer" as const },
+      { email: `${"a".repeat(65)}@example.com`, role: "reviewer" as const },
+    ]) {
+      await expect(db.prisma.$transaction((tx) => createUser(tx, system, input))).rejects.toMatchObject({ code: "bad_request" });
+    }
   });
 
   it("is refused to a person without agents:manage", async () => {

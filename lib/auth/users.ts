@@ -17,12 +17,27 @@ import { lockLoginKeys, loginThrottle } from "./login-throttle";
 import { hashPassword, verifyPassword, MIN_PASSWORD_LENGTH } from "./passwords";
 import { requireScope, ROLES, type Actor, type Role } from "@/lib/contracts/scopes";
 
-export const emailSchema = z.string().trim().toLowerCase().pipe(z.email("must be an email address"));
+/** An address as RFC 5321 bounds it: at most 254 characters, the part before the @ at most 64. */
+export const emailSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.email("must be an email address"))
+  .refine((email) => email.length <= 254 && email.indexOf("@") <= 64, "must be an email address of at most 254 characters, 64 before the @");
+
+/** Control and bidi characters, which would let a name read as another in the console and the audit log. */
+const NAME_REFUSED = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/;
 
 export const newUserSchema = z
   .object({
     email: emailSchema,
-    name: z.string().trim().min(1).max(200).optional(),
+    name: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .refine((name) => !NAME_REFUSED.test(name), "must be plain text: no control, bidi or zero-width characters")
+      .optional(),
     role: z.enum(ROLES),
     password: z.string().min(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`).max(1024).optional(),
   })

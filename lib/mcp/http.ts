@@ -74,7 +74,7 @@ async function readMessages(request: Request): Promise<{ body: unknown } | { ref
     body = await readJsonBody(request, MAX_MCP_BODY_BYTES);
   } catch (error) {
     if (isAppError(error) && error.code === "payload_too_large") return { refused: jsonError(413, `Payload Too Large: ${error.message}`) };
-    if (isAppError(error) && error.code === "bad_request") return { refused: jsonError(400, "Parse error: the body is not JSON", {}, -32700) };
+    if (isAppError(error) && error.code === "bad_request") return { refused: jsonError(400, `Parse error: ${error.message}`, {}, -32700) };
     throw error;
   }
   const refusal = batchRefusal(body);
