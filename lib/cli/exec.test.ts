@@ -164,6 +164,15 @@ describe("airlock exec without a door", () => {
     expect(await execCommand([join(dir, "ok.js")], io)).toBe(2);
     expect(out.stderr).toMatch(/^airlock exec: say how to run FILE: --agent NAME \(policy, review, audit\) or --dev \(none of them\)\n\nUsage: /);
   });
+
+  it("refuses a script file that is not UTF-8 (a refused value: exit 1) instead of running it with U+FFFD in place of its bytes", async () => {
+    const file = join(dir, "latin1.js");
+    writeFileSync(file, Buffer.concat([Buffer.from('return "caf'), Buffer.from([0xe9]), Buffer.from('";')]));
+    await expect(execCommand([file, "--dev"], capture().io)).rejects.toMatchObject({
+      code: "bad_request",
+      message: expect.stringContaining("latin1.js is not UTF-8 text"),
+    });
+  });
 });
 
 describe("airlock exec --agent", () => {

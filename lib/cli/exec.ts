@@ -314,12 +314,19 @@ async function execDev(args: DevArgs, code: string, io: CliIo): Promise<number> 
 export async function execCommand(argv: string[], io: CliIo): Promise<number> {
   return exitOnUsageError(io, async () => {
     const args = parse(argv);
-    let code: string;
+    let bytes: Buffer;
     try {
-      code = readFileSync(args.file, "utf8");
+      bytes = readFileSync(args.file);
     } catch (error) {
       // A file that cannot be read is a refused value (exit 1), as in `policy validate`, not wrong arguments.
       throw new AppError("bad_request", `cannot read ${args.file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+    let code: string;
+    try {
+      // Bytes that are not UTF-8 are refused, not replaced: the code hashed and reviewed is the file's.
+      code = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch {
+      throw new AppError("bad_request", `${args.file} is not UTF-8 text; save the script as UTF-8.`);
     }
     return args.mode === "agent" ? execAsAgent(args, code, io) : execDev(args, code, io);
   });
