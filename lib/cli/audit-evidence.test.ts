@@ -96,19 +96,23 @@ describe("airlock audit evidence / verify-evidence", () => {
     );
   }, 90_000);
 
-  it("refuses a file that is not evidence (exit 1) and bad arguments (exit 2)", async () => {
+  it("refuses a file that is not evidence, one that cannot be read and a key that is not one (exit 1, saying why), and bad arguments (exit 2)", async () => {
     const notEvidence = join(dir, "other.json");
     await writeFile(notEvidence, JSON.stringify({ kind: "something-else" }));
     const refused = await airlock(["audit", "verify-evidence", notEvidence], offline());
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^NOT EVIDENCE: .*other\.json: not a run evidence file \(airlock\.run-evidence version 1\): kind: /);
+    for (const [args, why] of [
+      [["verify-evidence", join(dir, "missing.json")], /cannot read .*missing\.json/],
+      [["verify-evidence", notEvidence, "--public-key", notEvidence], /other\.json is not an Ed25519 key in PEM/],
+    ] as const) {
+      const result = await airlock(["audit", ...args], offline());
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(why);
+      expect(result.stderr).not.toContain("Usage:");
+    }
 
-    for (const args of [
-      ["verify-evidence"],
-      ["verify-evidence", join(dir, "missing.json")],
-      ["verify-evidence", notEvidence, "--public-key", notEvidence],
-      ["evidence"],
-    ]) {
+    for (const args of [["verify-evidence"], ["evidence"]]) {
       const result = await airlock(["audit", ...args], offline());
       expect(result.code).toBe(2);
       expect(result.stderr).toContain("Usage:");

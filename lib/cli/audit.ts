@@ -301,14 +301,15 @@ async function evidenceKey(pemFile: string | undefined, deps: AuditCommandDeps):
     pem = await readFile(file, "utf8");
   } catch (error) {
     if (pemFile === undefined && (error as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw new UsageError(`cannot read the public key ${file}: ${(error as Error).message}`, AUDIT_USAGE);
+    // A file that cannot be read, or is not a key, is a refused value (exit 1), as in exec and policy validate.
+    throw new AppError("bad_request", `cannot read the public key ${file}: ${(error as Error).message}`);
   }
   try {
     const key = createPublicKey(pem);
     if (key.asymmetricKeyType !== "ed25519") throw new Error(`a ${key.asymmetricKeyType} key, not Ed25519`);
     return key;
   } catch (error) {
-    throw new UsageError(`${file} is not an Ed25519 key in PEM: ${(error as Error).message}`, AUDIT_USAGE);
+    throw new AppError("bad_request", `${file} is not an Ed25519 key in PEM: ${(error as Error).message}`);
   }
 }
 
@@ -339,7 +340,7 @@ async function verifyEvidence(args: string[], io: CliIo, deps: AuditCommandDeps)
   if (positionals.length !== 1) throw new UsageError("give exactly one evidence FILE", AUDIT_USAGE);
   const path = positionals[0]!;
   const text = await readFile(path, "utf8").catch((error: Error) => {
-    throw new UsageError(`cannot read ${path}: ${error.message}`, AUDIT_USAGE);
+    throw new AppError("bad_request", `cannot read ${path}: ${error.message}`);
   });
   const key = await evidenceKey(values["public-key"], deps);
   try {

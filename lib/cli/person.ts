@@ -2,9 +2,9 @@
  * Who a CLI command acts as.
  *
  * `cliActor(db, asEmail?)`, for every command that records an actor (audit export, verify,
- * checkpoint…): with `--as EMAIL`, that person — an existing user who is not disabled, else a
- * UsageError (exit 2, one line; a disabled user's attempt is also recorded as `auth.forbidden`,
- * door `cli`); without it, the system actor `cli:<os user>@<host>` (os.userInfo(), os.hostname();
+ * checkpoint…): with `--as EMAIL`, that person — an existing user who is not disabled, else
+ * not_found or forbidden (exit 1, one line, as actingAs; a blank email is a UsageError, exit 2; a
+ * disabled user's attempt is also recorded as `auth.forbidden`, door `cli`); without it, the system actor `cli:<os user>@<host>` (os.userInfo(), os.hostname();
  * characters outside [A-Za-z0-9._-] become "_", each part at most 64 characters, "unknown" when
  * the system cannot say), so the log names the account that ran it rather than just "cli".
  * The services then apply the person's scopes, as the console does.
@@ -41,17 +41,19 @@ export function cliSystemActor(): Actor {
   return { type: "system", name: `cli:${label(() => userInfo().username)}@${label(hostname)}` };
 }
 
-/** The actor of a CLI command: the enabled user `asEmail` names (exit 2 otherwise), else cliSystemActor(). */
+/** The actor of a CLI command: the enabled user `asEmail` names (exit 1 otherwise), else cliSystemActor(). */
 export async function cliActor(db: Db, asEmail?: string): Promise<Actor> {
   if (asEmail === undefined) return cliSystemActor();
   const email = asEmail.trim().toLowerCase();
   if (email === "") throw new UsageError("--as needs the email of a user", "");
   const user = await db.user.findUnique({ where: { email } });
-  if (!user) throw new UsageError(`--as ${email}: no user has that email`, "");
+  // A value the command refuses (exit 1), as actingAs refuses it: not wrong arguments.
+  if (!user) throw new AppError("not_found", `--as ${email}: no user has that email`);
   if (user.disabledAt) {
     const actor: Actor = { type: "user", id: user.id, email: user.email, role: user.role };
-    await recordForbidden(db, actor, new AppError("forbidden", `${user.email} is disabled.`, { details: { reason: "user_disabled" } }), "cli");
-    throw new UsageError(`--as ${email}: that user is disabled`, "");
+    const error = new AppError("forbidden", `--as ${email}: that user is disabled`, { details: { reason: "user_disabled" } });
+    await recordForbidden(db, actor, error, "cli");
+    throw error;
   }
   return { type: "user", id: user.id, email: user.email, role: user.role };
 }
