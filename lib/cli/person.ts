@@ -4,7 +4,8 @@
  * `cliActor(db, asEmail?)`, for every command that records an actor (audit export, verify,
  * checkpoint…): with `--as EMAIL`, that person — an existing user who is not disabled, else
  * not_found or forbidden (exit 1, one line, as actingAs; a blank email is a UsageError, exit 2; a
- * disabled user's attempt is also recorded as `auth.forbidden`, door `cli`); without it, the system actor `cli:<os user>@<host>` (os.userInfo(), os.hostname();
+ * disabled user's attempt is also recorded as `auth.forbidden`, door `cli`); without it, the
+ * system actor `cli:<os user>@<host>` (os.userInfo(), os.hostname();
  * characters outside [A-Za-z0-9._-] become "_", each part at most 64 characters, "unknown" when
  * the system cannot say), so the log names the account that ran it rather than just "cli".
  * The services then apply the person's scopes, as the console does.

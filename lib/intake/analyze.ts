@@ -245,6 +245,14 @@ export function analyzeScript(input: AnalysisInput): Analysis {
   return analysis;
 }
 
+/** The registry's side of an analysis, as a runtime holds it (lib/runs/service.ts RunDeps.registry). */
+export type AnalysisRegistry = { toolFacts(): readonly ToolFacts[]; declarations(): string; allowedImports(): readonly string[] };
+
+/** analyzeScript against the registry as it is now: its tool facts, declarations and package allowlist. */
+export function analyzeAgainst(registry: AnalysisRegistry, code: string, language: AnalysisInput["language"]): Analysis {
+  return analyzeScript({ code, language, tools: registry.toolFacts(), declarations: registry.declarations(), allowedPackages: registry.allowedImports() });
+}
+
 function analyzeOrFail(input: AnalysisInput): Analysis {
   try {
     return analyze(input);

@@ -18,12 +18,10 @@
  * run time is not found (a script that wants one stored can always do so), and short passwords pass.
  */
 import { AppError } from "@/lib/errors";
-import { findSecrets, redactSecrets, type SecretKind } from "@/lib/untrusted/secrets";
+import { asRead, findSecrets, redactSecrets, type SecretKind } from "@/lib/untrusted/secrets";
 
 /** Where a submission's code came from: an agent's script, or a call's arguments written into one (call_tool, run_skill). */
 export type CodeOrigin = "code" | "arguments";
-
-const NON_ASCII = /[^\x00-\x7f]/;
 
 export function refuseCredentials(input: {
   scanned: { text: string; origin: CodeOrigin };
@@ -63,10 +61,10 @@ function refusal(field: string, what: string, found: { kind: SecretKind; line: n
   );
 }
 
-/** The first credential in `text`, as written or as read (NFKC-folded, zero-width joiners dropped), and the line it starts on. */
+/** The first credential in `text`, as written or as read (lib/untrusted/secrets.ts asRead), and the line it starts on. */
 function firstCredential(text: string): { kind: SecretKind; line: number } | null {
-  const candidates = NON_ASCII.test(text) ? [text, text.normalize("NFKC").replace(/[\u200c\u200d]/g, "")] : [text];
-  for (const candidate of candidates) {
+  const read = asRead(text);
+  for (const candidate of read === null ? [text] : [text, read]) {
     const [span] = findSecrets(candidate);
     if (span) return { kind: span.kind, line: lineOf(candidate, span.start) };
   }

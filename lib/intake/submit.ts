@@ -60,7 +60,7 @@ import { jsonDigest, sha256Hex } from "@/lib/digest";
 import { env } from "@/lib/env";
 import { AppError, invalidArguments, isAppError, type AppErrorCode } from "@/lib/errors";
 import { Prisma, type Run } from "@/lib/generated/prisma/client";
-import { analyzeScript } from "@/lib/intake/analyze";
+import { analyzeAgainst } from "@/lib/intake/analyze";
 import { redactedProvenance, refuseCredentials, type CodeOrigin } from "@/lib/intake/credentials";
 import { SkillUseError, inlineSkills, mentionsSkills, type SkillRef } from "@/lib/skills/catalog";
 import { publishedSkills } from "@/lib/skills/service";
@@ -425,15 +425,7 @@ async function storeProposal(
   });
   const inputsDigest = sha256Hex(canonicalJson(inputs.map(({ name, sha256: digest }) => ({ name, sha256: digest }))));
 
-  const analysis = inSpanSync("airlock.analysis", contextWith(span), { [RUN_ID]: runId }, () =>
-    analyzeScript({
-      code: input.code,
-      language: input.language,
-      tools: deps.registry.toolFacts(),
-      declarations: deps.registry.declarations(),
-      allowedPackages: deps.registry.allowedImports(),
-    }),
-  );
+  const analysis = inSpanSync("airlock.analysis", contextWith(span), { [RUN_ID]: runId }, () => analyzeAgainst(deps.registry, input.code, input.language));
   const policyRequest = buildPolicyRequest({
     agent: { id: actor.id, ownerId: actor.ownerId },
     facts: analysis.facts,

@@ -139,23 +139,9 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
     }
     marked.note(info?.piiFields, tokens.args);
     if (!readOnly) {
-      const unreviewable = unreviewableArguments(normalized.changed, screened);
-      const stray = unreviewable ? null : strayPlaceholder(storedArgs, writes);
-      if (unreviewable || stray) {
-        const why = unreviewable
-          ? `${unreviewable}, so no reviewer could see what it would send. Keep credentials out of a write's arguments: the broker holds the upstreams' credentials.`
-          : `its arguments hold "${stray!.slice(0, 200)}", which no earlier planned write answered with: only a value an upstream assigns stands in a plan for what the real call will return, so no reviewer could see what it would send.`;
-        unplannable ??= `PLAN_UNREVIEWABLE: write ${writes.length + 1} (${server}.${tool}): ${why}`;
-        call.outcome = "refused";
-        call.error = unplannable.slice(0, 2000);
-        controller.abort();
-        throw new Error(unplannable);
-      }
-      // A write the broker would refuse at apply is never planned: reviewers would approve a run
-      // that stops there, after the writes before it were made.
-      const invalid = deps.argumentsProblem(server, tool, tokens.restored ? tokens.args : args, aboutPlaceholders(storedArgs));
-      if (invalid) {
-        unplannable ??= `INVALID_ARGUMENTS: write ${writes.length + 1} (${server}.${tool}): ${invalid}. The broker refuses such a call, so it cannot be planned.`;
+      const problem = unplannableWrite(deps, { server, tool, args: tokens.restored ? tokens.args : args, normalized: normalized.changed, screened, writes });
+      if (problem) {
+        unplannable ??= `${problem.kind}: write ${writes.length + 1} (${server}.${tool}): ${problem.why}`;
         call.outcome = "refused";
         call.error = unplannable.slice(0, 2000);
         controller.abort();
@@ -251,6 +237,34 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   });
   if (ended && failureMessage === null) await deps.onPendingReview?.(runId);
   return true;
+}
+
+/**
+ * Why a write cannot be planned, or null: the screen would rewrite its arguments (a credential
+ * redacted, characters normalized), they hold a placeholder no earlier planned write answered
+ * with, or the broker would refuse them at apply (the approved run would stop there, after the
+ * writes before it were made).
+ */
+function unplannableWrite(
+  deps: Pick<PreviewDeps, "argumentsProblem">,
+  write: { server: string; tool: string; args: JsonValue; normalized: boolean; screened: ReturnType<typeof screenJson>; writes: readonly PlanWrite[] },
+): { kind: "PLAN_UNREVIEWABLE" | "INVALID_ARGUMENTS"; why: string } | null {
+  const unreviewable = unreviewableArguments(write.normalized, write.screened);
+  if (unreviewable) {
+    return {
+      kind: "PLAN_UNREVIEWABLE",
+      why: `${unreviewable}, so no reviewer could see what it would send. Keep credentials out of a write's arguments: the broker holds the upstreams' credentials.`,
+    };
+  }
+  const stray = strayPlaceholder(write.screened.value, write.writes);
+  if (stray) {
+    return {
+      kind: "PLAN_UNREVIEWABLE",
+      why: `its arguments hold "${stray.slice(0, 200)}", which no earlier planned write answered with: only a value an upstream assigns stands in a plan for what the real call will return, so no reviewer could see what it would send.`,
+    };
+  }
+  const invalid = deps.argumentsProblem(write.server, write.tool, write.args, aboutPlaceholders(write.screened.value));
+  return invalid ? { kind: "INVALID_ARGUMENTS", why: `${invalid}. The broker refuses such a call, so it cannot be planned.` } : null;
 }
 
 /**

@@ -13,7 +13,7 @@ import { setEnvForChildren } from "@/lib/env";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
 import { sequenceAudit } from "@/lib/db/audit-sequence";
-import { analyzeScript } from "@/lib/intake/analyze";
+import { analyzeAgainst } from "@/lib/intake/analyze";
 import { submitRun } from "@/lib/intake/submit";
 import { submitSkillRun } from "@/lib/intake/skill";
 import { listPatterns } from "@/lib/review/patterns";
@@ -84,11 +84,7 @@ const fingerprint = () => fingerprintScript(refund("inv_0001", 1200, "skills-tes
 const deps = () => ({
   db: ledger.db.prisma,
   runScript: (request: Parameters<SandboxPool["run"]>[0]) => pool.run(request),
-  analyze: (code: string, language: "typescript" | "javascript") => {
-    const { registry } = ledger.runtime;
-    return analyzeScript({ code, language, tools: registry.toolFacts(), declarations: registry.declarations(), allowedPackages: registry.allowedImports() })
-      .findings;
-  },
+  analyze: (code: string, language: "typescript" | "javascript") => analyzeAgainst(ledger.runtime.registry, code, language).findings,
 });
 let versionId = "";
 

@@ -441,6 +441,18 @@ const NON_ASCII = /[^\x00-\x7f]/;
 const JOINERS = /[\u200c\u200d]/g;
 
 /**
+ * `text` as a model and a person read it, when that differs from how it is written: NFKC-folded
+ * (full-width `ｓｋ＿ｌｉｖｅ＿…` reads as the key) and zero-width joiners dropped (invisible, so a key
+ * split by one reads whole); null for ASCII text, which reads as written. Offsets stay line-true:
+ * neither step adds or removes a line break.
+ */
+export function asRead(text: string): string | null {
+  if (!NON_ASCII.test(text)) return null;
+  const read = text.normalize("NFKC").replace(JOINERS, "");
+  return read === text ? null : read;
+}
+
+/**
  * Replaces each secret with `[REDACTED:<kind>]`; `kinds` has one entry per replacement, in order.
  * A text that spells a credential in compatibility forms (full-width `ｓｋ＿ｌｉｖｅ＿…`, which a
  * model reads as the key) or splits one with zero-width joiners comes back NFKC-folded, joiners
@@ -449,10 +461,8 @@ const JOINERS = /[\u200c\u200d]/g;
  */
 export function redactSecrets(text: string): { text: string; kinds: SecretKind[] } {
   const written = replaced(text, findSecrets(text));
-  if (!NON_ASCII.test(written.text)) return written;
-  // Zero-width joiners are invisible to a model and a person too: `sk_live_4eC3\u200d9Hq…` reads as the key.
-  const folded = written.text.normalize("NFKC").replace(JOINERS, "");
-  if (folded === written.text) return written;
+  const folded = asRead(written.text);
+  if (folded === null) return written;
   const again = replaced(folded, findSecrets(folded));
   return again.kinds.length === 0 ? written : { text: again.text, kinds: [...written.kinds, ...again.kinds] };
 }

@@ -16,7 +16,7 @@ import { redirect } from "next/navigation";
 import { z } from "zod";
 import { actionForm, userAction, type ActionResult } from "@/lib/auth/user-action";
 import { prisma } from "@/lib/db";
-import { analyzeScript } from "@/lib/intake/analyze";
+import { analyzeAgainst } from "@/lib/intake/analyze";
 import { appRuntime } from "@/lib/runs/runtime";
 import { runInSandbox } from "@/lib/sandbox";
 import { replaySkillTests } from "@/lib/skills/replay";
@@ -116,14 +116,11 @@ const replay = userAction("skills:manage", z.strictObject({ versionId: z.uuid("v
   // The sandbox level, package allowlist and tool registry this process runs and analyses scripts with.
   const runtime = await appRuntime(prisma());
   await runtime.registry.refresh();
-  const { registry } = runtime;
   return replaySkillTests(
     {
       db: prisma(),
       runScript: (request) => runInSandbox({ ...request, isolation: runtime.sandbox.level, packages: runtime.config.packages }),
-      analyze: (code, language) =>
-        analyzeScript({ code, language, tools: registry.toolFacts(), declarations: registry.declarations(), allowedPackages: registry.allowedImports() })
-          .findings,
+      analyze: (code, language) => analyzeAgainst(runtime.registry, code, language).findings,
     },
     actor,
     versionId,
