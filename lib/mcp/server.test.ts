@@ -177,8 +177,10 @@ describe("MCP audit coverage", () => {
     expect(events[0]).toMatchObject({ subjectId: run.id, data: { via: "tasks/result", dataClasses: ["phi"] } });
   });
 
-  it("records a missing scope as auth.forbidden {scope, door}, for tools and for task methods", async () => {
+  it("lists only the tools a token may call, and records a call without the scope as auth.forbidden {scope, door}, for tools and for task methods", async () => {
     const client = await connect(limited);
+    // Listed: only what the token may call. The others are still answered, refused and recorded.
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["submit_run", "call_tool", "run_skill", "cancel_run", "record_outcome"]);
     const searched = await client.callTool({ name: "search_tools", arguments: { query: "x" } });
     expect(searched.isError).toBe(true);
     expect(payload(searched).error?.code).toBe("FORBIDDEN");
@@ -334,10 +336,13 @@ describe("MCP tool contract", () => {
     clients.push(client);
 
     const list = await client.listTools();
-    // In the tools' own order, whatever order the URL names them in.
-    expect(list.tools.map((tool) => tool.name)).toEqual(["search_tools", "submit_run", "get_run"]);
+    // In the tools' own order, whatever order the URL names them in; submit_run is selected but
+    // not listed, as this token has no runs:submit.
+    expect(list.tools.map((tool) => tool.name)).toEqual(["search_tools", "get_run"]);
     const full = await (await connect(reader)).listTools();
-    expect(encode(JSON.stringify(list)).length).toBeLessThan(encode(JSON.stringify(full)).length * 0.6);
+    expect(full.tools.map((tool) => tool.name)).toEqual(["search_tools", "get_run"]);
+    const everything = await (await connect(agent)).listTools();
+    expect(encode(JSON.stringify(list)).length).toBeLessThan(encode(JSON.stringify(everything)).length * 0.6);
 
     // A tool left out is refused as not offered, not as unknown; an unknown one is still unknown.
     expect(await outcome(client.callTool({ name: "cancel_run", arguments: { runId: "00000000-0000-4000-8000-000000000000" } }))).toEqual({

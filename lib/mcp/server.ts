@@ -22,7 +22,9 @@
  * as `auth.forbidden` with the door `mcp:<tool>` — each before the agent gets the answer.
  *
  * The tools/list answer is part of every agent's context: descriptions are short and schemas
- * compact (bench/mcp.ts measures its tokens). A connection may offer fewer tools: the client names
+ * compact (bench/mcp.ts measures its tokens), and it lists only the tools the agent's token holds
+ * the scope of: a tool it may not call is context spent for nothing (calling one is still answered,
+ * FORBIDDEN and audited). A connection may offer fewer tools: the client names
  * them in the endpoint's URL, `/api/mcp?tools=search_tools,submit_run,get_run` (selectTools), and
  * the others are neither listed nor callable on it. A selection only narrows what is offered;
  * each tool still checks its scope.
@@ -143,7 +145,8 @@ function guardRequests(server: Server): void {
 
 /** The server for one request, offering `offered` (every tool unless a selection narrows it). */
 export function createMcpServer(ctx: McpContext, offered: readonly McpTool[] = MCP_TOOLS): Server {
-  const listing = offered.map((tool) => tool.listing);
+  // Listed: the offered tools this agent's token may call. Calling another is still answered (FORBIDDEN, audited).
+  const listing = offered.filter((tool) => ctx.agent.scopes.includes(tool.scope)).map((tool) => tool.listing);
   const byName = new Map(offered.map((tool) => [tool.name, tool]));
   const server = new Server(
     { name: "airlock", version: "0.1.0" },
