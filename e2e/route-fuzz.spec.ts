@@ -184,3 +184,30 @@ test("no server action answers hostile form input untyped or with a 5xx, for any
   }
   expect(failures).toEqual([]);
 });
+
+test("every form refuses a field it does not have and a field sent twice, naming it, before anything is done", async ({ browser, baseURL, state }) => {
+  const admin = state.credentials.users.find((u) => u.role === "admin")!;
+  const cookie = { Cookie: await sessionCookie(browser, baseURL!, admin.email, admin.password) };
+  const actions = manifestActions().filter((a) => ACTIONS[a.name] && Object.keys(ACTIONS[a.name]!.fields).length > 0);
+  expect(actions.length).toBeGreaterThan(15);
+  const misses: string[] = [];
+  for (const action of actions) {
+    const entry = ACTIONS[action.name]!;
+    const extra = await callAction(baseURL!, action.id, { page: entry.page, fields: { ...entry.fields, unexpected: "1" } }, cookie);
+    if (!/"code":"bad_request"/.test(extra.text) || !extra.text.includes('\\"unexpected\\" is not a field of this form')) {
+      misses.push(`${action.name} with an unknown field → ${extra.status} ${extra.text.slice(0, 200)}`);
+    }
+    // A field that is not a list (checkboxes may repeat), sent twice with two different values.
+    const [name, value] = Object.entries(entry.fields).find(([, v]) => typeof v === "string")!;
+    const twice = await callAction(
+      baseURL!,
+      action.id,
+      { page: entry.page, fields: { ...entry.fields, [name]: [value as string, `${value as string}2`] } },
+      cookie,
+    );
+    if (!/"code":"bad_request"/.test(twice.text) || !twice.text.includes(`\\"${name}\\" is sent more than once`)) {
+      misses.push(`${action.name} with ${name} twice → ${twice.status} ${twice.text.slice(0, 200)}`);
+    }
+  }
+  expect(misses).toEqual([]);
+});

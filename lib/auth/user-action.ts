@@ -22,17 +22,38 @@ import { prisma } from "@/lib/db";
 import { AppError, isAppError, toPublicError, type AppErrorCode } from "@/lib/errors";
 import { findUnstorable } from "@/lib/untrusted/storable-text";
 
-/**
- * A server action's form argument as a form sent it. A server action is a public endpoint and a
- * client may send it any value; anything but a FormData reads as an empty form, which the
- * action's closed schema then refuses with `bad_request` — never a TypeError and a 500.
- */
-export function actionForm(sent: unknown): FormData {
-  return sent instanceof FormData ? sent : new FormData();
-}
-
 export type ActionError = { code: AppErrorCode; message: string; status: number; details?: Record<string, unknown> };
 export type ActionResult<T> = { ok: true; data: T } | { ok: false; error: ActionError };
+
+/**
+ * A server action's form argument, closed like every other input. A server action is a public
+ * endpoint and a client may send it any value: anything but a FormData reads as an empty form,
+ * which the action's closed schema then refuses — never a TypeError and a 500. A field its form
+ * does not have (`fields`; a RegExp names a family, such as `argName-3`) or a field sent twice
+ * (only `lists`, checkboxes, may repeat) is refused as `bad_request` naming it: a value the action
+ * would silently ignore, or one of two it would silently choose between, is a guess. React's own
+ * `$ACTION_…` fields (a form sent before the page's script ran) are not the form's.
+ */
+export function actionForm(
+  sent: unknown,
+  fields: readonly (string | RegExp)[],
+  lists: readonly string[] = [],
+): { ok: true; form: FormData } | { ok: false; error: ActionError } {
+  const form = sent instanceof FormData ? sent : new FormData();
+  const seen = new Set<string>();
+  for (const name of form.keys()) {
+    if (name.startsWith("$ACTION")) continue;
+    const shown = JSON.stringify(name.slice(0, 64));
+    if (!fields.some((field) => (typeof field === "string" ? field === name : field.test(name)))) {
+      return { ok: false, error: toPublicError(new AppError("bad_request", `${shown} is not a field of this form.`)) };
+    }
+    if (seen.has(name) && !lists.includes(name)) {
+      return { ok: false, error: toPublicError(new AppError("bad_request", `${shown} is sent more than once; a form sends each field once.`)) };
+    }
+    seen.add(name);
+  }
+  return { ok: true, form };
+}
 
 /** `action:<path of the page it was sent from>` (the Referer's path; a label, not a proof), or `action`. */
 async function actionDoor(): Promise<string> {

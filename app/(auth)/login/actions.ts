@@ -11,7 +11,9 @@ export type LoginState = { error: string | null; email?: string };
 const MAX_EMAIL = 320;
 
 export async function loginAction(_prev: LoginState, sent: FormData): Promise<LoginState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["email", "password", "from"]);
+  if (!read.ok) return { error: read.error.message };
+  const { form } = read;
   const email = form.get("email");
   const password = form.get("password");
   const typed = typeof email === "string" && email ? email.slice(0, MAX_EMAIL) : undefined;
@@ -40,6 +42,7 @@ export async function loginAction(_prev: LoginState, sent: FormData): Promise<Lo
 }
 
 export async function oidcLoginAction(sent: FormData): Promise<void> {
-  const form = actionForm(sent);
-  await signIn("oidc", { redirectTo: safeRedirect(form.get("from")) });
+  // Like a target safeRedirect refuses, a malformed form signs in to the console's start page.
+  const read = actionForm(sent, ["from"]);
+  await signIn("oidc", { redirectTo: read.ok ? safeRedirect(read.form.get("from")) : "/" });
 }

@@ -20,14 +20,18 @@ const revoke = userAction("agents:manage", z.object({ name: z.string().min(1) })
 );
 
 export async function createAgentAction(_previous: CreateAgentState, sent: FormData): Promise<CreateAgentState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["name", "ownerEmail", "scopes"], ["scopes"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await create({ name: form.get("name"), ownerEmail: form.get("ownerEmail"), scopes: form.getAll("scopes") });
   if (result.ok) revalidatePath("/agents");
   return result.ok ? { ok: true, data: { name: result.data.name, token: result.data.token, scopes: result.data.scopes } } : result;
 }
 
 export async function revokeAgentAction(_previous: RevokeAgentState, sent: FormData): Promise<RevokeAgentState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["name"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await revoke({ name: form.get("name") });
   if (result.ok) revalidatePath("/agents");
   return result;

@@ -34,7 +34,9 @@ const handle = userAction("policies:manage", draftSchema, async (actor, { text, 
 });
 
 export async function draftAction(_previous: DraftState, sent: FormData): Promise<DraftState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["text", "intent"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await handle({ text: form.get("text"), intent: form.get("intent") });
   if (result.ok && result.data.kind !== "checked") revalidatePath("/policies");
   return result;
@@ -44,14 +46,24 @@ export type ApproveState = ActionResult<{ version: number }> | null;
 
 const approve = userAction(
   "policies:manage",
-  z.object({ version: z.coerce.number().int().min(1).max(2_147_483_647) }).strict(),
+  z
+    .object({
+      version: z
+        .string()
+        .regex(/^[1-9]\d{0,9}$/, "must be a version number, in digits")
+        .transform(Number)
+        .pipe(z.number().max(2_147_483_647)),
+    })
+    .strict(),
   async (actor, { version }) => ({
     version: (await prisma().$transaction((tx) => approvePolicyVersion(tx, actor, version))).version,
   }),
 );
 
 export async function approveAction(_previous: ApproveState, sent: FormData): Promise<ApproveState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["version"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await approve({ version: form.get("version") });
   if (result.ok) revalidatePath("/policies");
   return result;

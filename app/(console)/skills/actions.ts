@@ -92,8 +92,23 @@ const draft = userAction(
   (actor, input) => draftSkill(prisma(), actor, input),
 );
 
+/** The draft form's fields: a bound hole's argument name is `argName-<hole>`. */
+const DRAFT_FIELDS = [
+  "fingerprint",
+  "name",
+  "description",
+  "bind",
+  /^argName-\d{1,5}$/,
+  "inputSchema",
+  "inputSchemaOriginal",
+  "outputSchema",
+  "outputSchemaOriginal",
+];
+
 export async function draftSkillAction(_previous: DraftSkillState, sent: FormData): Promise<DraftSkillState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, DRAFT_FIELDS, ["bind"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const inputs = form.getAll("bind").map((hole) => ({ hole, name: form.get(`argName-${String(hole)}`) ?? "" }));
   const result = await draft({
     fingerprint: form.get("fingerprint"),
@@ -128,7 +143,9 @@ const replay = userAction("skills:manage", z.strictObject({ versionId: z.uuid("v
 });
 
 export async function replaySkillAction(_previous: ReplayState, sent: FormData): Promise<ReplayState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["versionId"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await replay({ versionId: form.get("versionId") });
   if (result.ok) revalidateSkills();
   return result;
@@ -143,7 +160,9 @@ const review = userAction(
 );
 
 export async function reviewSkillAction(_previous: ReviewSkillState, sent: FormData): Promise<ReviewSkillState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["versionId", "verdict", "contentDigest", "comment"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const comment = form.get("comment");
   const result = await review({
     versionId: form.get("versionId"),
@@ -199,21 +218,27 @@ const confirm = userAction("skills:manage", standingId, (actor, input) => confir
 const revoke = userAction("skills:manage", standingId, (actor, input) => revokeStandingApproval(prisma(), actor, input));
 
 export async function proposeStandingAction(_previous: StandingState, sent: FormData): Promise<StandingState> {
-  const form = actionForm(sent);
   const fields = ["skillVersionId", "agents", "bounds", "notAfter", "maxUses", "reason"] as const;
+  const read = actionForm(sent, fields);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await propose(Object.fromEntries(fields.map((field) => [field, form.get(field)])));
   if (result.ok) revalidateSkills();
   return result;
 }
 
 export async function confirmStandingAction(_previous: StandingState, sent: FormData): Promise<StandingState> {
-  const result = await confirm({ id: actionForm(sent).get("id") });
+  const read = actionForm(sent, ["id"]);
+  if (!read.ok) return read;
+  const result = await confirm({ id: read.form.get("id") });
   if (result.ok) revalidateSkills();
   return result;
 }
 
 export async function revokeStandingAction(_previous: StandingState, sent: FormData): Promise<StandingState> {
-  const result = await revoke({ id: actionForm(sent).get("id") });
+  const read = actionForm(sent, ["id"]);
+  if (!read.ok) return read;
+  const result = await revoke({ id: read.form.get("id") });
   if (result.ok) revalidateSkills();
   return result;
 }

@@ -29,7 +29,9 @@ const accept = userAction(
 );
 
 export async function acceptToolAction(_previous: AcceptState, sent: FormData): Promise<AcceptState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["server", "tool", "schemaHash"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await accept({ server: form.get("server"), tool: form.get("tool"), schemaHash: form.get("schemaHash") });
   if (result.ok) revalidatePath("/tools");
   return result;
@@ -67,15 +69,19 @@ const confirm = userAction("tools:manage", z.strictObject({ ...toolName, overrid
 });
 
 export async function proposeOverrideAction(_previous: OverrideState, sent: FormData): Promise<OverrideState> {
-  const form = actionForm(sent);
   const fields = ["server", "tool", ...OVERRIDE_HINTS, "dataClass"] as const;
+  const read = actionForm(sent, fields);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await propose(Object.fromEntries(fields.map((field) => [field, form.get(field)])));
   if (result.ok) revalidatePath("/tools");
   return result;
 }
 
 export async function confirmOverrideAction(_previous: OverrideState, sent: FormData): Promise<OverrideState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["server", "tool", "overrideId"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await confirm({ server: form.get("server"), tool: form.get("tool"), overrideId: form.get("overrideId") });
   if (result.ok) revalidatePath("/tools");
   return result;

@@ -6,7 +6,7 @@
 import { revalidatePath } from "next/cache";
 import { z } from "zod";
 import { prisma } from "@/lib/db";
-import { decisionFormSchema, formFields, releaseFormSchema } from "@/lib/review/forms";
+import { DECISION_FORM_FIELDS, decisionFormSchema, formFields, RELEASE_FORM_FIELDS, releaseFormSchema } from "@/lib/review/forms";
 import { releaseResult, withholdResult, type ReleaseResult, type WithholdResult } from "@/lib/review/release";
 import { decideRun, type DecisionResult } from "@/lib/review/service";
 import { actionForm, userAction, type ActionResult } from "@/lib/auth/user-action";
@@ -28,8 +28,9 @@ const cancel = userAction("runs:review", z.object({ runId: z.uuid("runId must be
 );
 
 export async function decideAction(_previous: DecisionState, sent: FormData): Promise<DecisionState> {
-  const form = actionForm(sent);
-  const result = await decide(formFields(form));
+  const read = actionForm(sent, DECISION_FORM_FIELDS);
+  if (!read.ok) return read;
+  const result = await decide(formFields(read.form));
   if (result.ok) {
     revalidatePath(`/runs/${result.data.runId}`);
     revalidatePath("/queue");
@@ -38,14 +39,17 @@ export async function decideAction(_previous: DecisionState, sent: FormData): Pr
 }
 
 export async function cancelAction(_previous: CancelState, sent: FormData): Promise<CancelState> {
-  const form = actionForm(sent);
-  const result = await cancel(formFields(form));
+  const read = actionForm(sent, ["runId"]);
+  if (!read.ok) return read;
+  const result = await cancel(formFields(read.form));
   if (result.ok) revalidatePath(`/runs/${result.data.runId}`);
   return result;
 }
 
 export async function releaseAction(_previous: ReleaseState, sent: FormData): Promise<ReleaseState> {
-  const result = await release(formFields(actionForm(sent)));
+  const read = actionForm(sent, RELEASE_FORM_FIELDS);
+  if (!read.ok) return read;
+  const result = await release(formFields(read.form));
   if (result.ok) {
     revalidatePath(`/runs/${result.data.runId}`);
     revalidatePath("/queue");
@@ -54,7 +58,9 @@ export async function releaseAction(_previous: ReleaseState, sent: FormData): Pr
 }
 
 export async function withholdAction(_previous: WithholdState, sent: FormData): Promise<WithholdState> {
-  const result = await withhold(formFields(actionForm(sent)));
+  const read = actionForm(sent, RELEASE_FORM_FIELDS);
+  if (!read.ok) return read;
+  const result = await withhold(formFields(read.form));
   if (result.ok) {
     revalidatePath(`/runs/${result.data.runId}`);
     revalidatePath("/queue");

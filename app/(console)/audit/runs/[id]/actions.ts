@@ -26,14 +26,18 @@ const release = userAction("audit:read", z.object({ holdId: z.uuid(), reason: z.
 });
 
 export async function placeHoldAction(_previous: HoldActionState, sent: FormData): Promise<HoldActionState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["runId", "on", "reason"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await place({ runId: form.get("runId"), on: form.get("on"), reason: form.get("reason") });
   if (result.ok) revalidatePath(`/audit/runs/${String(form.get("runId"))}`);
   return result;
 }
 
 export async function releaseHoldAction(_previous: HoldActionState, sent: FormData): Promise<HoldActionState> {
-  const form = actionForm(sent);
+  const read = actionForm(sent, ["runId", "holdId", "reason"]);
+  if (!read.ok) return read;
+  const { form } = read;
   const result = await release({ holdId: form.get("holdId"), reason: form.get("reason") });
   if (result.ok) revalidatePath(`/audit/runs/${String(form.get("runId"))}`);
   return result;
