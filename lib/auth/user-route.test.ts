@@ -114,6 +114,32 @@ describe("userRoute", () => {
     logged.mockRestore();
   });
 
+  it("refuses a query parameter the route does not take, or one given twice, naming it, before the handler runs", async () => {
+    const { userRoute } = await import("./user-route");
+    session.userId = reviewer.id;
+    const handler = vi.fn(async () => ({ ok: true }));
+    const none = userRoute("runs:review", handler);
+    const some = userRoute("runs:review", handler, { query: ["agent", "effect"] });
+    const answers = [
+      [none, "/api/queue/count?x=1", '"x" is not a parameter of this address; it takes no parameters.'],
+      [some, "/api/queue?agent=a&mode=b", '"mode" is not a parameter of this address; it takes agent, effect.'],
+      [some, "/api/queue?agent=a&agent=b", '"agent" is given more than once; give it once.'],
+    ] as const;
+    for (const [route, path, message] of answers) {
+      const response = await route(get(path), undefined);
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ error: { code: "bad_request", message } });
+    }
+    expect(handler).not.toHaveBeenCalled();
+    expect((await some(get("/api/queue?agent=a&effect=write"), undefined)).status).toBe(200);
+    // The app's own routes: the badge's count takes nothing, the queue its two filters.
+    const count = await import("@/app/api/queue/count/route");
+    const queue = await import("@/app/api/queue/route");
+    expect((await count.GET(get("/api/queue/count?x=1&x=2"), undefined)).status).toBe(400);
+    expect((await count.GET(get("/api/queue/count"), undefined)).status).toBe(200);
+    expect((await queue.GET(get("/api/queue?effect=write&effect=read_only"), undefined)).status).toBe(400);
+  });
+
   it("passes a handler's own Response through", async () => {
     const { userRoute } = await import("./user-route");
     session.userId = reviewer.id;

@@ -4,7 +4,9 @@
  * database on every call, lib/auth/session.ts), check the scope, and turn an AppError into what
  * that edge can say — never a 500 for an AppError that is not a server fault.
  *
- * userRoute(scope, handler): the handler returns a Response, or a value sent as JSON (no-store).
+ * userRoute(scope, handler, {query}): the handler returns a Response, or a value sent as JSON
+ * (no-store). The query string is closed: a parameter the route does not name in `query` (none
+ * by default) or one given twice is `bad_request` naming it, before the handler runs.
  * A failure is `{error: {code, message, status, details?}}` (toPublicError) with its HTTP status;
  * anything that is not an AppError is logged and reported as `internal` without its message.
  *
@@ -29,20 +31,21 @@ import { currentUser, type UserActor } from "@/lib/auth/session";
 import { redirectToSignIn } from "@/lib/auth/sign-in-redirect";
 import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
-import { isAppError, toPublicError, type AppError } from "@/lib/errors";
+import { AppError, isAppError, toPublicError } from "@/lib/errors";
 
 type Signed = UserActor & { name: string };
 
 export function userRoute<Context = unknown>(
   scope: Scope,
   handler: (user: Signed, request: NextRequest, context: Context) => Promise<Response | object>,
-  options: { door?: string } = {},
+  options: { door?: string; query?: readonly string[] } = {},
 ) {
   return async (request: NextRequest, context: Context): Promise<Response> => {
     let user: Signed | null = null;
     try {
       user = await currentUser();
       requireScope(user, scope);
+      refuseQuery(request.nextUrl.searchParams, options.query ?? []);
       const answer = await handler(user, request, context);
       return answer instanceof Response ? answer : NextResponse.json(answer, { headers: { "cache-control": "no-store" } });
     } catch (error) {
@@ -53,6 +56,20 @@ export function userRoute<Context = unknown>(
       return NextResponse.json({ error: failure }, { status: failure.status, headers: { "cache-control": "no-store" } });
     }
   };
+}
+
+/** A parameter the route does not take, or one given twice: `bad_request` naming it and what the route takes. */
+function refuseQuery(params: URLSearchParams, takes: readonly string[]): void {
+  const seen = new Set<string>();
+  for (const key of params.keys()) {
+    const shown = JSON.stringify(key.slice(0, 64));
+    if (!takes.includes(key)) {
+      const known = takes.length > 0 ? `it takes ${takes.join(", ")}` : "it takes no parameters";
+      throw new AppError("bad_request", `${shown} is not a parameter of this address; ${known}.`);
+    }
+    if (seen.has(key)) throw new AppError("bad_request", `${shown} is given more than once; give it once.`);
+    seen.add(key);
+  }
 }
 
 /** What a page shows for a 4xx AppError. */

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { userRoute } from "@/lib/auth/user-route";
 import { prisma } from "@/lib/db";
-import { AppError, invalidArguments } from "@/lib/errors";
+import { invalidArguments } from "@/lib/errors";
 import { queueView } from "@/lib/review/queue-presenter";
 import { EFFECTS } from "@/lib/review/risk";
 
@@ -14,11 +14,12 @@ export const dynamic = "force-dynamic";
 
 const QUERY = z.strictObject({ agent: z.string().min(1).max(200).optional(), effect: z.enum(EFFECTS).optional() });
 
-export const GET = userRoute("runs:review", async (user, request) => {
-  const params = request.nextUrl.searchParams;
-  const repeated = [...new Set(params.keys())].find((key) => params.getAll(key).length > 1);
-  if (repeated !== undefined) throw new AppError("bad_request", `${repeated.slice(0, 64)} is given more than once.`);
-  const query = QUERY.safeParse(Object.fromEntries(params));
-  if (!query.success) throw invalidArguments(query.error);
-  return queueView(prisma(), user, query.data);
-});
+export const GET = userRoute(
+  "runs:review",
+  async (user, request) => {
+    const query = QUERY.safeParse(Object.fromEntries(request.nextUrl.searchParams));
+    if (!query.success) throw invalidArguments(query.error);
+    return queueView(prisma(), user, query.data);
+  },
+  { query: Object.keys(QUERY.shape) },
+);
