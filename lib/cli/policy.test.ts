@@ -4,7 +4,7 @@
  * agent moves money with no reviewer. Alone, the admin only proposes; the refund still waits for
  * reviewers until a second admin approves.
  */
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -36,13 +36,21 @@ let db: TestDatabase;
 let runtime: Runtime;
 let agent: Extract<Actor, { type: "agent" }>;
 let permitAll: string;
+let dir: string;
+
+/** Permit-all with a note of its own: the same text cannot be proposed twice. */
+async function permitAllNoted(note: string): Promise<string> {
+  const file = join(dir, `permit-all-${note}.cedar`);
+  await writeFile(file, `${await readFile(permitAll, "utf8")}// ${note}\n`);
+  return file;
+}
 
 beforeAll(async () => {
   db = await createTestDatabase();
   setEnvForChildren({ DATABASE_URL: db.url });
   const credentials = await seedDemo(db.prisma, { password: "a long enough demo password" });
   agent = (await authenticateAgentToken(db.prisma, credentials!.agent.token))!;
-  const dir = await mkdtemp(join(tmpdir(), "airlock-four-eyes-"));
+  dir = await mkdtemp(join(tmpdir(), "airlock-four-eyes-"));
   permitAll = join(dir, "permit-all.cedar");
   await writeFile(permitAll, '@id("everything")\n@reason("Anything goes.")\npermit (principal, action, resource);\n');
   runtime = await createRuntime(db.prisma, demoConfig(join(dir, "ledger.json")), { databaseUrl: db.url, execute: false });
@@ -78,7 +86,9 @@ describe("airlock policy: four eyes", () => {
   });
 
   it("a reviewer cannot approve; without --as nothing is proposed", async () => {
-    const { out } = await cli("policy", "propose", "--file", permitAll, "--as", "admin@airlock.local");
+    const again = await cli("policy", "propose", "--file", permitAll, "--as", "admin@airlock.local");
+    expect(again).toMatchObject({ code: 1, err: expect.stringMatching(/^airlock: This text is version \d+, proposed already; propose a change to it\.\n$/) });
+    const { out } = await cli("policy", "propose", "--file", await permitAllNoted("second"), "--as", "admin@airlock.local");
     const version = /Proposed policy version (\d+)/.exec(out)![1]!;
     const reviewer = await cli("policy", "approve", "--version", version, "--as", "reviewer@airlock.local");
     expect(reviewer.code).toBe(1);
@@ -95,7 +105,7 @@ describe("airlock policy: four eyes", () => {
   });
 
   it("a second admin approves: the version is published and decides the next proposal", async () => {
-    const { out } = await cli("policy", "propose", "--file", permitAll, "--as", "admin@airlock.local");
+    const { out } = await cli("policy", "propose", "--file", await permitAllNoted("third"), "--as", "admin@airlock.local");
     const version = Number(/Proposed policy version (\d+)/.exec(out)![1]);
     const approved = await cli("policy", "approve", "--version", String(version), "--as", "admin2@airlock.local");
     expect(approved).toMatchObject({ code: 0, out: `Approved policy version ${version}; it is published and decides new proposals from now on.\n` });

@@ -35,7 +35,9 @@ beforeAll(async () => {
 afterAll(() => db?.drop());
 
 const deciding = async () => (await publishedPolicy(db.prisma))?.version;
-const propose = (actor: Actor, text = PERMIT_ALL) => db.prisma.$transaction((tx) => proposePolicyText(tx, actor, text));
+let proposals = 0;
+/** Proposes `text`, by default permit-all with a comment of its own (the same text cannot be proposed twice). */
+const propose = (actor: Actor, text = `${PERMIT_ALL}// proposal ${++proposals}\n`) => db.prisma.$transaction((tx) => proposePolicyText(tx, actor, text));
 const approve = (actor: Actor, version: number) => db.prisma.$transaction((tx) => approvePolicyVersion(tx, actor, version));
 
 describe("policy publication needs two admins", () => {
@@ -71,7 +73,7 @@ describe("policy publication needs two admins", () => {
   });
 
   it("a second admin's approval publishes the version, retires the previous one, and is audited naming both", async () => {
-    const { id, version } = await propose(ada, defaultPolicyText());
+    const { id, version } = await propose(ada, `${defaultPolicyText()}\n// approved by a second admin\n`);
     await approve(alan, version);
     expect(await deciding()).toBe(version);
     const rows = await db.prisma.policyVersion.findMany({ where: { status: "published" } });
@@ -85,11 +87,41 @@ describe("policy publication needs two admins", () => {
   });
 
   it("only a proposed version can be approved, once", async () => {
-    const { version } = await propose(alan, defaultPolicyText());
+    const { version } = await propose(alan, `${defaultPolicyText()}\n// approved once\n`);
     await approve(ada, version);
     await expect(approve(ada, version)).rejects.toMatchObject({ code: "conflict" });
     await expect(approve(ada, seededVersion)).rejects.toMatchObject({ code: "conflict" });
     await expect(approve(ada, 99_999)).rejects.toMatchObject({ code: "not_found" });
+  });
+
+  it("the text of the published version, or of one proposed already, cannot be proposed again", async () => {
+    const published = (await publishedPolicy(db.prisma))!;
+    const { text } = await db.prisma.policyVersion.findUniqueOrThrow({ where: { version: published.version } });
+    await expect(propose(ada, text)).rejects.toMatchObject({ code: "conflict", details: { version: published.version, status: "published" } });
+    const pending = `${PERMIT_ALL}// waiting for a second admin\n`;
+    const { version } = await propose(ada, pending);
+    await expect(propose(alan, pending)).rejects.toMatchObject({
+      code: "conflict",
+      message: `This text is version ${version}, proposed already; propose a change to it.`,
+    });
+    // A text that differs, if only by a comment, is a change of its own.
+    await expect(propose(alan, `${pending}// and a note\n`)).resolves.toMatchObject({ version: version + 1 });
+  });
+
+  it("a proposal made before the published version was published cannot be approved: it would undo it", async () => {
+    const older = await propose(ada, `${PERMIT_ALL}// older proposal\n`);
+    const newer = await propose(ada, `${defaultPolicyText()}\n// newer proposal\n`);
+    await approve(alan, newer.version);
+    await expect(approve(alan, older.version)).rejects.toMatchObject({
+      code: "conflict",
+      message: `Version ${older.version} was proposed before version ${newer.version} was published; approving it would undo version ${newer.version}. Propose the change again on top of version ${newer.version}.`,
+      details: { reason: "stale_proposal", published: newer.version },
+    });
+    expect(await deciding()).toBe(newer.version);
+    // Proposed again, after, it is a change on top of the published version.
+    const again = await propose(ada, `${PERMIT_ALL}// older proposal, again\n`);
+    await approve(alan, again.version);
+    expect(await deciding()).toBe(again.version);
   });
 
   it("a proposal with errors is refused with its position", async () => {

@@ -101,6 +101,13 @@ export async function proposePolicyText(tx: Tx, actor: Actor, text: string): Pro
   const person = requirePerson(actor, "propose a policy");
   preparePolicySet(text); // throws a typed validation error with line and column
   const version = await nextVersion(tx);
+  // A second admin would approve a change that changes nothing, or the same change twice.
+  const same = await tx.policyVersion.findFirst({ where: { text, status: { in: ["published", "proposed"] } }, select: { version: true, status: true } });
+  if (same) {
+    throw new AppError("conflict", `This text is version ${same.version}, ${same.status} already; propose a change to it.`, {
+      details: { version: same.version, status: same.status },
+    });
+  }
   const row = await tx.policyVersion.create({
     data: { version, text, status: "proposed", createdById: person.id },
     select: { id: true, version: true },
@@ -116,17 +123,30 @@ export async function proposePolicyText(tx: Tx, actor: Actor, text: string): Pro
 
 /**
  * A second admin approves proposed version `version`: it is published and the previous published
- * version retired, in one transaction serialized with every other new or published version.
+ * version retired, in one transaction serialized with every other new or published version. A
+ * proposal made before the published version was published is refused (conflict): its text was
+ * written against an older policy, and publishing it would silently undo the newer one.
  */
 export async function approvePolicyVersion(tx: Tx, actor: Actor, version: number): Promise<{ id: string; version: number }> {
   requireScope(actor, "policies:manage");
   const person = requirePerson(actor, "approve a policy");
   await lockVersions(tx);
-  const row = await tx.policyVersion.findUnique({ where: { version }, select: { id: true, status: true, text: true, createdById: true } });
+  const row = await tx.policyVersion.findUnique({
+    where: { version },
+    select: { id: true, status: true, text: true, createdById: true, createdAt: true },
+  });
   if (!row) throw new AppError("not_found", `No policy version ${version}.`);
   if (row.status !== "proposed") throw new AppError("conflict", `Version ${version} is ${row.status}; only a proposed version can be approved.`);
   if (row.createdById === person.id) {
     throw new AppError("forbidden", `You proposed version ${version}; a second admin must approve it.`, { details: { reason: "own_proposal" } });
+  }
+  const current = await tx.policyVersion.findFirst({ where: { status: "published" }, select: { version: true, publishedAt: true } });
+  if (current?.publishedAt && row.createdAt < current.publishedAt) {
+    throw new AppError(
+      "conflict",
+      `Version ${version} was proposed before version ${current.version} was published; approving it would undo version ${current.version}. Propose the change again on top of version ${current.version}.`,
+      { details: { reason: "stale_proposal", published: current.version } },
+    );
   }
   preparePolicySet(row.text);
   await tx.policyVersion.updateMany({ where: { status: "published" }, data: { status: "retired" } });
