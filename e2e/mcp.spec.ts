@@ -201,6 +201,8 @@ test.describe("MCP endpoint refusals", () => {
   test("no token and a bad token get 401 with the protected-resource metadata, each told what is wrong", async ({ request }) => {
     const attempts: [Record<string, string>, RegExp][] = [
       [{}, /no token; send Authorization: Bearer <agent token>/],
+      [{ Authorization: "Bearer alk_abc extra" }, /the Authorization header is not one bearer token; send Authorization: Bearer <agent token>/],
+      [{ Authorization: "Basic dXNlcjpwYXNz" }, /the Authorization header is not one bearer token/],
       [{ Authorization: "Bearer alk_" + "x".repeat(43) }, /the bearer token is not accepted \(unknown, revoked or expired\)/],
       [{ Authorization: "Bearer not-even-a-token" }, /the bearer token is not accepted \(unknown, revoked or expired\)/],
     ];

@@ -8,8 +8,8 @@
  *     name this deployment — loopback names, AIRLOCK_HOST, AIRLOCK_PUBLIC_URL's host, or
  *     AIRLOCK_ALLOWED_HOSTS (lib/auth/hosts.ts, as for the console) — else 403;
  *  2. bearer authentication: 401 with `WWW-Authenticate: Bearer resource_metadata=…` (RFC 9728).
- *     A missing token and a refused one are told apart (send a token / this token is not
- *     accepted); an unknown, revoked, expired or malformed token gets one and the same answer, so
+ *     A missing token, a header that is not `Bearer <one token>` and a refused token are told
+ *     apart (send a token / send it so / this token is not accepted); an unknown, revoked, expired or malformed token gets one and the same answer, so
  *     callers cannot tell which;
  *     every token sent and refused is audited as `auth.token_rejected`, aggregated per token
  *     prefix and minute under a global cap (lib/auth/token-rejections.ts);
@@ -112,7 +112,9 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
       : `Bearer resource_metadata="${metadata}"`;
     const message = token
       ? "Unauthorized: the bearer token is not accepted (unknown, revoked or expired); ask an Airlock admin for an agent token"
-      : "Unauthorized: no token; send Authorization: Bearer <agent token>";
+      : header
+        ? "Unauthorized: the Authorization header is not one bearer token; send Authorization: Bearer <agent token>"
+        : "Unauthorized: no token; send Authorization: Bearer <agent token>";
     return jsonError(401, message, { "WWW-Authenticate": challenge });
   }
 
