@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
 import { submitRun } from "@/lib/intake/submit";
+import { decideRun, reviewBinding } from "@/lib/review/service";
 import { reviewedToEnd } from "@/lib/testing/review";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 import { purgeExpired } from "@/lib/audit/retention";
@@ -269,6 +270,41 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
     const done = await finished(submitted.runId);
     expect(done.status).toBe("succeeded");
     expect(done.plan![0]!.arguments).toMatchObject({ invoiceId: "inv_0005", message: expect.stringContaining(name.toUpperCase()) });
+  });
+
+  it("attack: a reviewer's approval does not show while the preview of personal data still shows as previewing, or it would tell when the preview ended", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `const { customers } = await tools.ledger.listCustomers({ limit: 1 });\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0005", message: "hello " + customers.length });\nreturn "sent";`,
+      purpose: "remind one customer",
+      language: "javascript",
+      provenance: conversation,
+    });
+    let row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: submitted.runId } });
+    for (let i = 0; i < 200 && row.status === "previewing"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: submitted.runId } });
+    }
+    expect(row.status).toBe("pending_review");
+    await decideRun({ db: ledger.db.prisma, startExecution: () => undefined }, reviewers[0]!, {
+      runId: row.id,
+      verdict: "approve",
+      comment: "looks fine",
+      seen: reviewBinding(row),
+    });
+    const held = await getRun(ledger.runtime, ledger.agent, { runId: row.id });
+    expect(held.status).toBe("previewing");
+    expect(held.approvals).toEqual({ approvedBy: [], required: 2 });
+    expect(held.comments).toEqual([]);
+    // At the time limit, it shows as it is.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(row.createdAt.getTime() + RUN_LIMIT_DEFAULTS.timeoutMs + 6_000);
+      const shown = await getRun(ledger.runtime, ledger.agent, { runId: row.id });
+      expect(shown).toMatchObject({ status: "pending_review", approvals: { approvedBy: [reviewers[0]!.email], required: 2 } });
+      expect(shown.comments).toEqual([expect.objectContaining({ verdict: "approve", comment: "looks fine" })]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("a plan preview that read personal data and failed keeps its error text from the agent, encoded or not: no reviewer approved those reads", async () => {

@@ -142,8 +142,21 @@ function logsForAgent(logs: readonly { level: string; text: string }[]): { logs:
   return { logs: kept, cut: false };
 }
 
-function progressHint(run: Run): string | undefined {
-  const wait = `call get_run with this runId and waitSeconds (at most ${MAX_WAIT_SECONDS}) to wait for it`;
+/**
+ * How the agent that is answered can follow a run that has not finished, for its `next` hint:
+ * get_run; only MCP tasks, on a connection whose URL does not offer get_run; or not at all, with a
+ * token that lacks runs:read (get_run and tasks/get would both refuse it).
+ */
+export type Follow = "get_run" | "tasks" | "none";
+
+const FOLLOW_HINT: Record<Follow, string> = {
+  get_run: `call get_run with this runId and waitSeconds (at most ${MAX_WAIT_SECONDS}) to wait for it`,
+  tasks: "this connection does not offer get_run (its URL's ?tools=), so follow it as an MCP task: tasks/get or tasks/result with this runId as the taskId",
+  none: "this token lacks runs:read, so it cannot follow the run or read its result; the console (consoleUrl) shows it, or ask an admin for a token with runs:read",
+};
+
+function progressHint(run: Run, follow: Follow): string | undefined {
+  const wait = FOLLOW_HINT[follow];
   switch (run.status) {
     case "previewing":
       return `Building the plan of writes reviewers will approve (a dry run; nothing is written): ${wait}.`;
@@ -226,13 +239,13 @@ export function runAsAgentSees(run: Run, now = Date.now()): Run {
 }
 
 /** The agent's view of a run: decision with reasons, reviewer comments, and the envelope once finished. */
-export async function presentRun(db: Db, stored: Run): Promise<RunView> {
+export async function presentRun(db: Db, stored: Run, follow: Follow = "get_run"): Promise<RunView> {
   const run = runAsAgentSees(stored);
+  // Reviewers decide only runs policy escalated (lib/review/service.ts), and only once the plan is
+  // ready: a run shown previewing shows no review, or one would tell that its preview ended.
+  const reviewed = run.decision === "escalate" && run.status !== "previewing";
   const [reviews, tokens] = await Promise.all([
-    // Reviewers decide only runs policy escalated (lib/review/service.ts): no other run has reviews to read.
-    run.decision === "escalate"
-      ? db.review.findMany({ where: { runId: run.id }, orderBy: { createdAt: "asc" }, include: { reviewer: { select: { email: true } } } })
-      : [],
+    reviewed ? db.review.findMany({ where: { runId: run.id }, orderBy: { createdAt: "asc" }, include: { reviewer: { select: { email: true } } } }) : [],
     runTokens(db, run.id),
   ]);
   const forAgent = <T>(value: T): T => tokenized(value, tokens);
@@ -247,7 +260,7 @@ export async function presentRun(db: Db, stored: Run): Promise<RunView> {
     comments: reviews.filter((r) => r.comment).map((r) => ({ verdict: r.verdict, comment: forAgent(r.comment!), at: r.createdAt.toISOString() })),
     consoleUrl: `${consoleBaseUrl()}/runs/${run.id}`,
   };
-  const next = progressHint(run);
+  const next = progressHint(run, follow);
   if (next) view.next = next;
   // The latest release decision: the plan preview's until the run has executed, then the run's.
   const release = runColumn(run, "releaseDecision");
@@ -398,6 +411,7 @@ export async function watchRun(
   waitSeconds: number,
   signal?: AbortSignal,
   first?: { run: Run; armed: ArmedWait | undefined },
+  follow: Follow = "get_run",
 ): Promise<RunView> {
   const deadline = Date.now() + Math.min(waitSeconds * 1000, WAIT_CAP_MS);
   let previewing = false;
@@ -420,7 +434,7 @@ export async function watchRun(
     if (!run || !waiting || Date.now() >= deadline || signal?.aborted) {
       armed?.cancel();
       if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
-      return presentRun(deps.db, run);
+      return presentRun(deps.db, run, follow);
     }
     // Held back until it may be shown: wake then, or at the next change (a reviewer's), whichever is first.
     const shownAt = seen !== run ? previewShownAt(run) : null;
