@@ -71,7 +71,7 @@ import { buildPolicyRequest, provenancePresence } from "@/lib/policy/request";
 import { publishedPolicy } from "@/lib/policy/store";
 import { notifyEscalation } from "@/lib/runs/notify";
 import { decideRunLimits } from "@/lib/runs/limits";
-import { presentRun, previewHeldFromAgent, watchRun, type AgentActor, type RunDeps, type RunView } from "@/lib/runs/service";
+import { presentRun, previewHeldFromAgent, watchRun, type AgentActor, type Follow, type RunDeps, type RunView } from "@/lib/runs/service";
 import { createRun, type CreationStep } from "@/lib/runs/states";
 import { RUN_LIMIT_DEFAULTS } from "@/lib/sandbox/types";
 import { redactSecrets } from "@/lib/untrusted/secrets";
@@ -265,6 +265,8 @@ export type SubmitOptions = {
    * alone gets the run as submitted (its id and status), never an error after the run was stored.
    */
   wait?: { seconds: number; signal?: AbortSignal };
+  /** How the agent can follow the run, for the answer's `next` hint (lib/runs/service.ts Follow); get_run by default. */
+  follow?: Follow;
 };
 
 const actorRef = (actor: Actor) =>
@@ -375,10 +377,10 @@ export async function submitProposal(
   if (waits && (run.status === "queued" || run.status === "running" || previewShownSoon)) {
     const first = run.id === runId ? { run, armed } : undefined;
     if (!first) armed?.cancel();
-    return watchRun(deps, actor, run.id, options.wait!.seconds, options.wait!.signal, first);
+    return watchRun(deps, actor, run.id, options.wait!.seconds, options.wait!.signal, first, options.follow);
   }
   armed?.cancel();
-  return presentRun(deps.db, run);
+  return presentRun(deps.db, run, options.follow);
 }
 
 async function storeProposal(

@@ -21,9 +21,10 @@ import { z } from "zod";
 import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { invalidArguments } from "@/lib/errors";
-import type { AgentActor } from "@/lib/runs/service";
+import type { AgentActor, Follow } from "@/lib/runs/service";
 
-export type McpContext = { agent: AgentActor; baseUrl: string };
+/** Who is answered, where, and how this connection can follow a run (lib/runs/service.ts Follow; get_run when not said). */
+export type McpContext = { agent: AgentActor; baseUrl: string; follow?: Follow };
 
 /** What a handler gets besides its arguments. */
 export type ToolCall = { ctx: McpContext; db: Db; signal: AbortSignal };

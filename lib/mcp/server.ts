@@ -34,9 +34,10 @@ import type { CreateTaskResult } from "@modelcontextprotocol/sdk/experimental/ta
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import { CallToolRequestSchema, ClientRequestSchema, ErrorCode, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { recordForbidden } from "@/lib/audit/access";
-import { requireScope } from "@/lib/contracts/scopes";
+import { hasScope, requireScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { appRuntime } from "@/lib/runs/runtime";
+import type { Follow } from "@/lib/runs/service";
 import { submitRun } from "@/lib/intake/submit";
 import { AppError } from "@/lib/errors";
 import { structuredResult, type McpContext, type McpTool } from "./define";
@@ -66,6 +67,12 @@ export function selectTools(query: URLSearchParams): readonly McpTool[] {
   if (bad !== undefined) throw new AppError("bad_request", `tools=: ${JSON.stringify(bad.slice(0, 64))} is not a tool; the tools are ${TOOL_NAMES}.`);
   if (new Set(names).size !== names.length) throw new AppError("bad_request", "tools=: a tool is named twice.");
   return MCP_TOOLS.filter((tool) => names.includes(tool.name));
+}
+
+/** How an answer tells this connection to follow a run: the token must read runs, and get_run be offered, or tasks serve. */
+function followOf(agent: McpContext["agent"], offered: readonly McpTool[]): Follow {
+  if (!hasScope(agent, "runs:read")) return "none";
+  return offered.some((tool) => tool.name === "get_run") ? "get_run" : "tasks";
 }
 
 /** submit_run as an MCP task: answers at once with the task; tasks/get and tasks/result follow the run. */
@@ -144,7 +151,8 @@ function guardRequests(server: Server): void {
 }
 
 /** The server for one request, offering `offered` (every tool unless a selection narrows it). */
-export function createMcpServer(ctx: McpContext, offered: readonly McpTool[] = MCP_TOOLS): Server {
+export function createMcpServer(connection: McpContext, offered: readonly McpTool[] = MCP_TOOLS): Server {
+  const ctx: McpContext = { ...connection, follow: followOf(connection.agent, offered) };
   // Listed: the offered tools this agent's token may call. Calling another is still answered (FORBIDDEN, audited).
   const listing = offered.filter((tool) => ctx.agent.scopes.includes(tool.scope)).map((tool) => tool.listing);
   const byName = new Map(offered.map((tool) => [tool.name, tool]));

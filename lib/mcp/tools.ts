@@ -79,7 +79,7 @@ async function submitAndWait(
   submit: (runtime: Runtime, options: SubmitOptions) => Promise<RunView>,
 ): Promise<ToolAnswer<SchemaView>> {
   const runtime = await appRuntime(call.db);
-  const view = await submit(runtime, { wait: { seconds: SUBMIT_WAIT_SECONDS, signal: call.signal } });
+  const view = await submit(runtime, { wait: { seconds: SUBMIT_WAIT_SECONDS, signal: call.signal }, follow: call.ctx.follow });
   return runAnswer(call, view, door);
 }
 
