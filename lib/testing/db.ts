@@ -3,13 +3,23 @@
  * made by global-setup.ts (CREATE DATABASE … TEMPLATE, ~tens of ms), with its own Prisma client.
  * Call `drop()` in afterAll; databases left behind are dropped with the server at teardown.
  *
+ * The test file's process also gets a data directory of its own (AIRLOCK_DATA_DIR under
+ * os.tmpdir(), removed by `drop()`) unless the test set one: otherwise a runtime would sign audit
+ * checkpoints of its throwaway chain into the project's `./.airlock`, the data of a developer's
+ * `npm start`, whose chain they would then report as rewritten.
+ *
  *   let db: TestDatabase;
  *   beforeAll(async () => { db = await createTestDatabase(); });
  *   afterAll(() => db.drop());
  */
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { inject } from "vitest";
 import { createPrismaClient, type PrismaClient } from "@/lib/db";
+import { setEnvForChildren } from "@/lib/env";
 import { assertSafeName, withAdminClient, withDatabase } from "./database-url";
 
 export interface TestDatabase {
@@ -32,6 +42,7 @@ export async function createTestDatabase(options: CreateTestDatabaseOptions = {}
   await withAdminClient(adminUrl, (client) => client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
   const url = withDatabase(adminUrl, name);
   const prisma = createPrismaClient(url);
+  const dataDir = ownDataDir();
   let dropping: Promise<void> | undefined;
   return {
     name,
@@ -41,6 +52,15 @@ export async function createTestDatabase(options: CreateTestDatabaseOptions = {}
       (dropping ??= (async () => {
         await prisma.$disconnect();
         await withAdminClient(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+        if (dataDir) await rm(dataDir, { recursive: true, force: true });
       })()),
   };
+}
+
+/** A data directory for this test process when none is set (see the header); the one made, or null. */
+function ownDataDir(): string | null {
+  if (process.env.AIRLOCK_DATA_DIR !== undefined) return null;
+  const dir = mkdtempSync(join(tmpdir(), "airlock-test-data-"));
+  setEnvForChildren({ AIRLOCK_DATA_DIR: dir });
+  return dir;
 }
