@@ -30,7 +30,7 @@ export default userPage("dashboard:read", async function DashboardPage(user) {
     <>
       <PageHeader title="Dashboard" description={`Signed in as ${user.name} (${user.role}).`} />
       <div className="grid gap-4 sm:grid-cols-2 lg:grid-cols-4">
-        <Card title="Waiting for review">
+        <Card title="Waiting for reviewers">
           <p className="text-3xl font-semibold" data-testid="pending-count">
             {d.pendingReviews}
           </p>

@@ -8,6 +8,7 @@ import "server-only";
 import type { Db } from "@/lib/db";
 
 export type Dashboard = {
+  /** Runs in the review queue: waiting for a review, or for the release of their held result. */
   pendingReviews: number;
   oldestPendingAt: string | null;
   running: number;
@@ -23,8 +24,9 @@ const DAYS = 14;
 export async function loadDashboard(db: Db): Promise<Dashboard> {
   await sequenceAudit(db);
   const [pending, oldest, running, activeAgents, perDay, latency, topAgents, topTools] = await Promise.all([
-    db.run.count({ where: { status: "pending_review" } }),
-    db.run.findFirst({ where: { status: "pending_review" }, orderBy: { createdAt: "asc" }, select: { createdAt: true } }),
+    // What the review queue holds (lib/review/queue-presenter.ts): runs to review and results to release.
+    db.run.count({ where: { status: { in: ["pending_review", "pending_release"] } } }),
+    db.run.findFirst({ where: { status: { in: ["pending_review", "pending_release"] } }, orderBy: { createdAt: "asc" }, select: { createdAt: true } }),
     db.run.count({ where: { status: "running" } }),
     db.agent.count({ where: { revokedAt: null } }),
     db.$queryRaw<{ day: Date; status: string; n: bigint }[]>`

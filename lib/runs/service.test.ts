@@ -15,6 +15,7 @@ import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { publishPolicyText } from "@/lib/policy/store";
 import { replayDraft } from "@/lib/policy/replay";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { insertRun } from "@/lib/testing/run-rows";
 import { loadDashboard } from "./dashboard";
 import { createDataset } from "./datasets";
 import { createRuntime, demoConfig, type Runtime } from "./runtime";
@@ -283,7 +284,11 @@ when { resource.tools.contains("ledger.sendReminderEmail") };
         await db.prisma.runToolCall.count({ where: { server, tool: name, outcome: { notIn: ["intercepted", "refused"] } } }),
       ]);
     }
-    expect(dashboard.pendingReviews).toBeGreaterThanOrEqual(1);
+    // Waiting for reviewers: the runs the review queue holds, a held result to release included.
+    await insertRun(db, agent.id, { status: "pending_release" });
+    const queued = await db.prisma.run.count({ where: { status: { in: ["pending_review", "pending_release"] } } });
+    expect(await db.prisma.run.count({ where: { status: "pending_review" } })).toBeGreaterThanOrEqual(1);
+    expect((await loadDashboard(db.prisma)).pendingReviews).toBe(queued);
   });
 
   it("revoking an agent cancels its runs that have not started, audited", async () => {
