@@ -73,3 +73,27 @@ it("another process reading the state file while the ledger writes it always fin
   expect(reads).toBeGreaterThan(20);
   expect(torn).toBe(0);
 });
+
+it("a refund's idempotency key names one request: the same refund again is replayed, another under the key is refused", async () => {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await createLedgerServer({ statePath: join(dir, "refunds.json") }).connect(serverSide);
+  const client = new Client({ name: "ledger-test", version: "1" });
+  await client.connect(clientSide);
+  const paid = generateLedgerData().invoices.find((i) => i.status === "paid" && i.amountMinor >= 2_000)!;
+  const refund = { invoiceId: paid.id, amountMinor: 999, reason: "damaged", idempotencyKey: "refund-key-1" };
+  const first = await client.callTool({ name: "issueRefund", arguments: refund });
+  expect(first.structuredContent).toMatchObject({ replayed: false, refund: { amountMinor: 999 } });
+  const again = await client.callTool({ name: "issueRefund", arguments: refund });
+  expect(again.structuredContent).toMatchObject({ replayed: true, refund: { amountMinor: 999 } });
+  const other = await client.callTool({ name: "issueRefund", arguments: { ...refund, amountMinor: 1_999, reason: "damaged, more" } });
+  expect(other.isError).toBe(true);
+  expect(other.content).toEqual([
+    {
+      type: "text",
+      text: expect.stringMatching(
+        /^idempotencyKey refund-key-1 was used for another refund \(ref_\d+: 9\.99 \w+ on inv_\d+\); use a new key for a new refund$/,
+      ),
+    },
+  ]);
+  await client.close();
+});

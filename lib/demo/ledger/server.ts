@@ -190,7 +190,18 @@ export function createLedgerServer(options: { seed?: number; statePath?: string 
     },
     async ({ invoiceId, amountMinor, currency: asked, reason, idempotencyKey }) => {
       const previous = state.idempotency[idempotencyKey];
-      if (previous) return result({ refund: state.refunds.find((r) => r.id === previous)!, replayed: true });
+      if (previous) {
+        // As payment APIs do: a key names one request; another refund under it is refused, not answered with the first.
+        const first = state.refunds.find((r) => r.id === previous)!;
+        const same =
+          first.invoiceId === invoiceId && first.amountMinor === amountMinor && first.reason === reason && (asked === undefined || asked === first.currency);
+        if (!same) {
+          return failure(
+            `idempotencyKey ${idempotencyKey} was used for another refund (${first.id}: ${first.amount} ${first.currency} on ${first.invoiceId}); use a new key for a new refund`,
+          );
+        }
+        return result({ refund: first, replayed: true });
+      }
       const inv = state.invoices.find((i) => i.id === invoiceId);
       if (!inv) return failure(`no invoice ${invoiceId}`);
       if (asked !== undefined && asked !== inv.currency) return failure(`invoice ${invoiceId} is in ${inv.currency}, not ${asked}`);
