@@ -31,12 +31,15 @@ export class AppError extends Error {
   readonly code: AppErrorCode;
   /** Structured, safe-to-show detail (e.g. which field was wrong). */
   readonly details?: Record<string, unknown>;
+  /** What an agent should do next, where the code's general advice (lib/mcp/errors.ts) would mislead. */
+  readonly next?: string;
 
-  constructor(code: AppErrorCode, message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+  constructor(code: AppErrorCode, message: string, options: { cause?: unknown; details?: Record<string, unknown>; next?: string } = {}) {
     super(message, { cause: options.cause });
     this.name = "AppError";
     this.code = code;
     this.details = options.details;
+    this.next = options.next;
   }
 
   get status(): number {

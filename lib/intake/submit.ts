@@ -116,8 +116,8 @@ export type SubmitRunInput = z.input<typeof submitRunSchema>;
 
 export class BudgetExceeded extends AppError {
   readonly runCode = "BUDGET_EXCEEDED" as const;
-  constructor(message: string) {
-    super("rate_limited", message);
+  constructor(message: string, next?: string) {
+    super("rate_limited", message, { next });
   }
 }
 
@@ -242,6 +242,7 @@ async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, 
   if (failures >= config.AIRLOCK_LOOP_BREAKER_FAILURES) {
     throw new BudgetExceeded(
       `This exact script failed or was refused ${failures} times in the last ${config.AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES} minutes; change the approach instead of resubmitting it.`,
+      "Do not submit this script again: read why its runs failed (get_run on one of them), change the script or the approach, or tell the user what blocks it.",
     );
   }
   const used = usedMs / 1000;
@@ -597,7 +598,10 @@ async function allInOrder<T extends readonly unknown[]>(work: { readonly [K in k
 /** The run stored under the key, if it was stored for this very request; otherwise a conflict. */
 function sameRequest(existing: Run, requestDigest: string): Run {
   if (existing.requestDigest !== requestDigest) {
-    throw new AppError("conflict", "This idempotencyKey was already used with a different request; use a new key for a new script.");
+    throw new AppError("conflict", `This idempotencyKey was already used with a different request, run ${existing.id}; use a new key for a new script.`, {
+      details: { runId: existing.id },
+      next: `To follow the run submitted under this key, call get_run with runId ${existing.id}; to submit this request, use a new idempotencyKey.`,
+    });
   }
   return existing;
 }

@@ -12,7 +12,8 @@
  * | anything else                                       | unexpected   | logged, InternalError        | logged, InternalError   |
  *
  * On the task path a task is created or refused, so an outcome is a protocol error there. Every
- * outcome says what the agent should do `next`, as a run's error does (lib/errors.ts).
+ * outcome says what the agent should do `next`, as a run's error does (lib/errors.ts): the error's
+ * own when its thrower knows better (AppError.next), else its code's.
  * Protocol errors are thrown as ProtocolError, never as the SDK's McpError: McpError writes
  * "MCP error <code>: " into its own message, which goes out as the JSON-RPC message, and the
  * client's McpError adds the prefix again ("MCP error -32602: MCP error -32602: …").
@@ -61,11 +62,11 @@ export function classifyMcpError(error: unknown): McpFailure {
   // The SDK's own (unknown task, a closed connection): sent with its message, without the prefix it carries.
   if (error instanceof McpError) return { kind: "protocol", error: new ProtocolError(error.code, error.message.replace(/^MCP error -?\d+: /, "")) };
   if (error instanceof BudgetExceeded || error instanceof DirectCallRefused) {
-    return { kind: "outcome", code: error.runCode, message: error.message, next: RUN_ERROR_RULES[error.runCode].next };
+    return { kind: "outcome", code: error.runCode, message: error.message, next: error.next ?? RUN_ERROR_RULES[error.runCode].next };
   }
   if (isAppError(error)) {
     if (error.code === "bad_request" || error.code === "payload_too_large") return { kind: "malformed", message: error.message };
-    return { kind: "outcome", code: error.code.toUpperCase(), message: error.message, next: OUTCOME_NEXT[error.code] };
+    return { kind: "outcome", code: error.code.toUpperCase(), message: error.message, next: error.next ?? OUTCOME_NEXT[error.code] };
   }
   return { kind: "unexpected", error };
 }

@@ -526,8 +526,13 @@ describe("MCP tool contract", () => {
       expect(task).toEqual(tool);
     }
     // An outcome to act on: a typed isError result on the tool path, InvalidRequest with the same code on the task path.
-    await client.callTool({ name: "submit_run", arguments: { code: ESCALATED, purpose: "first", idempotencyKey: "same-key" } });
+    const first = payload(await client.callTool({ name: "submit_run", arguments: { code: ESCALATED, purpose: "first", idempotencyKey: "same-key" } }));
+    const firstRun = (first as { runId: string }).runId;
     const changed = { code: ESCALATED, purpose: "changed body", idempotencyKey: "same-key" };
+    // The refusal names the run under the key, so an agent that lost the first answer can follow it.
+    expect((payload(await client.callTool({ name: "submit_run", arguments: changed })) as unknown as { error: { next: string } }).error.next).toBe(
+      `To follow the run submitted under this key, call get_run with runId ${firstRun}; to submit this request, use a new idempotencyKey.`,
+    );
     const toolConflict = await outcome(client.callTool({ name: "submit_run", arguments: changed }));
     const taskConflict = await outcome(asTask(client, changed));
     expect(toolConflict).toMatchObject({ code: "CONFLICT" });
@@ -593,6 +598,9 @@ describe("MCP tool contract", () => {
     }
     expect(classifyMcpError(new BudgetExceeded("x"))).toMatchObject({ code: "BUDGET_EXCEEDED", next: RUN_ERROR_RULES.BUDGET_EXCEEDED.next });
     expect(classifyMcpError(new AppError("forbidden", "x"))).toMatchObject({ code: "FORBIDDEN", next: expect.stringContaining("scope") });
+    // A thrower that knows better says what to do next itself.
+    expect(classifyMcpError(new AppError("conflict", "x", { next: "Do this instead." }))).toMatchObject({ code: "CONFLICT", next: "Do this instead." });
+    expect(classifyMcpError(new BudgetExceeded("x", "Change the script."))).toMatchObject({ code: "BUDGET_EXCEEDED", next: "Change the script." });
     expect(logged).toHaveBeenCalledTimes(2);
     logged.mockRestore();
   });

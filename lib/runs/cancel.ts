@@ -48,7 +48,9 @@ export async function cancelRun(deps: { db: Db }, actor: Actor, runId: string): 
     const now = await tx.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true } });
     // Asked again (a client retrying after a lost answer): the same answer, not an error.
     if (now.status === "running" || now.status === "cancelled") return { runId, status: now.status };
-    throw new AppError("conflict", `Run ${runId} is already ${now.status.replaceAll("_", " ")}; it cannot be cancelled.`);
+    throw new AppError("conflict", `Run ${runId} is already ${now.status.replaceAll("_", " ")}; it cannot be cancelled.`, {
+      next: "The run has ended: there is nothing to cancel. get_run shows how it ended.",
+    });
   });
 }
 

@@ -183,7 +183,12 @@ describe("record_outcome", () => {
     expect(await call(client, { runId: waiting.id, action: "answered_user" })).toEqual({
       isError: true,
       value: {
-        error: { code: "CONFLICT", message: expect.stringContaining("has not finished (status: pending_review)"), next: expect.stringContaining("get_run") },
+        error: {
+          code: "CONFLICT",
+          message: expect.stringContaining("has not finished (status: pending_review)"),
+          // Not the code's general advice (a new idempotencyKey means nothing here).
+          next: "Wait for the run to end (get_run with waitSeconds), use its result, then record the outcome.",
+        },
       },
     });
     const run = await runOf(agent);

@@ -52,11 +52,15 @@ export async function recordOutcome(db: Db, agent: AgentActor, raw: unknown): Pr
     const run = await tx.run.findFirst({ where: { id: runId, agentId: agent.id }, select: { status: true } });
     if (!run) throw new AppError("not_found", `No run ${runId} for this agent.`);
     if (!(TERMINAL_STATUSES as readonly string[]).includes(run.status)) {
-      throw new AppError("conflict", `Run ${runId} has not finished (status: ${run.status}); record what you did with it once get_run shows it ended.`);
+      throw new AppError("conflict", `Run ${runId} has not finished (status: ${run.status}); record what you did with it once get_run shows it ended.`, {
+        next: "Wait for the run to end (get_run with waitSeconds), use its result, then record the outcome.",
+      });
     }
     const recorded = await tx.runOutcome.count({ where: { runId } });
     if (recorded >= MAX_OUTCOMES_PER_RUN) {
-      throw new AppError("conflict", `Run ${runId} already has ${recorded} recorded outcomes; the limit is ${MAX_OUTCOMES_PER_RUN}.`);
+      throw new AppError("conflict", `Run ${runId} already has ${recorded} recorded outcomes; the limit is ${MAX_OUTCOMES_PER_RUN}.`, {
+        next: "Record nothing more for this run; its outcomes are on record.",
+      });
     }
     const row = await tx.runOutcome.create({ data: { runId, agentId: agent.id, action, detail: detail ?? null } });
     await recordAudit(tx, {
