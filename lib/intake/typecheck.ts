@@ -19,6 +19,8 @@
 import path from "node:path";
 import ts from "typescript";
 import { SCRIPT_CONTRACT_DECLARATIONS } from "@/lib/contracts/script-contract";
+// Emit settings in one place, with the mapping from what runs back to what was written.
+import { TRANSPILE_OPTIONS } from "@/lib/script-transpile";
 
 const SCRIPT_FILE = "/airlock/script.ts";
 const DECLARATIONS_FILE = "/airlock/tools.d.ts";
@@ -49,15 +51,6 @@ const CHECK_OPTIONS: ts.CompilerOptions = {
   // TypeScript's own lib files are trusted; the contract and the tool declarations are checked
   // (contractDiagnostics), since they are generated from upstream schemas.
   skipDefaultLibCheck: true,
-};
-
-/** Emit settings shared with the checker so what is checked is what runs. */
-const TRANSPILE_OPTIONS: ts.CompilerOptions = {
-  target: ts.ScriptTarget.ES2023,
-  module: ts.ModuleKind.ESNext,
-  moduleDetection: ts.ModuleDetectionKind.Force,
-  verbatimModuleSyntax: true,
-  removeComments: false,
 };
 
 const LIB_DIR = path.dirname(ts.getDefaultLibFilePath(CHECK_OPTIONS));

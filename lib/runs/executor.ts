@@ -62,6 +62,7 @@ import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, typ
 import { PlanFollower, type PlanCheck } from "./plan";
 import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease, releaseOutcome, type ReleaseDecision } from "./release-decision";
 import { transitionRun, transitionRunReturning } from "./states";
+import { inSubmittedPositions } from "@/lib/script-transpile";
 
 export type ExecutorDeps = {
   db: Db;
@@ -357,6 +358,10 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
     envelope = shutdown?.aborted
       ? { ...envelope, status: "failed", error: { code: "EXECUTOR_LOST", message: "The executor shut down before the run finished.", untrusted: false } }
       : { ...envelope, status: "cancelled", error: { code: "CANCELLED", message: "Cancelled while running.", untrusted: false } };
+  }
+  // A TypeScript script runs as emitted: its stack is told in the lines the agent wrote.
+  if (run.language === "typescript" && run.javascript && envelope.error?.detail) {
+    envelope = { ...envelope, error: { ...envelope.error, detail: inSubmittedPositions(envelope.error.detail, run.code) } };
   }
   const screened = screenEnvelope(envelope, normalized, toolRedactions);
   if (upstreamInstructions) screened.flags.push(UPSTREAM_INSTRUCTIONS_FLAG);

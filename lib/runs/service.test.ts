@@ -108,6 +108,22 @@ describe("submitRun → policy → sandbox", () => {
     expect(events[4]!.at.getTime()).toBeLessThan(events[5]!.at.getTime());
   }, 90_000);
 
+  it("a TypeScript script's stack names the lines the agent wrote, not the emitted JavaScript's", async () => {
+    const code = [
+      "// nothing to read",
+      "interface Row { id: string }",
+      "",
+      "const rows: Row[] = [];",
+      "",
+      "",
+      "throw new Error(`none of ${rows.length}`);",
+    ].join("\n");
+    const submitted = await submitRun(runtime, agent, { code, purpose: "throw on line seven" });
+    const done = await getRun(runtime, agent, { runId: submitted.runId, waitSeconds: 30 });
+    expect(done.error).toMatchObject({ code: "SCRIPT_ERROR", message: expect.stringContaining("none of 0") });
+    expect(done.error?.detail).toMatch(/script\.mjs:7:7\)/);
+  });
+
   it("holds a script that emails customers for two reviewers", async () => {
     const view = await submitRun(runtime, agent, {
       code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" }); return "sent";`,
