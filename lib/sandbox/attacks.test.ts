@@ -269,7 +269,14 @@ describe("resource limits", () => {
     const env = await attack(`for (let i = 0; i < 2000; i++) console.log("line " + i); return 1;`, { limits: { maxLogBytes: 1000 } });
     expect(env.status).toBe("succeeded");
     expect(env.truncated).toBe(true);
-    expect(env.logs.reduce((n, l) => n + l.text.length, 0)).toBeLessThanOrEqual(1000);
+    const kept = env.logs.slice(0, -1);
+    expect(kept.reduce((n, l) => n + l.text.length, 0)).toBeLessThanOrEqual(1000);
+    expect(kept.every((l, i) => l.text === `line ${i}`)).toBe(true);
+    // The last line, Airlock's, counts what was dropped: those lines are kept nowhere.
+    expect(env.logs.at(-1)).toEqual({
+      level: "warn",
+      text: `… ${2000 - kept.length} more log line(s) were not kept: the logs reached their limit of 1000 bytes`,
+    });
   });
 
   it("a result over the cap is an OUTPUT_LIMIT", async () => {

@@ -98,6 +98,8 @@ export class RpcSession {
   private readonly logs: LogLine[] = [];
   private logBytes = 0;
   private truncated = false;
+  /** Log lines past maxLogBytes: not kept anywhere, and counted so the last kept line says so. */
+  private droppedLogLines = 0;
   private lastId = 0;
   private calls = 0;
   private readonly callsPerTool = new Map<string, number>();
@@ -149,10 +151,14 @@ export class RpcSession {
     if (typeof frame.level !== "string" || !LOG_LEVELS.has(frame.level) || typeof frame.text !== "string") {
       return this.settle({ kind: "fail", code: "RPC_VIOLATION", message: "malformed log frame", untrusted: false });
     }
-    if (this.truncated) return;
+    if (this.truncated) {
+      this.droppedLogLines++;
+      return;
+    }
     const text = sanitizeText(frame.text, 64 * 1024);
     if (this.logBytes + text.length > this.job.limits.maxLogBytes) {
       this.truncated = true;
+      this.droppedLogLines++;
       return;
     }
     this.logBytes += text.length;
@@ -377,7 +383,17 @@ export class RpcSession {
       flags.push("rows_unaccounted");
     const texts = [...this.logs.map((l) => l.text), error?.untrusted ? error.message : "", result === null ? "" : JSON.stringify(result)];
     if (texts.some((t) => looksLikeInstructions(t))) flags.push("instruction_like_text");
-    return { status, result, logs: this.logs, error, stats, flags, truncated: this.truncated, isolation: this.member.isolation, artifacts, gate };
+    const logs: LogLine[] =
+      this.droppedLogLines > 0
+        ? [
+            ...this.logs,
+            {
+              level: "warn",
+              text: `… ${this.droppedLogLines} more log line(s) were not kept: the logs reached their limit of ${this.job.limits.maxLogBytes} bytes`,
+            },
+          ]
+        : this.logs;
+    return { status, result, logs, error, stats, flags, truncated: this.truncated, isolation: this.member.isolation, artifacts, gate };
   }
 
   private gate(result: JsonValue | null): GateReport {
