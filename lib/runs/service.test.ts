@@ -124,6 +124,17 @@ describe("submitRun → policy → sandbox", () => {
     expect(done.error?.detail).toMatch(/script\.mjs:7:7\)/);
   });
 
+  it("a result too big for an agent is handed as a preview with what to do instead", async () => {
+    const submitted = await submitRun(runtime, agent, { code: `return Array.from({ length: 3000 }, (_, i) => ({ i }));`, purpose: "too much" });
+    const done = await getRun(runtime, agent, { runId: submitted.runId, waitSeconds: 30 });
+    expect(done).toMatchObject({ status: "succeeded", truncated: true });
+    expect(done.result).toEqual({
+      preview: expect.stringMatching(/^\[\{"i":0\}/),
+      note: expect.stringContaining("Return less (aggregate, count or pick fields in the script)"),
+    });
+    expect((done.result as { preview: string }).preview.length).toBe(8 * 1024);
+  });
+
   it("holds a script that emails customers for two reviewers", async () => {
     const view = await submitRun(runtime, agent, {
       code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" }); return "sent";`,

@@ -183,7 +183,10 @@ function capForAgent(result: unknown): { result: unknown; truncated: boolean } {
   const text = JSON.stringify(result ?? null);
   if (Buffer.byteLength(text, "utf8") <= MAX_RESULT_BYTES_FOR_AGENT) return { result, truncated: false };
   return {
-    result: { preview: text.slice(0, MAX_RESULT_BYTES_FOR_AGENT / 2), note: "result truncated for the model; the full result is in the audit log" },
+    result: {
+      preview: text.slice(0, MAX_RESULT_BYTES_FOR_AGENT / 2),
+      note: `The result is over ${MAX_RESULT_BYTES_FOR_AGENT / 1024} KB, more than an agent is handed: preview is the first ${MAX_RESULT_BYTES_FOR_AGENT / 2048} KB of its JSON text. Return less (aggregate, count or pick fields in the script) and submit again; reviewers and the audit log have it whole.`,
+    },
     truncated: true,
   };
 }
