@@ -135,6 +135,14 @@ describe("submitRun → policy → sandbox", () => {
     expect((done.result as { preview: string }).preview.length).toBe(8 * 1024);
   });
 
+  it("a script with an error finding that still goes to reviewers is told to fix it rather than wait", async () => {
+    const submitted = await submitRun(runtime, agent, { code: `const answer: number = "forty-two";\nreturn answer;`, purpose: "type error" });
+    expect(submitted.findings).toEqual([expect.objectContaining({ code: "type_error", line: 1 })]);
+    // The shipped policy sends a type error to one reviewer (review-type-errors).
+    expect(submitted.status).toBe("pending_review");
+    expect(submitted.next).toMatch(/^The type_error finding at line 1 \(findings\) will most likely make the script fail: cancel this run \(cancel_run\)/);
+  });
+
   it("holds a script that emails customers for two reviewers", async () => {
     const view = await submitRun(runtime, agent, {
       code: `await tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" }); return "sent";`,

@@ -157,11 +157,17 @@ const FOLLOW_HINT: Record<Follow, string> = {
 
 function progressHint(run: Run, follow: Follow): string | undefined {
   const wait = FOLLOW_HINT[follow];
+  // A script with an error finding (it does not type-check, say) will most likely fail once
+  // approved: fixing it beats a reviewer's time, whatever policy decided.
+  const failing = (runColumn(run, "findings") ?? []).find((f) => f.severity === "error" || f.severity === "critical");
+  const fixFirst = failing
+    ? `The ${failing.code} finding at line ${failing.line} (findings) will most likely make the script fail: cancel this run (cancel_run), fix the script and submit it again. Otherwise: `
+    : "";
   switch (run.status) {
     case "previewing":
-      return `Building the plan of writes reviewers will approve (a dry run; nothing is written): ${wait}.`;
+      return `${fixFirst}Building the plan of writes reviewers will approve (a dry run; nothing is written): ${wait}.`;
     case "pending_review":
-      return `Waiting for ${run.approvalsRequired} reviewer approval(s) in the console (consoleUrl): ${wait}; tell the user it waits for a reviewer.`;
+      return `${fixFirst}Waiting for ${run.approvalsRequired} reviewer approval(s) in the console (consoleUrl): ${wait}; tell the user it waits for a reviewer.`;
     case "pending_release": {
       const held = runColumn(run, "releaseDecision");
       const why = held?.reasons.map((r) => r.text).join(" ") ?? "";
