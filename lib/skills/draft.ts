@@ -40,8 +40,17 @@ const RESERVED = new Set(
   ),
 );
 
+/**
+ * Whether `name` may name a property Airlock builds an object of (a skill's argument, a skill):
+ * not one every object already has (`__proto__`, `constructor`, `toString`, …), which a schema's
+ * `properties` or a script's `args.<name>` would read as the prototype's.
+ */
+export function isOwnPropertyName(name: string): boolean {
+  return !(name in Object.prototype);
+}
+
 export function isInputName(name: string): boolean {
-  return IDENTIFIER.test(name) && !RESERVED.has(name);
+  return IDENTIFIER.test(name) && !RESERVED.has(name) && isOwnPropertyName(name);
 }
 
 function sitesOf(code: string, language: string): HoleSite[] {

@@ -35,7 +35,18 @@ import type { Prisma } from "@/lib/generated/prisma/client";
 import { varyingHoles } from "@/lib/review/patterns";
 import type { Hole } from "@/lib/script-fingerprint";
 import { inferSchema } from "./schema-infer";
-import { SkillDraftError, inputSchemaOf, inputType, isInputName, skillArguments, skillCode, suggestInputs, type JsonSchema, type SkillInput } from "./draft";
+import {
+  SkillDraftError,
+  inputSchemaOf,
+  inputType,
+  isInputName,
+  isOwnPropertyName,
+  skillArguments,
+  skillCode,
+  suggestInputs,
+  type JsonSchema,
+  type SkillInput,
+} from "./draft";
 
 /** Runs of a pattern read for a draft, newest first (without their results: at most MAX_TESTS + OUTPUT_SAMPLES of those are read). */
 const CANDIDATE_RUNS = 500;
@@ -71,7 +82,10 @@ const jsonObject = z.record(z.string(), z.unknown());
 
 export const draftSkillSchema = z.strictObject({
   fingerprint: fingerprintSchema,
-  name: z.string().regex(SKILL_NAME, "name must be lowerCamelCase letters and digits, up to 64"),
+  name: z
+    .string()
+    .regex(SKILL_NAME, "name must be lowerCamelCase letters and digits, up to 64")
+    .refine(isOwnPropertyName, "name must not be one every object has (constructor, toString, …)"),
   description: z.string().trim().min(1, "description is required").max(500),
   /** The holes that become arguments and their names; default: the proposal's. */
   inputs: z

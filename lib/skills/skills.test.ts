@@ -117,6 +117,17 @@ describe("promoting a pattern to a skill", () => {
       details: { field: "name" },
     });
     await expect(draftSkill(ledger.db.prisma, admin, { ...base, inputs: [{ hole: 0, name: "class" }] })).rejects.toMatchObject({ code: "bad_request" });
+    // Names every object has: a schema's properties or `args.<name>` would read the prototype's.
+    for (const name of ["__proto__", "constructor", "toString", "hasOwnProperty"]) {
+      await expect(draftSkill(ledger.db.prisma, admin, { ...base, inputs: [{ hole: 0, name }] })).rejects.toMatchObject({
+        code: "bad_request",
+        message: expect.stringContaining(`"${name}" cannot name an argument`),
+      });
+    }
+    await expect(draftSkill(ledger.db.prisma, admin, { ...base, name: "constructor" })).rejects.toMatchObject({
+      code: "bad_request",
+      message: expect.stringContaining("must not be one every object has"),
+    });
     await expect(draftSkill(ledger.db.prisma, admin, { ...base, inputs: [{ hole: 999, name: "x" }] })).rejects.toMatchObject({ code: "bad_request" });
     await expect(
       draftSkill(ledger.db.prisma, admin, { ...base, inputSchema: { type: "object", properties: {}, additionalProperties: false } }),
