@@ -178,7 +178,8 @@ describe("the JSON decision route's body", () => {
   const post = async (init: { body: BodyInit; headers?: Record<string, string> }) => {
     const { POST } = await import("@/app/api/queue/[runId]/decision/route");
     as("reviewer");
-    const request = new NextRequest(`http://localhost/api/queue/${runId}/decision`, { method: "POST", duplex: "half", ...init } as never);
+    const headers = { "content-type": "application/json", ...init.headers };
+    const request = new NextRequest(`http://localhost/api/queue/${runId}/decision`, { method: "POST", duplex: "half", ...init, headers } as never);
     const response = await POST(request, { params: Promise.resolve({ runId }) });
     return { status: response.status, error: ((await response.json()) as { error: { code: string; message: string } }).error };
   };
@@ -205,6 +206,24 @@ describe("the JSON decision route's body", () => {
     const bom = await post({ body: '\ufeff{"verdict":""}' });
     expect(bom.status).toBe(400);
     expect(bom.error.message).not.toBe("The body must be JSON.");
+    expect(await db.prisma.review.count({ where: { runId } })).toBe(0);
+  });
+
+  it("takes a JSON object for the path's run only, sent as JSON", async () => {
+    const decision = JSON.stringify({ verdict: "reject", comment: "no" });
+    // A page on another site can post text/plain without asking: refused, though the text is JSON.
+    expect(await post({ body: decision, headers: { "content-type": "text/plain" } })).toEqual({
+      status: 400,
+      error: expect.objectContaining({ message: "Send the decision as JSON, with Content-Type: application/json." }),
+    });
+    for (const body of ["[1,2]", "null", '"reject"', "5"]) {
+      expect(await post({ body }), body).toEqual({ status: 400, error: expect.objectContaining({ message: "The body must be a JSON object." }) });
+    }
+    const elsewhere = JSON.stringify({ verdict: "reject", comment: "no", runId: "00000000-0000-4000-8000-000000000001" });
+    expect(await post({ body: elsewhere })).toEqual({
+      status: 400,
+      error: expect.objectContaining({ message: "runId: the body names another run than the path." }),
+    });
     expect(await db.prisma.review.count({ where: { runId } })).toBe(0);
   });
 });
