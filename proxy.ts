@@ -3,7 +3,11 @@
  * /api/mcp, which applies the same Host and Origin rules itself, answering in JSON-RPC):
  *
  * - refuses, with 400, a path whose percent-escapes do not decode (`/runs/%E0%A4%A`), which Next
- *   would answer with a bare 500;
+ *   would answer with a bare 500, and a query string whose escapes are not UTF-8 (`?agent=%FF`),
+ *   which every reader would silently turn into U+FFFD;
+ * - refuses a server action request Next would answer with a bare 500: one whose Origin is not
+ *   the host it was sent to (403; Next's own check, said in JSON) or whose declared body passes
+ *   Next's 1 MB limit for actions (413);
  * - refuses, with 403, a request whose Host is not this deployment's (lib/auth/hosts.ts: DNS
  *   rebinding; a Host with userinfo such as `evil@localhost` included);
  * - sets a Content-Security-Policy with a fresh nonce on the request (Next puts the nonce on its
@@ -22,16 +26,32 @@ import { REQUESTED_PATH_HEADER } from "@/lib/auth/sign-in-redirect";
 import { HOSTILE_CONTENT_CSP, isArtifactPath } from "@/lib/runs/artifacts-media";
 import { AppError, toPublicError } from "@/lib/errors";
 
+/** Next's limit for a server action's body (serverActions.bodySizeLimit, not set in next.config.js). */
+const ACTION_BODY_LIMIT = 1024 * 1024;
+
+function refusal(error: AppError): NextResponse {
+  const body = toPublicError(error);
+  return NextResponse.json({ error: body }, { status: body.status, headers: { "cache-control": "no-store" } });
+}
+
 export function proxy(request: NextRequest): NextResponse {
-  const escape = malformedEscape(request.nextUrl.pathname);
-  if (escape) {
-    const error = toPublicError(new AppError("bad_request", `The path holds ${escape}, which is not a valid percent-encoded UTF-8 sequence.`));
-    return NextResponse.json({ error }, { status: error.status, headers: { "cache-control": "no-store" } });
-  }
+  const escape = malformedEscape(request.nextUrl.pathname.split("/"));
+  if (escape) return refusal(new AppError("bad_request", `The path holds ${escape}, which is not a valid percent-encoded UTF-8 sequence.`));
+  const query = malformedEscape(
+    request.nextUrl.search
+      .slice(1)
+      .split(/[&=]/)
+      .map((part) => part.replaceAll("+", " ")),
+  );
+  if (query) return refusal(new AppError("bad_request", `The query holds ${query}, which is not a valid percent-encoded UTF-8 sequence.`));
   const violation = hostViolation(request);
-  if (violation) {
-    const error = toPublicError(new AppError("forbidden", `Forbidden: ${violation}`));
-    return NextResponse.json({ error }, { status: error.status, headers: { "cache-control": "no-store" } });
+  if (violation) return refusal(new AppError("forbidden", `Forbidden: ${violation}`));
+  if (request.method === "POST" && request.headers.has("next-action")) {
+    const foreign = foreignActionOrigin(request);
+    if (foreign) return refusal(new AppError("forbidden", `Forbidden: ${foreign}`));
+    if (Number(request.headers.get("content-length") ?? 0) > ACTION_BODY_LIMIT) {
+      return refusal(new AppError("payload_too_large", `A form may send at most ${ACTION_BODY_LIMIT} bytes.`));
+    }
   }
   const policy = isArtifactPath(request.nextUrl.pathname) ? HOSTILE_CONTENT_CSP : contentSecurityPolicy(randomBytes(16).toString("base64"));
   const headers = new Headers(request.headers);
@@ -42,9 +62,26 @@ export function proxy(request: NextRequest): NextResponse {
   return response;
 }
 
-/** The first percent-escape sequence of a path that does not decode (Next's own decoding would answer it with a bare 500), or null. */
-function malformedEscape(pathname: string): string | null {
-  for (const segment of pathname.split("/")) {
+/**
+ * Why a server action's Origin is refused, or null: as Next checks it (the Origin's host must be
+ * the first X-Forwarded-Host, or the Host), so that Next's refusal, a bare 500, is never reached.
+ */
+function foreignActionOrigin(request: NextRequest): string | null {
+  const origin = request.headers.get("origin");
+  if (origin === null) return null;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return `the Origin ${JSON.stringify(origin.slice(0, 100))} is not a URL`;
+  }
+  const forwarded = request.headers.get("x-forwarded-host")?.split(",")[0]?.trim();
+  return host === forwarded || host === request.headers.get("host") ? null : `a form sent from ${JSON.stringify(origin.slice(0, 100))}, another site`;
+}
+
+/** The first of `parts` (path segments, query keys and values) whose percent-escapes do not decode to UTF-8, quoted; or null. */
+function malformedEscape(parts: readonly string[]): string | null {
+  for (const segment of parts) {
     try {
       decodeURIComponent(segment);
     } catch {

@@ -92,3 +92,37 @@ describe("the Content-Security-Policy", () => {
     expect(policy).toMatch(/upgrade-insecure-requests$/);
   });
 });
+
+describe("what the proxy refuses before Next answers it with a bare 500", () => {
+  const refused = async (response: Response) => ({
+    status: response.status,
+    error: ((await response.json()) as { error: { code: string; message: string } }).error,
+  });
+
+  it("a query string whose escapes are not UTF-8 (which every reader would turn into U+FFFD), in a key or a value", async () => {
+    for (const query of ["agent=%FF", "q=ok&%C0%AF=1", "q=%E0%A4%A", "q=%"]) {
+      expect(await refused(proxy(request("localhost:3000", `/queue?${query}`))), query).toEqual({
+        status: 400,
+        error: expect.objectContaining({ code: "bad_request", message: expect.stringContaining("The query holds") }),
+      });
+    }
+    for (const query of ["agent=caf%C3%A9", "q=a+b&status=failed", ""]) expect(proxy(request("localhost:3000", `/queue?${query}`)).status, query).toBe(200);
+  });
+
+  it("a server action sent from another site (403), or declaring a body past Next's 1 MB for actions (413); the same form from here passes", async () => {
+    const action = (headers: Record<string, string>) =>
+      proxy(new NextRequest("http://localhost/agents", { method: "POST", headers: { host: "localhost:3000", "next-action": "abc", ...headers } }));
+    expect(await refused(action({ origin: "http://evil.example" }))).toEqual({
+      status: 403,
+      error: expect.objectContaining({ code: "forbidden", message: 'Forbidden: a form sent from "http://evil.example", another site' }),
+    });
+    expect((await refused(action({ origin: "http://127.0.0.1:9999" }))).status).toBe(403);
+    expect((await refused(action({ origin: "null" }))).status).toBe(403);
+    expect(await refused(action({ origin: "http://localhost:3000", "content-length": String(2 * 1024 * 1024) }))).toEqual({
+      status: 413,
+      error: expect.objectContaining({ code: "payload_too_large" }),
+    });
+    expect(action({ origin: "http://localhost:3000", "content-length": "300" }).status).toBe(200);
+    expect(action({}).status).toBe(200);
+  });
+});

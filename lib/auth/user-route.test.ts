@@ -124,6 +124,7 @@ describe("userRoute", () => {
       [none, "/api/queue/count?x=1", '"x" is not a parameter of this address; it takes no parameters.'],
       [some, "/api/queue?agent=a&mode=b", '"mode" is not a parameter of this address; it takes agent, effect.'],
       [some, "/api/queue?agent=a&agent=b", '"agent" is given more than once; give it once.'],
+      [some, "/api/queue?agent=a%00b", '"agent" holds U+0000, a character that cannot be stored or searched.'],
     ] as const;
     for (const [route, path, message] of answers) {
       const response = await route(get(path), undefined);

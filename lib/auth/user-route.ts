@@ -6,7 +6,8 @@
  *
  * userRoute(scope, handler, {query}): the handler returns a Response, or a value sent as JSON
  * (no-store). The query string is closed: a parameter the route does not name in `query` (none
- * by default) or one given twice is `bad_request` naming it, before the handler runs.
+ * by default), one given twice, or a value PostgreSQL cannot store (U+0000) is `bad_request`
+ * naming it, before the handler runs.
  * A failure is `{error: {code, message, status, details?}}` (toPublicError) with its HTTP status;
  * anything that is not an AppError is logged and reported as `internal` without its message.
  *
@@ -32,6 +33,7 @@ import { redirectToSignIn } from "@/lib/auth/sign-in-redirect";
 import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { AppError, isAppError, toPublicError } from "@/lib/errors";
+import { findUnstorable } from "@/lib/untrusted/storable-text";
 
 type Signed = UserActor & { name: string };
 
@@ -58,7 +60,7 @@ export function userRoute<Context = unknown>(
   };
 }
 
-/** A parameter the route does not take, or one given twice: `bad_request` naming it and what the route takes. */
+/** A parameter the route does not take, one given twice, or a value with U+0000: `bad_request` naming it (and what the route takes). */
 function refuseQuery(params: URLSearchParams, takes: readonly string[]): void {
   const seen = new Set<string>();
   for (const key of params.keys()) {
@@ -69,6 +71,8 @@ function refuseQuery(params: URLSearchParams, takes: readonly string[]): void {
     }
     if (seen.has(key)) throw new AppError("bad_request", `${shown} is given more than once; give it once.`);
     seen.add(key);
+    const unstorable = findUnstorable(params.get(key), key);
+    if (unstorable) throw new AppError("bad_request", `${shown} holds ${unstorable.character}, a character that cannot be stored or searched.`);
   }
 }
 
