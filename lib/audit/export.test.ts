@@ -82,6 +82,12 @@ beforeAll(async () => {
   agentActor = { type: "agent", id: agent.id, name: agent.name, ownerId: owner.id, scopes: [] };
   runId = await seedRun("Refund the duplicate charge", "return await tools.ledger.issueRefund({ invoiceId: 'inv-77', amount: 120 });");
   purgedRunId = await seedRun("Old refund", "return 1;");
+  // The first run's plan preview intercepted its write (not a call the run made), and its result was released.
+  await db.prisma.runToolCall.create({
+    data: { runId, seq: 2, server: "ledger", tool: "issueRefund", argsDigest: "c".repeat(64), durationMs: 0, outcome: "intercepted", phase: "preview" },
+  });
+  const rita = await db.prisma.user.findUniqueOrThrow({ where: { email: "rita@example.com" } });
+  await db.prisma.resultRelease.create({ data: { runId, reviewerId: rita.id, comment: "checked by hand", resultDigest: "d".repeat(64) } });
   await tamper(
     db.prisma,
     `UPDATE "Run" SET code = '', result = NULL, purged = '{"code": "2026-11-02T03:04:05.000Z", "result": "2026-11-02T03:04:05.000Z"}', "purgedAt" = '2026-11-02T03:04:05Z' WHERE id = '${purgedRunId}'`,
@@ -116,6 +122,8 @@ describe("event export", () => {
         result: { refundId: "rf-9" },
         error: null,
       },
+      // The plan preview's call, told apart by its phase.
+      { seq: 2, tool: "ledger.issueRefund", phase: "preview", outcome: "intercepted", args: null, result: null, error: null },
     ]);
     const search = events.find((e) => e.action === "audit.searched")!;
     expect(search).toMatchObject({ actorName: "Carla Compliance", actorEmail: "carla@example.com" });
@@ -175,6 +183,7 @@ describe("per-run export", () => {
       decision: "escalate",
       reviewers: "Rita Reviewer <rita@example.com>",
       verdicts: "approve",
+      releases: "Rita Reviewer <rita@example.com>: checked by hand",
       toolCalls: "1",
       result: '{"refunded": 120}',
     });

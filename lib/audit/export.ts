@@ -179,7 +179,14 @@ const RUN_COLUMNS = (baseUrl: string): Column[] => [
     `(SELECT string_agg(ru.name || ' <' || ru.email || '>', '; ' ORDER BY v."createdAt", v.id) FROM "Review" v JOIN "User" ru ON ru.id = v."reviewerId" WHERE v."runId" = r.id)`,
   ),
   text("verdicts", "verdicts", `(SELECT string_agg(v.verdict::text, '; ' ORDER BY v."createdAt", v.id) FROM "Review" v WHERE v."runId" = r.id)`),
-  plain("toolCalls", "toolCalls", `(SELECT count(*) FROM "RunToolCall" c WHERE c."runId" = r.id)`),
+  // Who released a withheld result (a failed check, a held one), and why: a decision like a review's.
+  text(
+    "releases",
+    "releases",
+    `(SELECT string_agg(ru.name || ' <' || ru.email || '>: ' || x.comment, '; ' ORDER BY x."createdAt", x.id) FROM "ResultRelease" x JOIN "User" ru ON ru.id = x."reviewerId" WHERE x."runId" = r.id)`,
+  ),
+  // The calls the run made; its plan preview's (reads, intercepted writes) are not the run's.
+  plain("toolCalls", "toolCalls", `(SELECT count(*) FROM "RunToolCall" c WHERE c."runId" = r.id AND c.phase = 'apply')`),
   json("result", "result", runJson("result", "r.result")),
   json("error", "error", runJson("error", "r.error")),
   text(
