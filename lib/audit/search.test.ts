@@ -31,6 +31,11 @@ beforeAll(async () => {
   // A reviewer's comment becomes searchable on the run through the Review trigger.
   const reviewerUser = await db.prisma.user.create({ data: { email: "reviewer@example.com", name: "R", role: "reviewer" } });
   await recordReview(db.prisma, { runId: refund.runId, reviewerId: reviewerUser.id, verdict: "reject", comment: "Customer flagged as platypus risk" });
+  // A release of a withheld result, searched as a review is: its reason, and who gave it.
+  const releaser = await db.prisma.user.create({ data: { email: "releaser@example.com", name: "Rel Easer", role: "reviewer" } });
+  await db.prisma.resultRelease.create({
+    data: { runId: quarterly.runId, reviewerId: releaser.id, comment: "Threshold wombat checked by hand", resultDigest: "0".repeat(64) },
+  });
 });
 afterAll(() => db?.drop());
 
@@ -42,6 +47,7 @@ describe("searchRuns", () => {
     expect(ids(await searchRuns(db.prisma, { q: "duplicate charge" }))).toEqual([refund.runId]);
     expect(ids(await searchRuns(db.prisma, { q: "kangaroo" }))).toEqual([quarterly.runId]);
     expect(ids(await searchRuns(db.prisma, { q: "platypus" }))).toEqual([refund.runId]);
+    expect(ids(await searchRuns(db.prisma, { q: "wombat" }))).toEqual([quarterly.runId]);
     expect(ids(await searchRuns(db.prisma, { q: "nothing-like-this" }))).toEqual([]);
   });
 
@@ -50,6 +56,8 @@ describe("searchRuns", () => {
     expect(ids(await searchRuns(db.prisma, { agent: "billing-bot" }))).toEqual([refund.runId]);
     expect(ids(await searchRuns(db.prisma, { person: refund.ownerEmail }))).toEqual([refund.runId]);
     expect(ids(await searchRuns(db.prisma, { person: "REVIEWER@example.com" }))).toEqual([refund.runId]);
+    expect(ids(await searchRuns(db.prisma, { person: "releaser" }))).toEqual([quarterly.runId]);
+    expect(ids(await searchRuns(db.prisma, { person: "Rel Easer" }))).toEqual([quarterly.runId]);
     expect(ids(await searchRuns(db.prisma, { status: "failed" }))).toEqual([refund.runId]);
     expect(ids(await searchRuns(db.prisma, { decision: "escalate" }))).toEqual([refund.runId]);
     expect(ids(await searchRuns(db.prisma, { dataClass: "financial" }))).toEqual([refund.runId]);

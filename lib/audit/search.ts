@@ -1,8 +1,9 @@
 /**
  * Compliance search over runs: full text over code, purpose, provenance, tool-call arguments and
- * results, result, error, logs and review comments ("Run"."searchVector", a tsvector kept by
- * triggers, GIN-indexed; see migrations 20261130051110_audit_search_and_seals and
- * 20261202130000_search_identifiers; the documents runs are owed are built first,
+ * results, result, error, logs, review comments and the reasons of result releases
+ * ("Run"."searchVector", a tsvector kept by triggers, GIN-indexed; see migrations
+ * 20261130051110_audit_search_and_seals, 20261202130000_search_identifiers and
+ * 20261205073430_search_release_reasons; the documents runs are owed are built first,
  * ./search-refresh.ts), and filters by agent, person, status, decision, data class,
  * tool, code hash and time range.
  *
@@ -99,9 +100,12 @@ export function runConditions(filters: AuditFilters, { includeTime = true } = {}
   if (filters.agent) parts.push(Prisma.sql`a.name ILIKE ${containsPattern(filters.agent)}`);
   if (filters.person) {
     const person = containsPattern(filters.person);
+    // The owner, a reviewer, or who released its withheld result.
     parts.push(Prisma.sql`(u.email ILIKE ${person} OR u.name ILIKE ${person} OR EXISTS (
       SELECT 1 FROM "Review" v JOIN "User" ru ON ru.id = v."reviewerId"
-      WHERE v."runId" = r.id AND (ru.email ILIKE ${person} OR ru.name ILIKE ${person})))`);
+      WHERE v."runId" = r.id AND (ru.email ILIKE ${person} OR ru.name ILIKE ${person})) OR EXISTS (
+      SELECT 1 FROM "ResultRelease" x JOIN "User" xu ON xu.id = x."reviewerId"
+      WHERE x."runId" = r.id AND (xu.email ILIKE ${person} OR xu.name ILIKE ${person})))`);
   }
   if (filters.status) parts.push(Prisma.sql`r.status = ${filters.status}::"RunStatus"`);
   if (filters.decision) parts.push(Prisma.sql`r.decision = ${filters.decision}::"Decision"`);
