@@ -84,6 +84,6 @@ return Array.from({ length: 20 }, (_, copy) => ({ copy, customers }));`;
   const after = view(await agent.callTool({ name: "get_run", arguments: { runId: submitted.runId } }));
   expect(after).toMatchObject({ status: "succeeded", released: { by: [reviewers.emails[0]] } });
   // Over 16 KiB, so the model gets a preview of it (tokenized: no address), and the full result is on record.
-  expect(after.result).toMatchObject({ preview: expect.stringContaining('"copy":0'), note: expect.stringContaining("truncated") });
+  expect(after.result).toMatchObject({ preview: expect.stringContaining('"copy":0'), note: expect.stringContaining("Return less") });
   expect(JSON.stringify(after.result)).not.toMatch(/@example\.com/);
 });

@@ -71,7 +71,9 @@ function Row({ item, now }: { item: QueueItem; now: string }) {
             <Badge key={c}>{c}</Badge>
           ))}
           {item.findings.critical + item.findings.warning > 0 ? (
-            <Badge tone={item.findings.critical ? "bad" : "warn"}>{item.findings.critical + item.findings.warning} findings</Badge>
+            <Badge tone={item.findings.critical ? "bad" : "warn"}>
+              {item.findings.critical + item.findings.warning} finding{item.findings.critical + item.findings.warning === 1 ? "" : "s"}
+            </Badge>
           ) : null}
         </div>
       </Td>

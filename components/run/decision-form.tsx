@@ -66,8 +66,10 @@ export function DecisionForm({ runId, canDecide, cannotDecideBecause, binding, a
   const outcome =
     state && state.ok ? (
       <p role="status" data-testid="decision-result" className="rounded-md bg-emerald-50 px-3 py-2 text-sm text-emerald-900">
-        You {VERDICT_WORD[state.data.verdict]}. The run is now {state.data.status.replaceAll("_", " ")} ({state.data.approvals.received}/
-        {state.data.approvals.required} approvals).
+        You {VERDICT_WORD[state.data.verdict]} ({state.data.approvals.received}/{state.data.approvals.required} approvals):{" "}
+        {state.data.status === "pending_review"
+          ? "the run waits for more approvals."
+          : `the run became ${state.data.status.replaceAll("_", " ")}; its status at the top of the page follows it from here.`}
       </p>
     ) : null;
   const failure =
@@ -128,7 +130,7 @@ export function DecisionForm({ runId, canDecide, cannotDecideBecause, binding, a
         {binding.capabilitySet.length === 1 ? "" : "s"}, inputs digest <code>{binding.inputsDigest.slice(0, 12)}…</code>
         {binding.planDigest ? (
           <>
-            , the plan above (<code>{binding.planDigest.slice(0, 12)}…</code>)
+            , the plan (<code>{binding.planDigest.slice(0, 12)}…</code>)
           </>
         ) : null}{" "}
         and this policy version — nothing more.

@@ -6,10 +6,15 @@
 import { Inert } from "@/components/ui/inert";
 import type { PlanView } from "@/lib/review/run-dto";
 
+/** A decimal amount with its whole part in groups of three: 999999.99 → 999,999.99. */
+function grouped(amount: string): string {
+  return amount.replace(/^-?\d+/, (whole) => whole.replace(/\B(?=(\d{3})+$)/g, ","));
+}
+
 function totalsLine(totals: PlanView["totals"]): string[] {
   return totals.map(({ count, total, negative, currency, subjects }) => {
     const signs = negative > 0 ? ` (${negative} of them negative: each counts by its size; read them below)` : "";
-    const what = `${count} ${count === 1 ? "write" : "writes"} moving ${total} ${currency ?? "(currency not stated)"}${signs}`;
+    const what = `${count} ${count === 1 ? "write" : "writes"} moving ${grouped(total)} ${currency ?? "(currency not stated)"}${signs}`;
     return subjects.length > 0 ? `${what}, for ${subjects.join(", ")}` : what;
   });
 }
@@ -21,8 +26,9 @@ export function PlanTable({ plan }: { plan: PlanView }) {
   return (
     <div className="space-y-3" data-testid="plan">
       <p className="text-sm text-slate-700">
-        The script was run with every write intercepted. Approving allows exactly these {plan.writes.length} write{plan.writes.length === 1 ? "" : "s"}, in this
-        order and with these arguments; a run that tries anything else is stopped before the call.
+        The script was run with every write intercepted. Approving allows exactly{" "}
+        {plan.writes.length === 1 ? "this write, with these arguments" : `these ${plan.writes.length} writes, in this order and with these arguments`}; a run
+        that tries anything else is stopped before the call.
       </p>
       {plan.totals.length > 0 ? (
         <ul className="rounded-md border border-amber-200 bg-amber-50 px-3 py-2 text-sm font-medium text-amber-900" data-testid="plan-totals">

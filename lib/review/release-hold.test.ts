@@ -226,6 +226,11 @@ return "sent";`,
     const after = await getRun(ledger.runtime, ledger.agent, { runId: other });
     expect(after).toMatchObject({ status: "expired", error: { code: "RELEASE_EXPIRED", message: expect.stringContaining("prompt injection") } });
     expect(after).not.toHaveProperty("result");
+    // A reviewer who comes late is told the script did run, unlike a run whose review expired.
+    await expect(releaseResult(ledger.db.prisma, rita, { runId: other, comment: "late", seen: await seenOf(other) })).rejects.toMatchObject({
+      code: "conflict",
+      message: `Run ${other} has no result waiting for release: the hold on it expired before anyone released it (the script did run: what it wrote was written).`,
+    });
   });
 
   it("attack: a script that encodes what it read, or drops the text, is held all the same: the flag is the host's, from the tool's answer", async () => {

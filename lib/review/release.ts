@@ -110,7 +110,9 @@ export function releaseBlocker(run: ReleaseSubject, actor: Actor, now: Date = ne
       ? "its result was already released"
       : pending?.forbiddenBecause
         ? `a release policy withholds it (${pending.forbiddenBecause})`
-        : `it is ${run.status.replaceAll("_", " ")}, not waiting for a release`;
+        : run.status === "expired" && run.releaseExpiresAt
+          ? "the hold on it expired before anyone released it (the script did run: what it wrote was written)"
+          : `it is ${run.status.replaceAll("_", " ")}, not waiting for a release`;
     return { ...blocker, message: `Run ${run.id} has no result waiting for release: ${why}.` };
   }
   if (blocker?.code === "expired") return { ...blocker, message: `The hold on run ${run.id}'s result expired; it can no longer be released.` };

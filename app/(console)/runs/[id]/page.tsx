@@ -118,7 +118,7 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
       ) : null}
 
       {run.plan ? (
-        <Section title="Plan: the writes this approval allows" id="plan">
+        <Section title={planTitle(run.status, run.outcome?.stats.wallMs != null)} id="plan">
           <PlanTable plan={run.plan} />
         </Section>
       ) : run.status === "previewing" ? (
@@ -223,3 +223,10 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
     </div>
   );
 });
+
+/** What the plan is, for where the run stands: to approve, approved (the run went on, or ran), or never approved. */
+function planTitle(status: string, ran: boolean): string {
+  if (status === "pending_review") return "Plan: the writes this approval allows";
+  if (ran || ["approved", "queued", "running"].includes(status)) return "Plan: the writes reviewers approved";
+  return "Plan: the writes the script would have made";
+}
