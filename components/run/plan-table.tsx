@@ -70,6 +70,11 @@ export function PlanTable({ plan }: { plan: PlanView }) {
                   )}
                 </td>
                 <td className="py-2">
+                  {write.instructionLike ? (
+                    <p className="mb-1 text-xs font-medium text-red-700" data-testid="plan-instruction-like">
+                      Its text reads like instructions to an AI model: whoever reads what this write stores may be an agent.
+                    </p>
+                  ) : null}
                   <pre className="font-mono text-xs break-words whitespace-pre-wrap text-slate-800">
                     <Inert text={write.arguments} />
                   </pre>

@@ -128,7 +128,14 @@ export type ArtifactItem = {
 /** The writes a plan preview intercepted, as reviewers approve them (lib/runs/plan.ts). */
 export type PlanView = {
   digest: string;
-  writes: { seq: number; tool: string; arguments: string; money: { amount: string; currency: string | null; subject: string | null } | null }[];
+  writes: {
+    seq: number;
+    tool: string;
+    arguments: string;
+    money: { amount: string; currency: string | null; subject: string | null } | null;
+    /** Whether a string of its arguments reads like instructions to a model (what the agent's result would be held for). */
+    instructionLike: boolean;
+  }[];
   /** Per currency: "3 refunds, 30.00 EUR, invoices inv_0001, …". */
   /** Per currency: the sum of the amounts' sizes, how many writes, how many of them negative. */
   totals: { currency: string | null; total: string; count: number; negative: number; subjects: string[] }[];

@@ -22,6 +22,7 @@ import { reviewBinding } from "./service";
 import { toolUses } from "./tool-uses";
 import { riskOf, runFacts } from "./risk";
 import type { PlanView, RunDetail } from "./run-dto";
+import { jsonLooksLikeInstructions } from "@/lib/untrusted/sanitize";
 import {
   agentOutcomeItems,
   capabilityItems,
@@ -131,6 +132,7 @@ function planView(plan: RunPlan | null): PlanView | null {
       money: write.money
         ? { amount: write.money.amount, currency: write.money.currency, subject: write.money.subject && inertText(write.money.subject, 200) }
         : null,
+      instructionLike: jsonLooksLikeInstructions(write.arguments),
     })),
     totals: moneyTotals(plan).map((total) => ({ ...total, subjects: total.subjects.map((subject) => inertText(subject, 200)) })),
   };
