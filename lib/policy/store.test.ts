@@ -108,18 +108,21 @@ describe("policy publication needs two admins", () => {
     await expect(propose(alan, `${pending}// and a note\n`)).resolves.toMatchObject({ version: version + 1 });
   });
 
-  it("a proposal made before the published version was published cannot be approved: it would undo it", async () => {
+  it("publishing supersedes the proposals still waiting: none can be approved (it would undo the new version), and their text may be proposed again", async () => {
     const older = await propose(ada, `${PERMIT_ALL}// older proposal\n`);
     const newer = await propose(ada, `${defaultPolicyText()}\n// newer proposal\n`);
-    await approve(alan, newer.version);
+    const { id } = await approve(alan, newer.version);
+    expect((await db.prisma.policyVersion.findUniqueOrThrow({ where: { version: older.version } })).status).toBe("superseded");
+    const published = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "policy.published", subjectId: id } });
+    expect(published.data).toMatchObject({ superseded: expect.arrayContaining([older.version]) });
     await expect(approve(alan, older.version)).rejects.toMatchObject({
       code: "conflict",
-      message: `Version ${older.version} was proposed before version ${newer.version} was published; approving it would undo version ${newer.version}. Propose the change again on top of version ${newer.version}.`,
+      message: `Version ${older.version} was waiting when another version was published, so it was written against an older policy; approving it would undo what was published since. Propose the change again on top of version ${newer.version}.`,
       details: { reason: "stale_proposal", published: newer.version },
     });
     expect(await deciding()).toBe(newer.version);
-    // Proposed again, after, it is a change on top of the published version.
-    const again = await propose(ada, `${PERMIT_ALL}// older proposal, again\n`);
+    // The same text, proposed again on top of the published version, is a proposal like any other.
+    const again = await propose(ada, `${PERMIT_ALL}// older proposal\n`);
     await approve(alan, again.version);
     expect(await deciding()).toBe(again.version);
   });

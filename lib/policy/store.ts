@@ -2,7 +2,9 @@
  * Policy versions in the database: the published one decides every proposal.
  *
  * Guarantees: exactly one version is published at a time (publishing retires the previous one in
- * the same transaction, audited); a prepared Cedar set (with its text's sha256) is cached per
+ * the same transaction, audited); publishing marks every other waiting proposal `superseded` (it
+ * was written against an older policy: approved, it would undo the newer one), named in the
+ * `policy.published` event; a prepared Cedar set (with its text's sha256) is cached per
  * version id, so deciding costs one indexed read of the id; with no published version every
  * proposal is denied with a reason (fail closed).
  * Four eyes: a person never publishes alone. An admin proposes a version (`policy.proposed`); a
@@ -10,8 +12,10 @@
  *
  * Refuses (AppError "forbidden", `details.reason`, recorded by the door as `auth.forbidden`): a
  * person publishing directly (`four_eyes`), an actor that is not a person proposing or approving
- * (`person_required`), the proposer approving their own version (`own_proposal`). Approving a
- * version that is not proposed is a conflict; drafts with errors are refused with line and column.
+ * (`person_required`), the proposer approving their own version (`own_proposal`). Conflicts:
+ * approving a version that is not proposed (a superseded one says why: `stale_proposal`), and
+ * proposing the text of the published version or of one already waiting. Drafts with errors are
+ * refused with line and column.
  */
 import { recordAudit } from "@/lib/audit/record";
 import type { Actor } from "@/lib/contracts/scopes";
@@ -82,6 +86,7 @@ export async function publishPolicyText(tx: Tx, actor: Actor, text: string): Pro
   preparePolicySet(text); // throws a typed validation error with line and column
   const version = await nextVersion(tx);
   await tx.policyVersion.updateMany({ where: { status: "published" }, data: { status: "retired" } });
+  const superseded = await supersedeWaiting(tx);
   const row = await tx.policyVersion.create({
     data: { version, text, status: "published", publishedAt: new Date() },
     select: { id: true, version: true },
@@ -90,9 +95,15 @@ export async function publishPolicyText(tx: Tx, actor: Actor, text: string): Pro
     actor,
     action: "policy.published",
     subject: { type: "policy_version", id: row.id },
-    data: { version, lines: text.split("\n").length },
+    data: { version, lines: text.split("\n").length, ...(superseded.length > 0 ? { superseded } : {}) },
   });
   return row;
+}
+
+/** Marks every proposal still waiting `superseded` (see the header); their version numbers. */
+async function supersedeWaiting(tx: Tx): Promise<number[]> {
+  const rows = await tx.policyVersion.updateManyAndReturn({ where: { status: "proposed" }, data: { status: "superseded" }, select: { version: true } });
+  return rows.map((r) => r.version).sort((a, b) => a - b);
 }
 
 /** An admin proposes `text` as the next version; it decides nothing until a second admin approves it. */
@@ -123,39 +134,43 @@ export async function proposePolicyText(tx: Tx, actor: Actor, text: string): Pro
 
 /**
  * A second admin approves proposed version `version`: it is published and the previous published
- * version retired, in one transaction serialized with every other new or published version. A
- * proposal made before the published version was published is refused (conflict): its text was
- * written against an older policy, and publishing it would silently undo the newer one.
+ * version retired, and every other waiting proposal superseded, in one transaction serialized
+ * with every other new or published version. A superseded proposal is refused (conflict): its text
+ * was written against an older policy, and publishing it would silently undo the newer one.
  */
 export async function approvePolicyVersion(tx: Tx, actor: Actor, version: number): Promise<{ id: string; version: number }> {
   requireScope(actor, "policies:manage");
   const person = requirePerson(actor, "approve a policy");
   await lockVersions(tx);
-  const row = await tx.policyVersion.findUnique({
-    where: { version },
-    select: { id: true, status: true, text: true, createdById: true, createdAt: true },
-  });
+  const row = await tx.policyVersion.findUnique({ where: { version }, select: { id: true, status: true, text: true, createdById: true } });
   if (!row) throw new AppError("not_found", `No policy version ${version}.`);
+  if (row.status === "superseded") {
+    const current = await tx.policyVersion.findFirst({ where: { status: "published" }, select: { version: true } });
+    throw new AppError(
+      "conflict",
+      `Version ${version} was waiting when another version was published, so it was written against an older policy; approving it would undo what was published since. Propose the change again on top of version ${current?.version ?? "the published one"}.`,
+      { details: { reason: "stale_proposal", published: current?.version ?? null } },
+    );
+  }
   if (row.status !== "proposed") throw new AppError("conflict", `Version ${version} is ${row.status}; only a proposed version can be approved.`);
   if (row.createdById === person.id) {
     throw new AppError("forbidden", `You proposed version ${version}; a second admin must approve it.`, { details: { reason: "own_proposal" } });
   }
-  const current = await tx.policyVersion.findFirst({ where: { status: "published" }, select: { version: true, publishedAt: true } });
-  if (current?.publishedAt && row.createdAt < current.publishedAt) {
-    throw new AppError(
-      "conflict",
-      `Version ${version} was proposed before version ${current.version} was published; approving it would undo version ${current.version}. Propose the change again on top of version ${current.version}.`,
-      { details: { reason: "stale_proposal", published: current.version } },
-    );
-  }
   preparePolicySet(row.text);
   await tx.policyVersion.updateMany({ where: { status: "published" }, data: { status: "retired" } });
   await tx.policyVersion.update({ where: { id: row.id }, data: { status: "published", publishedById: person.id, publishedAt: new Date() } });
+  const superseded = await supersedeWaiting(tx);
   await recordAudit(tx, {
     actor,
     action: "policy.published",
     subject: { type: "policy_version", id: row.id },
-    data: { version, lines: row.text.split("\n").length, proposedById: row.createdById, approvedById: person.id },
+    data: {
+      version,
+      lines: row.text.split("\n").length,
+      proposedById: row.createdById,
+      approvedById: person.id,
+      ...(superseded.length > 0 ? { superseded } : {}),
+    },
   });
   return { id: row.id, version };
 }
