@@ -62,12 +62,12 @@ export const auditFiltersSchema = z
   .object({
     /**
      * Full text over code, purpose, provenance, tool-call arguments and results, result, error,
-     * logs and review comments (web-search syntax; identifiers also match by their parts).
+     * logs, review comments and release reasons (web-search syntax; identifiers also match by their parts).
      */
     q: text(200),
     /** Agent name, or any part of it (any case). */
     agent: text(200),
-    /** A person's email or name, or any part of it (any case): owner of the run's agent, or a reviewer of the run. */
+    /** A person's email or name, or any part of it (any case): owner of the run's agent, a reviewer of the run, or who released its result. */
     person: text(320),
     status: optionalEnum(RunStatus),
     decision: optionalEnum(Decision),

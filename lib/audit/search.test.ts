@@ -31,7 +31,11 @@ beforeAll(async () => {
   // A reviewer's comment becomes searchable on the run through the Review trigger.
   const reviewerUser = await db.prisma.user.create({ data: { email: "reviewer@example.com", name: "R", role: "reviewer" } });
   await recordReview(db.prisma, { runId: refund.runId, reviewerId: reviewerUser.id, verdict: "reject", comment: "Customer flagged as platypus risk" });
-  // A release of a withheld result, searched as a review is: its reason, and who gave it.
+  // A release of a withheld result, searched as a review is: its reason, and who gave it. Made
+  // after a search built the run's document, so only the release's trigger can make it owed again.
+  await searchRuns(db.prisma, { q: "kangaroo" });
+  const built = await db.prisma.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM "Run" WHERE id = ${quarterly.runId}::uuid AND "searchVector" IS NOT NULL`;
+  expect(built[0]!.n).toBe(1n);
   const releaser = await db.prisma.user.create({ data: { email: "releaser@example.com", name: "Rel Easer", role: "reviewer" } });
   await db.prisma.resultRelease.create({
     data: { runId: quarterly.runId, reviewerId: releaser.id, comment: "Threshold wombat checked by hand", resultDigest: "0".repeat(64) },
