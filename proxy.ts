@@ -21,7 +21,7 @@
 import { randomBytes } from "node:crypto";
 import { NextResponse, type NextRequest } from "next/server";
 import { contentSecurityPolicy } from "@/lib/auth/content-security-policy";
-import { hostViolation } from "@/lib/auth/hosts";
+import { foreignOrigin, hostViolation } from "@/lib/auth/hosts";
 import { REQUESTED_PATH_HEADER } from "@/lib/auth/sign-in-redirect";
 import { HOSTILE_CONTENT_CSP, isArtifactPath } from "@/lib/runs/artifacts-media";
 import { AppError, toPublicError } from "@/lib/errors";
@@ -47,7 +47,7 @@ export function proxy(request: NextRequest): NextResponse {
   const violation = hostViolation(request);
   if (violation) return refusal(new AppError("forbidden", `Forbidden: ${violation}`));
   if (request.method === "POST" && request.headers.has("next-action")) {
-    const foreign = foreignActionOrigin(request);
+    const foreign = foreignOrigin(request);
     if (foreign) return refusal(new AppError("forbidden", `Forbidden: ${foreign}`));
     if (Number(request.headers.get("content-length") ?? 0) > ACTION_BODY_LIMIT) {
       return refusal(new AppError("payload_too_large", `A form may send at most ${ACTION_BODY_LIMIT} bytes.`));
@@ -60,23 +60,6 @@ export function proxy(request: NextRequest): NextResponse {
   const response = NextResponse.next({ request: { headers } });
   response.headers.set("content-security-policy", policy);
   return response;
-}
-
-/**
- * Why a server action's Origin is refused, or null: as Next checks it (the Origin's host must be
- * the first X-Forwarded-Host, or the Host), so that Next's refusal, a bare 500, is never reached.
- */
-function foreignActionOrigin(request: NextRequest): string | null {
-  const origin = request.headers.get("origin");
-  if (origin === null) return null;
-  let host: string;
-  try {
-    host = new URL(origin).host;
-  } catch {
-    return `the Origin ${JSON.stringify(origin.slice(0, 100))} is not a URL`;
-  }
-  const forwarded = request.headers.get("x-forwarded-host")?.split(",")[0]?.trim();
-  return host === forwarded || host === request.headers.get("host") ? null : `a form sent from ${JSON.stringify(origin.slice(0, 100))}, another site`;
 }
 
 /** The first of `parts` (path segments, query keys and values) whose percent-escapes do not decode to UTF-8, quoted; or null. */

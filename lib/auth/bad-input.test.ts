@@ -209,6 +209,18 @@ describe("the JSON decision route's body", () => {
     expect(await db.prisma.review.count({ where: { runId } })).toBe(0);
   });
 
+  it("refuses a post from another site, as the proxy refuses a form's", async () => {
+    const decision = JSON.stringify({ verdict: "reject", comment: "no" });
+    expect(await post({ body: decision, headers: { origin: "http://evil.example", host: "localhost" } })).toEqual({
+      status: 403,
+      error: expect.objectContaining({
+        code: "forbidden",
+        message: 'Cross-site requests are refused: a request sent from "http://evil.example", another site.',
+      }),
+    });
+    expect(await db.prisma.review.count({ where: { runId } })).toBe(0);
+  });
+
   it("takes a JSON object for the path's run only, sent as JSON", async () => {
     const decision = JSON.stringify({ verdict: "reject", comment: "no" });
     // A page on another site can post text/plain without asking: refused, though the text is JSON.
@@ -256,16 +268,17 @@ describe("URL doors", () => {
     expect(searched).toEqual([]);
   });
 
-  it("the review queue takes either character in an agent filter, and refuses what is not a filter with 400 naming it", async () => {
+  it("the review queue refuses U+0000 in a filter as every console route does, and what is not a filter, with 400 naming it", async () => {
     const { GET } = await import("@/app/api/queue/route");
     as("reviewer");
     const status = async (query: string) => {
       const response = await GET(new NextRequest(`http://localhost/api/queue?${query}`), undefined);
       return { status: response.status, body: (await response.json()) as { error?: { code: string; message: string } } };
     };
-    expect((await status("agent=x%00y")).status).toBe(200);
+    // A lone surrogate cannot survive a URL: it arrives as U+FFFD, which is text like any other.
     expect((await status(`agent=x${LONE}&effect=write`)).status).toBe(200);
     for (const [query, named] of [
+      ["agent=x%00y", "agent"],
       ["effect=%00", "effect"],
       ["limit=-1", "limit"],
       ["status=%00", "status"],

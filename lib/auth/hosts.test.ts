@@ -114,7 +114,7 @@ describe("what the proxy refuses before Next answers it with a bare 500", () => 
       proxy(new NextRequest("http://localhost/agents", { method: "POST", headers: { host: "localhost:3000", "next-action": "abc", ...headers } }));
     expect(await refused(action({ origin: "http://evil.example" }))).toEqual({
       status: 403,
-      error: expect.objectContaining({ code: "forbidden", message: 'Forbidden: a form sent from "http://evil.example", another site' }),
+      error: expect.objectContaining({ code: "forbidden", message: 'Forbidden: a request sent from "http://evil.example", another site' }),
     });
     expect((await refused(action({ origin: "http://127.0.0.1:9999" }))).status).toBe(403);
     expect((await refused(action({ origin: "null" }))).status).toBe(403);

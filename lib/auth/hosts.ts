@@ -55,3 +55,22 @@ export function originViolation(request: Request): string | null {
   }
   return originHost && allowedHostnames().has(originHost) ? null : `Origin ${JSON.stringify(origin)} is not allowed`;
 }
+
+/**
+ * Why a browser's post (a server action, the JSON decision route) is refused as sent from another
+ * site, or null: its Origin, when sent, must name the host it was sent to, as Next checks a server
+ * action's (the first X-Forwarded-Host, or the Host). Checked in proxy.ts before Next, whose own
+ * refusal is a bare 500.
+ */
+export function foreignOrigin(request: Request): string | null {
+  const origin = request.headers.get("origin");
+  if (origin === null) return null;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return `the Origin ${JSON.stringify(origin.slice(0, 100))} is not a URL`;
+  }
+  const forwarded = request.headers.get("x-forwarded-host")?.split(",")[0]?.trim();
+  return host === forwarded || host === request.headers.get("host") ? null : `a request sent from ${JSON.stringify(origin.slice(0, 100))}, another site`;
+}

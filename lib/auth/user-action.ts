@@ -21,6 +21,7 @@ import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { AppError, isAppError, toPublicError, type AppErrorCode } from "@/lib/errors";
 import { findUnstorable } from "@/lib/untrusted/storable-text";
+import { closedNames } from "./closed-names";
 
 export type ActionError = { code: AppErrorCode; message: string; status: number; details?: Record<string, unknown> };
 export type ActionResult<T> = { ok: true; data: T } | { ok: false; error: ActionError };
@@ -40,19 +41,15 @@ export function actionForm(
   lists: readonly string[] = [],
 ): { ok: true; form: FormData } | { ok: false; error: ActionError } {
   const form = sent instanceof FormData ? sent : new FormData();
-  const seen = new Set<string>();
-  for (const name of form.keys()) {
-    if (name.startsWith("$ACTION")) continue;
-    const shown = JSON.stringify(name.slice(0, 64));
-    if (!fields.some((field) => (typeof field === "string" ? field === name : field.test(name)))) {
-      return { ok: false, error: toPublicError(new AppError("bad_request", `${shown} is not a field of this form.`)) };
-    }
-    if (seen.has(name) && !lists.includes(name)) {
-      return { ok: false, error: toPublicError(new AppError("bad_request", `${shown} is sent more than once; a form sends each field once.`)) };
-    }
-    seen.add(name);
-  }
-  return { ok: true, form };
+  const found = closedNames(
+    [...form.keys()].filter((name) => !name.startsWith("$ACTION")),
+    (name) => fields.some((field) => (typeof field === "string" ? field === name : field.test(name))),
+    (name) => lists.includes(name),
+  );
+  if (!found) return { ok: true, form };
+  const shown = JSON.stringify(found.name.slice(0, 64));
+  const message = found.problem === "unknown" ? `${shown} is not a field of this form.` : `${shown} is sent more than once; a form sends each field once.`;
+  return { ok: false, error: toPublicError(new AppError("bad_request", message)) };
 }
 
 /** `action:<path of the page it was sent from>` (the Referer's path; a label, not a proof), or `action`. */

@@ -34,6 +34,7 @@ import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { AppError, isAppError, toPublicError } from "@/lib/errors";
 import { findUnstorable } from "@/lib/untrusted/storable-text";
+import { closedNames } from "./closed-names";
 
 type Signed = UserActor & { name: string };
 
@@ -62,17 +63,19 @@ export function userRoute<Context = unknown>(
 
 /** A parameter the route does not take, one given twice, or a value with U+0000: `bad_request` naming it (and what the route takes). */
 function refuseQuery(params: URLSearchParams, takes: readonly string[]): void {
-  const seen = new Set<string>();
-  for (const key of params.keys()) {
-    const shown = JSON.stringify(key.slice(0, 64));
-    if (!takes.includes(key)) {
-      const known = takes.length > 0 ? `it takes ${takes.join(", ")}` : "it takes no parameters";
-      throw new AppError("bad_request", `${shown} is not a parameter of this address; ${known}.`);
-    }
-    if (seen.has(key)) throw new AppError("bad_request", `${shown} is given more than once; give it once.`);
-    seen.add(key);
-    const unstorable = findUnstorable(params.get(key), key);
-    if (unstorable) throw new AppError("bad_request", `${shown} holds ${unstorable.character}, a character that cannot be stored or searched.`);
+  const found = closedNames(params.keys(), (key) => takes.includes(key));
+  if (found) {
+    const shown = JSON.stringify(found.name.slice(0, 64));
+    const known = takes.length > 0 ? `it takes ${takes.join(", ")}` : "it takes no parameters";
+    throw new AppError(
+      "bad_request",
+      found.problem === "unknown" ? `${shown} is not a parameter of this address; ${known}.` : `${shown} is given more than once; give it once.`,
+    );
+  }
+  for (const [key, value] of params) {
+    const unstorable = findUnstorable(value, key);
+    if (unstorable)
+      throw new AppError("bad_request", `${JSON.stringify(key.slice(0, 64))} holds ${unstorable.character}, a character that cannot be stored or searched.`);
   }
 }
 

@@ -154,7 +154,7 @@ function guardRequests(server: Server): void {
 export function createMcpServer(connection: McpContext, offered: readonly McpTool[] = MCP_TOOLS): Server {
   const ctx: McpContext = { ...connection, follow: followOf(connection.agent, offered) };
   // Listed: the offered tools this agent's token may call. Calling another is still answered (FORBIDDEN, audited).
-  const listing = offered.filter((tool) => ctx.agent.scopes.includes(tool.scope)).map((tool) => tool.listing);
+  const listing = offered.filter((tool) => hasScope(ctx.agent, tool.scope)).map((tool) => tool.listing);
   const byName = new Map(offered.map((tool) => [tool.name, tool]));
   const server = new Server(
     { name: "airlock", version: "0.1.0" },

@@ -12,6 +12,7 @@ import { prisma } from "@/lib/db";
 import { readJsonBody } from "@/lib/json-body";
 import { decideRun } from "@/lib/review/service";
 import { userRoute } from "@/lib/auth/user-route";
+import { foreignOrigin } from "@/lib/auth/hosts";
 import { appRuntime } from "@/lib/runs/runtime";
 import { AppError, toPublicError } from "@/lib/errors";
 
@@ -39,19 +40,10 @@ const decide = userRoute<Context>(
   { door: "api:/api/queue/decision" },
 );
 
-function sameOrigin(request: NextRequest): boolean {
-  const origin = request.headers.get("origin");
-  if (!origin) return true;
-  try {
-    return new URL(origin).host === request.headers.get("host");
-  } catch {
-    return false;
-  }
-}
-
 export async function POST(request: NextRequest, context: Context) {
-  if (!sameOrigin(request)) {
-    const error = toPublicError(new AppError("forbidden", "Cross-site requests are refused."));
+  const foreign = foreignOrigin(request);
+  if (foreign) {
+    const error = toPublicError(new AppError("forbidden", `Cross-site requests are refused: ${foreign}.`));
     return NextResponse.json({ error }, { status: error.status, headers: { "cache-control": "no-store" } });
   }
   return decide(request, context);
