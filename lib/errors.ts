@@ -246,6 +246,18 @@ export const FINDING_RULES = {
 
 export type FindingCode = keyof typeof FINDING_RULES;
 
+/** Findings that make a script fail once it runs (the call is refused, the code does not load), whatever policy decided. */
+export const FINDINGS_THAT_FAIL_A_RUN: ReadonlySet<FindingCode> = new Set<FindingCode>([
+  "syntax_error",
+  "type_error",
+  "argument_type_error",
+  "argument_invalid",
+  "disallowed_import",
+  "module_syntax",
+  "unknown_tool",
+  "quarantined_tool",
+]);
+
 /** docs/codes.md, rendered from the registries above (a test keeps the file in step). */
 export function codesMarkdown(): string {
   const rows = (entries: [string, string][]) => entries.map(([code, text]) => `| \`${code}\` | ${text} |`).join("\n");

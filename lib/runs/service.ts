@@ -20,7 +20,7 @@ import { EXECUTED_STATUSES, IN_PROGRESS_STATUSES } from "@/lib/contracts/run-sta
 import type { ToolFacts } from "@/lib/contracts/tools";
 import type { Db } from "@/lib/db";
 import { consoleBaseUrl } from "@/lib/env";
-import { AppError, RUN_ERROR_RULES, invalidArguments, type RunErrorCode } from "@/lib/errors";
+import { AppError, FINDINGS_THAT_FAIL_A_RUN, RUN_ERROR_RULES, invalidArguments, type RunErrorCode } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import { runColumn } from "@/lib/contracts/run-columns";
 import { touchesRegulatedData } from "@/lib/contracts/data-classes";
@@ -157,11 +157,11 @@ const FOLLOW_HINT: Record<Follow, string> = {
 
 function progressHint(run: Run, follow: Follow): string | undefined {
   const wait = FOLLOW_HINT[follow];
-  // A script with an error finding (it does not type-check, say) will most likely fail once
-  // approved: fixing it beats a reviewer's time, whatever policy decided.
-  const failing = (runColumn(run, "findings") ?? []).find((f) => f.severity === "error" || f.severity === "critical");
+  // A finding that makes a run fail (it does not type-check, say): fixing it beats a reviewer's
+  // time, whatever policy decided.
+  const failing = (runColumn(run, "findings") ?? []).find((f) => FINDINGS_THAT_FAIL_A_RUN.has(f.code));
   const fixFirst = failing
-    ? `The ${failing.code} finding at line ${failing.line} (findings) will most likely make the script fail: cancel this run (cancel_run), fix the script and submit it again. Otherwise: `
+    ? `The ${failing.code} finding at line ${failing.line} (findings) will most likely make the script fail: fix the script and submit it again, and cancel this run (cancel_run). Otherwise: `
     : "";
   switch (run.status) {
     case "previewing":
