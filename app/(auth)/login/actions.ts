@@ -42,7 +42,8 @@ export async function loginAction(_prev: LoginState, sent: FormData): Promise<Lo
 }
 
 export async function oidcLoginAction(sent: FormData): Promise<void> {
-  // Like a target safeRedirect refuses, a malformed form signs in to the console's start page.
+  // A form the login page did not send starts no sign-in.
   const read = actionForm(sent, ["from"]);
-  await signIn("oidc", { redirectTo: read.ok ? safeRedirect(read.form.get("from")) : "/" });
+  if (!read.ok) return;
+  await signIn("oidc", { redirectTo: safeRedirect(read.form.get("from")) });
 }

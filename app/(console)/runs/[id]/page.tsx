@@ -118,7 +118,7 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
       ) : null}
 
       {run.plan ? (
-        <Section title={planTitle(run.status, run.outcome?.stats.wallMs != null)} id="plan">
+        <Section title={planTitle(run.status, run.reviews.filter((r) => r.verdict === "approve").length >= Math.max(1, run.approvalsRequired))} id="plan">
           <PlanTable plan={run.plan} />
         </Section>
       ) : run.status === "previewing" ? (
@@ -224,9 +224,8 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
   );
 });
 
-/** What the plan is, for where the run stands: to approve, approved (the run went on, or ran), or never approved. */
-function planTitle(status: string, ran: boolean): string {
+/** What the plan is, for where the run stands: to approve, approved (the quorum was met), or never approved. */
+function planTitle(status: string, approved: boolean): string {
   if (status === "pending_review") return "Plan: the writes this approval allows";
-  if (ran || ["approved", "queued", "running"].includes(status)) return "Plan: the writes reviewers approved";
-  return "Plan: the writes the script would have made";
+  return approved ? "Plan: the writes reviewers approved" : "Plan: the writes the script would have made";
 }
