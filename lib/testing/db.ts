@@ -4,7 +4,7 @@
  * Call `drop()` in afterAll; databases left behind are dropped with the server at teardown.
  *
  * The test file's process also gets a data directory of its own (AIRLOCK_DATA_DIR under
- * os.tmpdir(), removed by `drop()`) unless the test set one: otherwise a runtime would sign audit
+ * os.tmpdir(), removed when the process exits) unless the test set one: otherwise a runtime would sign audit
  * checkpoints of its throwaway chain into the project's `./.airlock`, the data of a developer's
  * `npm start`, whose chain they would then report as rewritten.
  *
@@ -13,8 +13,7 @@
  *   afterAll(() => db.drop());
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inject } from "vitest";
@@ -42,7 +41,7 @@ export async function createTestDatabase(options: CreateTestDatabaseOptions = {}
   await withAdminClient(adminUrl, (client) => client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
   const url = withDatabase(adminUrl, name);
   const prisma = createPrismaClient(url);
-  const dataDir = ownDataDir();
+  ownDataDir();
   let dropping: Promise<void> | undefined;
   return {
     name,
@@ -52,15 +51,14 @@ export async function createTestDatabase(options: CreateTestDatabaseOptions = {}
       (dropping ??= (async () => {
         await prisma.$disconnect();
         await withAdminClient(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
-        if (dataDir) await rm(dataDir, { recursive: true, force: true });
       })()),
   };
 }
 
-/** A data directory for this test process when none is set (see the header); the one made, or null. */
-function ownDataDir(): string | null {
-  if (process.env.AIRLOCK_DATA_DIR !== undefined) return null;
+/** Gives this test process a data directory when none is set (see the header), once. */
+function ownDataDir(): void {
+  if (process.env.AIRLOCK_DATA_DIR !== undefined) return;
   const dir = mkdtempSync(join(tmpdir(), "airlock-test-data-"));
   setEnvForChildren({ AIRLOCK_DATA_DIR: dir });
-  return dir;
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
 }
