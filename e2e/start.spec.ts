@@ -6,6 +6,7 @@
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -132,6 +133,15 @@ test("npm start: first start prints working credentials; SIGTERM stops everythin
   expect(await postgresProcessesFor(clusterDir)).toBe("");
 });
 
+/** Whether `pid` is a live process (an exited one its new parent has not reaped yet is a zombie, not live). */
+function isRunning(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
 /** The pid of the web server npm start (`startPid`) runs: its child that is Next (`next-server` once it names itself). */
 function webServerPid(startPid: number): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -147,7 +157,7 @@ function webServerPid(startPid: number): Promise<number> {
   });
 }
 
-test("a web server that dies stops npm start at once, database included; a start after npm start itself was killed stops the database it left and comes up", async () => {
+test("a web server that dies stops npm start at once, database included; one whose npm start was killed stops itself; a start after npm start was killed stops the database it left and comes up", async () => {
   test.setTimeout(300_000);
   const dataDir = await mkdtemp(join(tmpdir(), "airlock-crash-"));
   const port = await freePort();
@@ -170,6 +180,15 @@ test("a web server that dies stops npm start at once, database included; a start
   second.child.kill("SIGKILL");
   await second.exited;
   expect(await postgresProcessesFor(clusterDir)).not.toBe("");
+
+  // npm start alone killed outright: its web server notices and stops, instead of serving and
+  // executing runs unwatched, and holding the port the next start needs.
+  const orphaning = npmStart(dataDir, port);
+  await orphaning.ready;
+  const orphan = await webServerPid(orphaning.child.pid!);
+  orphaning.child.kill("SIGKILL");
+  await orphaning.exited;
+  await expect.poll(() => isRunning(orphan), { timeout: 30_000 }).toBe(false);
 
   const third = npmStart(dataDir, port);
   await third.ready;

@@ -40,6 +40,7 @@ import type { HostFacts } from "@/lib/sandbox/host";
 const dev = process.argv.includes("--dev");
 const root = resolve(import.meta.dirname, "..");
 const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
+const EXIT_WITH_PARENT = new URL("./exit-with-parent.mjs", import.meta.url).href;
 /** How long the web server may take to let runs in flight finish after Ctrl-C / SIGTERM. */
 const DRAIN_MS = 45_000;
 
@@ -290,7 +291,8 @@ async function main() {
   server = spawn(
     process.execPath,
     // --disable-sigusr1: no other process of this user can open the server's inspector with a signal.
-    ["--disable-sigusr1", nextBin, dev ? "dev" : "start", "-p", String(config.PORT), "-H", config.AIRLOCK_HOST],
+    // exit-with-parent: the server stops when this process is gone, however it went (killed outright included).
+    ["--disable-sigusr1", "--import", EXIT_WITH_PARENT, nextBin, dev ? "dev" : "start", "-p", String(config.PORT), "-H", config.AIRLOCK_HOST],
     { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: childProcessEnv(), detached: true },
   );
   let announced = false;
