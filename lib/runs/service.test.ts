@@ -140,7 +140,9 @@ describe("submitRun → policy → sandbox", () => {
     expect(submitted.findings).toEqual([expect.objectContaining({ code: "type_error", line: 1 })]);
     // The shipped policy sends a type error to one reviewer (review-type-errors).
     expect(submitted.status).toBe("pending_review");
-    expect(submitted.next).toMatch(/^The type_error finding at line 1 \(findings\) will most likely make the script fail: fix the script and submit it again, and cancel this run \(cancel_run\)/);
+    expect(submitted.next).toMatch(
+      /^The type_error finding at line 1 \(findings\) will most likely make the script fail: fix the script and submit it again, and cancel this run \(cancel_run\)/,
+    );
   });
 
   it("holds a script that emails customers for two reviewers", async () => {
