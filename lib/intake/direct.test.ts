@@ -117,6 +117,10 @@ describe("call_tool", () => {
     const view = await submitDirectCall(ledger.runtime, ledger.agent, { server: "ledger", tool: "listInvoices", arguments: { status: "nonsense" } });
     expect(view).toMatchObject({ status: "denied", decision: "deny" });
     expect(view.reasons.map((r) => r.policyId)).toContain("deny-invalid-arguments");
+    // Told in the call's terms: no position in a script the agent never wrote, no script to fix.
+    expect(view.error?.message).toMatch(/^tools\.ledger\.listInvoices: status must be/);
+    expect(view.error?.message).not.toMatch(/line \d+:\d+/);
+    expect(view.error?.next).toBe("Fix the call's arguments where the findings and reasons say, then call again; the same call will be denied again.");
     expect(await ledger.db.prisma.runToolCall.count({ where: { runId: view.runId } })).toBe(0);
   });
 

@@ -303,7 +303,7 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
     } finally {
       row.durationMs = Math.round(performance.now() - started);
       recorder.add(row);
-      made.push(`${seq} ${server}.${tool} (${row.outcome})`);
+      made.push(`#${seq} ${server}.${tool} (${row.outcome})`);
     }
   };
 

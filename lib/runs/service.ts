@@ -298,7 +298,9 @@ export async function presentRun(db: Db, stored: Run, follow: Follow = "get_run"
   if (statusError) {
     // An agent acts on the specific finding first (the line, what is wrong, a suggestion), then the deciding policies.
     const blocking = view.findings.filter((f) => f.severity === "critical" || f.severity === "error").slice(0, 5);
-    const fix = blocking.map((f) => `line ${f.line}:${f.column}: ${f.message} (${f.code})`).join("; ");
+    // A direct call's agent wrote no script: a position in the one Airlock wrote for it means nothing to it.
+    const direct = run.kind === "direct";
+    const fix = blocking.map((f) => `${direct ? "" : `line ${f.line}:${f.column}: `}${f.message} (${f.code})`).join("; ");
     const message =
       statusError === "POLICY_DENIED"
         ? `${fix ? `${fix}. ` : ""}Denied by policy: ${reasons.map((r) => r.text).join(" ")}`
@@ -307,6 +309,9 @@ export async function presentRun(db: Db, stored: Run, follow: Follow = "get_run"
           : `A reviewer decided: ${run.status.replaceAll("_", " ")}.`;
     // Finding messages quote the script (names, arguments): text from outside Airlock.
     view.error = withNext({ code: statusError, message, untrusted: statusError === "POLICY_DENIED" && fix !== "" });
+    if (direct && statusError === "POLICY_DENIED") {
+      view.error.next = "Fix the call's arguments where the findings and reasons say, then call again; the same call will be denied again.";
+    }
   }
   if (run.status === "expired" && release && run.execution !== null) {
     const why = release.reasons.map((r) => r.text).join(" ");

@@ -117,6 +117,14 @@ return {
     expect(env.flags).toEqual([]);
   });
 
+  it("an input the run was not given is an error that says how to give it", async () => {
+    const env = await runInSandbox({ code: `return inputs.text("fx-rates.csv");`, language: "javascript", allowedTools: [], callTool: echo });
+    expect(env.error).toMatchObject({
+      code: "SCRIPT_ERROR",
+      message: expect.stringContaining("no input named fx-rates.csv was passed to this run: name it in submit_run's inputs (list_inputs lists them)"),
+    });
+  });
+
   it("strips TypeScript types and keeps line numbers for errors", async () => {
     const ok = await runInSandbox({
       code: `interface Row { a: number }\nconst rows: Row[] = [{ a: 2 }];\nreturn rows.map((r): number => r.a * 2);`,

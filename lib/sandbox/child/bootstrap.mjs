@@ -242,7 +242,9 @@ function parseCsv(text) {
 function makeInputs(dir, names) {
   const known = new Set(names);
   const pathOf = (name) => {
-    if (!known.has(name)) throw new Error(`no input named ${String(name).slice(0, 100)}`);
+    if (!known.has(name)) {
+      throw new Error(`no input named ${String(name).slice(0, 100)} was passed to this run: name it in submit_run's inputs (list_inputs lists them)`);
+    }
     return join(dir, name);
   };
   return freeze({
