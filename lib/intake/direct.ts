@@ -39,7 +39,7 @@ export const callToolSchema = z.strictObject({
 
 export type CallToolInput = z.input<typeof callToolSchema>;
 
-export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: unknown, options: Pick<SubmitOptions, "wait"> = {}): Promise<RunView> {
+export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: unknown, options: Pick<SubmitOptions, "wait" | "follow"> = {}): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
     const parsed = callToolSchema.safeParse(raw);

@@ -32,7 +32,7 @@ export const runSkillSchema = z.strictObject({
   arguments: toolArgumentsSchema,
 });
 
-export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unknown, options: Pick<SubmitOptions, "wait"> = {}): Promise<RunView> {
+export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unknown, options: Pick<SubmitOptions, "wait" | "follow"> = {}): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
     const parsed = runSkillSchema.safeParse(raw);
