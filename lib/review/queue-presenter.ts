@@ -7,8 +7,9 @@
  * components to render through components/ui/inert.tsx as marker elements. Whether the viewer may
  * decide a queued run is ./decision-rules.ts decisionBlocker, the rule decideRun enforces (for a
  * held result, ./release.ts releaseBlocker, the rule releaseResult enforces); the queue only
- * *offers* with it. The queue holds both kinds of wait for people: runs pending review, and
- * results release policy holds (pending_release).
+ * *offers* with it. The queue holds the waits for people lib/runs/review-queue.ts names: runs
+ * pending review, results release policy holds (pending_release), and results of failed checks a
+ * reviewer may release, for a while; a failed check's result that no one may release is left out.
  */
 import "server-only";
 import type { UserActor } from "@/lib/auth/session";
@@ -16,6 +17,7 @@ import { runColumn } from "@/lib/contracts/run-columns";
 import { hasScope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { decisionBlocker, type DecisionBlockerCode } from "./decision-rules";
+import { inReviewQueue } from "@/lib/runs/review-queue";
 import { pendingRelease, releaseBlocker } from "./release";
 import { inertText } from "@/lib/untrusted/inert";
 import { isEffect, riskOf, runFacts, type Effect, type Risk } from "./risk";
@@ -61,10 +63,15 @@ export type QueueView = {
   generatedAt: string;
 };
 
+/** Listed: every run to review or held; a failed check's only when no release policy forbids releasing its result. */
+function releasable(run: Parameters<typeof pendingRelease>[0]): boolean {
+  return run.status !== "check_failed" || pendingRelease(run)?.forbiddenBecause === null;
+}
+
 export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters = {}): Promise<QueueView> {
   const now = new Date();
   const rows = await db.run.findMany({
-    where: { status: { in: ["pending_review", "pending_release"] } },
+    where: inReviewQueue(now),
     orderBy: { createdAt: "asc" },
     take: 500,
     select: {
@@ -86,10 +93,10 @@ export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters
       releases: { select: { reviewerId: true, reviewer: { select: { email: true } } } },
     },
   });
-  const all = rows.map((run): QueueItem => {
+  const all = rows.filter(releasable).map((run): QueueItem => {
     const facts = runFacts(runColumn(run, "facts"));
     const findings = runColumn(run, "findings") ?? [];
-    const held = run.status === "pending_release" ? pendingRelease(run) : null;
+    const held = run.status === "pending_review" ? null : pendingRelease(run);
     const waiting = held
       ? {
           waitingFor: "release" as const,
@@ -148,9 +155,13 @@ export async function waitingForYouCount(db: Db, viewer: UserActor): Promise<num
       AND: [{ OR: [{ reviewerRole: null }, { reviewerRole: viewer.role }] }, { OR: [{ reviewExpiresAt: null }, { reviewExpiresAt: { gt: new Date() } }] }],
     },
   });
-  // Held results are few; their role and quorum live in the release decision, read by releaseBlocker itself.
+  // Results to release are few; their role and quorum live in the release decision, read by releaseBlocker itself.
   const held = await db.run.findMany({
-    where: { status: "pending_release", agent: { ownerId: { not: viewer.id } }, releases: { none: { reviewerId: viewer.id } } },
+    where: {
+      AND: [inReviewQueue(), { status: { not: "pending_review" } }],
+      agent: { ownerId: { not: viewer.id } },
+      releases: { none: { reviewerId: viewer.id } },
+    },
     select: {
       id: true,
       status: true,

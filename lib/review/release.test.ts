@@ -11,6 +11,8 @@ import type { Actor } from "@/lib/contracts/scopes";
 import { submitRun } from "@/lib/intake/submit";
 import { getRun, type RunView } from "@/lib/runs/service";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
+import { loadDashboard } from "@/lib/runs/dashboard";
+import { queueView, waitingForYouCount } from "./queue-presenter";
 import { releaseResult, resultDigestOf } from "./release";
 
 type User = Extract<Actor, { type: "user" }>;
@@ -95,6 +97,15 @@ describe("a failed check withholds the result", () => {
     );
   });
 
+  it("waits in the review queue and its badge for a release, as a reviewer may give one; not for the agent's owner", async () => {
+    const queued = await queueView(ledger.db.prisma, reviewer);
+    expect(queued.items.find((item) => item.id === runId)).toMatchObject({ waitingFor: "release", approvalsRequired: 1, blockedBecause: null });
+    expect(await waitingForYouCount(ledger.db.prisma, reviewer)).toBeGreaterThanOrEqual(1);
+    const ownersView = await queueView(ledger.db.prisma, owner);
+    expect(ownersView.items.find((item) => item.id === runId)?.blockedBecause).toBe("own_agent");
+    expect((await loadDashboard(ledger.db.prisma)).pendingReviews).toBeGreaterThanOrEqual(1);
+  });
+
   it("a reviewer releases it with a reason: the agent gets the stored result and who released it; the status stays check_failed", async () => {
     const row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: runId } });
     const released = await releaseResult(ledger.db.prisma, reviewer, {
@@ -112,5 +123,7 @@ describe("a failed check withholds the result", () => {
     await expect(
       releaseResult(ledger.db.prisma, reviewer, { runId, comment: "again", seen: { resultDigest: resultDigestOf(row.result) } }),
     ).rejects.toMatchObject({ code: "conflict", message: expect.stringContaining("already released") });
+    // Released, it no longer waits for anyone.
+    expect((await queueView(ledger.db.prisma, reviewer)).items.map((item) => item.id)).not.toContain(runId);
   });
 });

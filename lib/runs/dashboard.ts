@@ -6,6 +6,7 @@
 import { sequenceAudit } from "@/lib/db/audit-sequence";
 import "server-only";
 import type { Db } from "@/lib/db";
+import { inReviewQueue } from "./review-queue";
 
 export type Dashboard = {
   /** Runs in the review queue: waiting for a review, or for the release of their held result. */
@@ -24,9 +25,9 @@ const DAYS = 14;
 export async function loadDashboard(db: Db): Promise<Dashboard> {
   await sequenceAudit(db);
   const [pending, oldest, running, activeAgents, perDay, latency, topAgents, topTools] = await Promise.all([
-    // What the review queue holds (lib/review/queue-presenter.ts): runs to review and results to release.
-    db.run.count({ where: { status: { in: ["pending_review", "pending_release"] } } }),
-    db.run.findFirst({ where: { status: { in: ["pending_review", "pending_release"] } }, orderBy: { createdAt: "asc" }, select: { createdAt: true } }),
+    // What the review queue holds (./review-queue.ts): runs to review and results to release.
+    db.run.count({ where: inReviewQueue() }),
+    db.run.findFirst({ where: inReviewQueue(), orderBy: { createdAt: "asc" }, select: { createdAt: true } }),
     db.run.count({ where: { status: "running" } }),
     db.agent.count({ where: { revokedAt: null } }),
     db.$queryRaw<{ day: Date; status: string; n: bigint }[]>`
