@@ -26,7 +26,7 @@ import { assertDatabaseReachable } from "@/lib/db/migrate";
 import { checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
 import { signCheckpoint } from "@/lib/audit/service";
 import { clusterDirFor, startPostgres, stopLeftoverServer, type PostgresServer } from "@/lib/db/postgres-server";
-import { isAlive } from "@/lib/db/postgres-process";
+import { recordedStart } from "@/lib/cli/database";
 import { privilegeWarning } from "@/lib/db/roles";
 import { externalDatabaseUrls, migrateDatabase, prepareEmbeddedDatabase } from "@/lib/db/setup";
 import { createPrismaClient } from "@/lib/db";
@@ -121,25 +121,21 @@ async function buildIfNeeded(): Promise<void> {
  * recorded (one a CLI command runs) is left alone.
  */
 async function takeOverDataDir(dataDir: string, clusterDir: string): Promise<void> {
-  const recorded = await readFile(join(dataDir, "postgres.json"), "utf8").catch(() => "");
-  let owner: unknown = null;
-  try {
-    owner = (JSON.parse(recorded) as { pid?: unknown }).pid;
-  } catch {
-    // No record, or a torn one: no owner known.
-  }
-  if (typeof owner !== "number") return; // not ours to stop (a CLI command's server, say): PostgreSQL says so if it runs
-  if (owner !== process.pid && isAlive(owner)) {
-    throw new Error(`another npm start (process ${owner}) is running on ${dataDir}; stop it first, or set AIRLOCK_DATA_DIR to another directory.`);
-  }
+  const recorded = await recordedStart(dataDir);
+  if (!recorded) return; // not ours to stop (a CLI command's server, say): PostgreSQL says so if it runs
+  if (recorded.running && recorded.pid !== process.pid) throw new Error(anotherStart(recorded.pid, dataDir));
   const leftover = await stopLeftoverServer(clusterDir);
   if (leftover !== null) console.log(`Stopped the embedded PostgreSQL (process ${leftover}) that an earlier start left running.`);
+}
+
+function anotherStart(pid: number, dataDir: string): string {
+  return `another npm start (process ${pid}) is running on ${dataDir}; stop it first, or set AIRLOCK_DATA_DIR to another directory.`;
 }
 
 function printBanner(url: string, credentials: DemoCredentials | null, credentialsFile: string | null) {
   const lines = ["", `Airlock is running at ${url}`, ""];
   if (credentials) {
-    lines.push("Demo logins (shown once):");
+    lines.push(`Demo logins (shown once here; kept, readable only by you, in ${credentialsFile ?? "the data directory"}):`);
     for (const user of credentials.users) lines.push(`  ${user.role.padEnd(10)} ${user.email.padEnd(28)} ${user.password}`);
     lines.push("", `Agent token for ${credentials.agent.name} (shown once):`, `  ${credentials.agent.token}`);
   } else if (credentialsFile && existsSync(credentialsFile)) {
@@ -168,6 +164,9 @@ async function main() {
   }
   const dataDir = resolve(config.AIRLOCK_DATA_DIR);
   await mkdir(dataDir, { recursive: true, mode: 0o711 });
+  // Another start on this data directory first: its port would be taken too, and that is the cause to name.
+  const other = await recordedStart(dataDir);
+  if (other?.running && other.pid !== process.pid) fail(anotherStart(other.pid, dataDir));
   await assertPortFree(config.PORT, config.AIRLOCK_HOST);
   try {
     await checkSandbox(resolveConfig().sandbox, config.AIRLOCK_IN_PROCESS_WORKER);
@@ -225,6 +224,7 @@ async function main() {
   process.on("SIGINT", () => void stop(0));
   process.on("SIGTERM", () => void stop(0));
 
+  const url = config.AIRLOCK_PUBLIC_URL ?? `http://${config.AIRLOCK_HOST === "0.0.0.0" ? "localhost" : config.AIRLOCK_HOST}:${config.PORT}`;
   let databaseUrl: string;
   try {
     if (config.DATABASE_URL) {
@@ -241,8 +241,10 @@ async function main() {
       postgres = await startPostgres({ persistent: true, dataDir: cluster.dir });
       const urls = await prepareEmbeddedDatabase(postgres);
       databaseUrl = urls.appUrl;
-      // Lets `npx airlock …` find this running database (and migrate it as the owner).
-      await writeFile(join(dataDir, "postgres.json"), JSON.stringify({ url: urls.appUrl, ownerUrl: urls.ownerUrl, pid: process.pid }), { mode: 0o600 });
+      // Lets `npx airlock …` find this running database (and migrate it as the owner), and the console's address for its links.
+      await writeFile(join(dataDir, "postgres.json"), JSON.stringify({ url: urls.appUrl, ownerUrl: urls.ownerUrl, pid: process.pid, consoleUrl: url }), {
+        mode: 0o600,
+      });
     }
     const warning = await privilegeWarning(databaseUrl);
     if (warning) console.error(`airlock: warning: ${warning}`);
@@ -287,7 +289,6 @@ async function main() {
     return stop(1);
   }
 
-  const url = config.AIRLOCK_PUBLIC_URL ?? `http://${config.AIRLOCK_HOST === "0.0.0.0" ? "localhost" : config.AIRLOCK_HOST}:${config.PORT}`;
   server = spawn(
     process.execPath,
     // --disable-sigusr1: no other process of this user can open the server's inspector with a signal.
@@ -305,9 +306,9 @@ async function main() {
       process.stdout.write(text);
     }
   });
-  server.on("exit", (code) => {
+  server.on("exit", (code, signal) => {
     if (!stopping) {
-      console.error(`airlock: the web server exited (code ${code ?? "signal"}).`);
+      console.error(`airlock: the web server exited (${code === null ? `killed by ${signal ?? "a signal"}` : `code ${code}`}).`);
       void stop(code ?? 1);
     }
   });

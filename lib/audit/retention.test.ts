@@ -6,6 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
+import { runCli } from "@/lib/cli/main";
 import { auditCommand } from "@/lib/cli/audit";
 import type { CliIo } from "@/lib/cli/io";
 import { createPrismaClient, type PrismaClient } from "@/lib/db";
@@ -414,12 +415,15 @@ describe("airlock audit purge / hold / release", () => {
   }
   const deps = { withDatabase: <T>(fn: (db: PrismaClient) => Promise<T>) => fn(app), checkpoints: () => ({ keyFile: "", dir: "" }), retention: () => days };
 
-  it("a bad or future --as-of is a usage error (exit 2)", async () => {
-    for (const asOf of ["yesterday", "2026-13-01T00:00:00Z", "2026-01-01", `${new Date(Date.now() + DAY_MS).toISOString()}`]) {
+  it("an --as-of not of its form is a usage error (exit 2); one in the future is a refused value (exit 1, one line)", async () => {
+    for (const asOf of ["yesterday", "2026-13-01T00:00:00Z", "2026-01-01"]) {
       const sink = io();
       expect(await auditCommand(["purge", "--as-of", asOf], sink, deps), asOf).toBe(2);
       expect(sink.err).toMatch(/--as-of must/);
     }
+    const future = io();
+    expect(await runCli(["audit", "purge", "--as-of", new Date(Date.now() + DAY_MS).toISOString()], future)).toBe(1);
+    expect(future.err).toBe("airlock: --as-of must not be in the future: retention purges what a past instant allows.\n");
   });
 
   it("purge prints a summary; hold and release act as the person --as names", async () => {

@@ -211,7 +211,8 @@ async function purge(args: string[], io: CliIo, deps: AuditCommandDeps): Promise
   if (values["as-of"] !== undefined && (!ISO_TIME.test(values["as-of"]) || Number.isNaN(asOf.getTime()))) {
     throw new UsageError("--as-of must be an ISO 8601 time with a zone, such as 2026-01-31T00:00:00Z", AUDIT_USAGE);
   }
-  if (asOf.getTime() > Date.now()) throw new UsageError("--as-of must not be in the future", AUDIT_USAGE);
+  // Well formed, and refused for what it says: a value the command refuses (exit 1), not a usage error.
+  if (asOf.getTime() > Date.now()) throw new AppError("bad_request", "--as-of must not be in the future: retention purges what a past instant allows.");
   const days = (deps.retention ?? configRetention)(io);
   if (!days) return 1;
   const summary = await deps.withDatabase((db) => purgeExpired(db, { asOf, days }));

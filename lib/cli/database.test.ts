@@ -5,14 +5,16 @@
  * no folder, no PostgreSQL cluster, no database, no schema. Before, `audit verify` on an empty data
  * directory made a cluster and reported "OK: 0 event(s) verified".
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { existingClusterDir, startPostgres } from "@/lib/db/postgres-server";
 import { childProcessEnv } from "@/lib/env";
 import { REPO_ROOT } from "@/lib/sandbox/host";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
+import { databaseWithAgent, insertRun } from "@/lib/testing/run-rows";
 import { withAdminClient, withDatabase } from "@/lib/testing/database-url";
 
 const dir = mkdtempSync(join(tmpdir(), "airlock-cli-db-test-"));
@@ -62,6 +64,34 @@ describe("reading where there is no database", () => {
     },
     60_000,
   );
+
+  it("an npm start killed outright left its database running: the command stops it, as the next npm start would, and runs", async () => {
+    const dataDir = join(dir, "left-running");
+    mkdirSync(dataDir);
+    expect((await airlock(["db", "migrate"], { AIRLOCK_DATA_DIR: dataDir })).code).toBe(0);
+    const leftover = await startPostgres({ persistent: true, dataDir: existingClusterDir(dataDir)! });
+    // What npm start records, naming a start that is gone (the pid of a process that has exited).
+    const gone = spawnSync(process.execPath, ["-e", "0"]).pid;
+    writeFileSync(join(dataDir, "postgres.json"), JSON.stringify({ url: leftover.url, ownerUrl: leftover.url, pid: gone }));
+    const result = await airlock(["audit", "verify"], { AIRLOCK_DATA_DIR: dataDir }).finally(() => leftover.stop().catch(() => undefined));
+    expect(result.stderr).toContain(`airlock: stopped the embedded PostgreSQL (process ${leftover.pid}) that an earlier npm start left running.`);
+    expect(result.stdout).toMatch(/^OK: /);
+    expect(result.code).toBe(0);
+  }, 120_000);
+
+  it("links a command prints name the console the running npm start serves, on the port it was given", async () => {
+    const { db, agentId } = await databaseWithAgent("linker");
+    databases.push(db);
+    await insertRun(db, agentId, { status: "succeeded" });
+    const dataDir = join(dir, "running-start");
+    mkdirSync(dataDir);
+    // What a running npm start on port 3355 records (this test process stands for it: it is alive).
+    writeFileSync(join(dataDir, "postgres.json"), JSON.stringify({ url: db.url, ownerUrl: db.url, pid: process.pid, consoleUrl: "http://127.0.0.1:3355" }));
+    const result = await airlock(["audit", "export", "--format", "csv", "--per-run"], { AIRLOCK_DATA_DIR: dataDir });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/http:\/\/127\.0\.0\.1:3355\/audit\/runs\/[0-9a-f-]{36}/);
+    expect(result.stdout).not.toContain(":3000/");
+  }, 60_000);
 
   it("a data directory that does not exist is not created", async () => {
     const dataDir = join(dir, "never", "made");

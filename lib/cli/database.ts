@@ -16,27 +16,44 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import pg from "pg";
 import { createPrismaClient, type Db } from "@/lib/db";
-import { clusterDirFor, existingClusterDir, startPostgres, type PostgresServer } from "@/lib/db/postgres-server";
+import { clusterDirFor, existingClusterDir, startPostgres, stopLeftoverServer, type PostgresServer } from "@/lib/db/postgres-server";
 import { externalDatabaseUrls, migrateDatabase, prepareEmbeddedDatabase, type DatabaseUrls } from "@/lib/db/setup";
 import { userOf } from "@/lib/db/roles";
-import { env } from "@/lib/env";
+import { env, setEnvForChildren } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 
-/** `ownerUrl` is absent in files written by versions whose app connected as the owner. */
-const runningSchema = z.object({ url: z.string(), ownerUrl: z.string().optional(), pid: z.number().int() }).strict();
+/**
+ * `ownerUrl` is absent in files written by versions whose app connected as the owner;
+ * `consoleUrl` (where the running start serves the console) in those written before it was recorded.
+ */
+const runningSchema = z.object({ url: z.string(), ownerUrl: z.string().optional(), pid: z.number().int(), consoleUrl: z.url().optional() }).strict();
 
-/** The URLs of the embedded PostgreSQL that a running `npm start` wrote, or null. */
-export async function runningEmbedded(dataDir: string): Promise<DatabaseUrls | null> {
+/** What `npm start` recorded in the data directory (postgres.json), and whether that start still runs; null when nothing is recorded. */
+export async function recordedStart(dataDir: string): Promise<({ running: boolean } & z.infer<typeof runningSchema>) | null> {
   const file = join(dataDir, "postgres.json");
   if (!existsSync(file)) return null;
-  const parsed = runningSchema.safeParse(JSON.parse(await readFile(file, "utf8")));
+  let recorded: unknown;
+  try {
+    recorded = JSON.parse(await readFile(file, "utf8"));
+  } catch {
+    return null; // torn: nothing known
+  }
+  const parsed = runningSchema.safeParse(recorded);
   if (!parsed.success) return null;
+  let running = true;
   try {
     process.kill(parsed.data.pid, 0);
   } catch {
-    return null; // npm start is no longer running; the file is stale
+    running = false; // npm start is no longer running: killed outright, its database may be left
   }
-  const { url, ownerUrl = url } = parsed.data;
+  return { running, ...parsed.data };
+}
+
+/** The URLs of the embedded PostgreSQL that a running `npm start` wrote, or null. */
+export async function runningEmbedded(dataDir: string): Promise<DatabaseUrls | null> {
+  const recorded = await recordedStart(dataDir);
+  if (!recorded?.running) return null;
+  const { url, ownerUrl = url } = recorded;
   return { appUrl: url, ownerUrl, appRole: userOf(ownerUrl) === userOf(url) ? null : userOf(url) };
 }
 
@@ -91,6 +108,10 @@ export async function withCliDatabase<T>(
   let server: PostgresServer | null = null;
   try {
     let urls = config.DATABASE_URL ? externalDatabaseUrls(config.DATABASE_URL, config.AIRLOCK_MIGRATION_DATABASE_URL) : await runningEmbedded(dataDir);
+    // Links a command prints (an export's, a run's) name the console the running start serves, on
+    // whatever port it was given, unless AIRLOCK_PUBLIC_URL says where people open it.
+    const serving = urls && !config.DATABASE_URL ? (await recordedStart(dataDir))?.consoleUrl : undefined;
+    if (serving && !config.AIRLOCK_PUBLIC_URL) setEnvForChildren({ AIRLOCK_PUBLIC_URL: serving });
     let applied: string[];
     if (urls) {
       if (options.mustExist) await assertAirlockDatabase(urls.ownerUrl);
@@ -99,6 +120,12 @@ export async function withCliDatabase<T>(
       const existing = existingClusterDir(dataDir);
       if (options.mustExist && !existing) {
         throw new NoAirlockDatabase(`in ${dataDir}`, "no PostgreSQL cluster there (set AIRLOCK_DATA_DIR to the server's data directory, or DATABASE_URL)");
+      }
+      // An npm start killed outright leaves its database running on the cluster: stopped, as the
+      // next npm start would stop it, rather than a second server refused on its files.
+      if (existing && (await recordedStart(dataDir))?.running === false) {
+        const leftover = await stopLeftoverServer(existing);
+        if (leftover !== null) console.error(`airlock: stopped the embedded PostgreSQL (process ${leftover}) that an earlier npm start left running.`);
       }
       server = await startPostgres({ persistent: true, dataDir: existing ?? (await clusterDirFor(dataDir)).dir });
       const prepared = await prepareEmbeddedDatabase(server);
