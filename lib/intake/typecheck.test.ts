@@ -53,6 +53,29 @@ describe("the type-check program", () => {
     expect(bad.map((d) => d.message)).toEqual([expect.stringContaining("TS2322")]);
   });
 
+  it("names what is wrong past a long type: the missing property, not a type dump cut short", () => {
+    const refund = tool(
+      "issueRefund",
+      {
+        type: "object",
+        properties: Object.fromEntries(
+          ["invoiceId", "amountMinor", "currency", "reason", "customerReference", "ledgerAccount", "idempotencyKey"].map((name) => [name, { type: "string" }]),
+        ),
+        required: ["invoiceId", "amountMinor", "reason", "idempotencyKey"],
+      },
+      null,
+    );
+    const [missing] = typeCheckScript(
+      parseScript(
+        `await tools.ledger.issueRefund({ invoiceId: "inv_1", amountMinor: "100", currency: "EUR", reason: "damaged in transit", customerReference: "c-1", ledgerAccount: "4000" });`,
+        "typescript",
+      ),
+      generateDeclarations([refund]),
+    );
+    expect(missing?.message).toContain("Property 'idempotencyKey' is missing");
+    expect(missing!.message.length).toBeLessThanOrEqual(300);
+  });
+
   it("the sandbox bootstrap implements exactly the declared inputs methods", () => {
     const bootstrap = readFileSync(new URL("../sandbox/child/bootstrap.mjs", import.meta.url), "utf8");
     const body = /function makeInputs[\s\S]*?return freeze\(\{([\s\S]*?)\}\);/.exec(bootstrap)?.[1] ?? "";

@@ -188,10 +188,15 @@ export function typeCheckScript(submitted: ts.SourceFile, declarations: string):
     });
 }
 
-/** A diagnostic as an agent and a reviewer read it: its first lines, without a long type dump. */
+/**
+ * A diagnostic as an agent and a reviewer read it: its first lines, each quoted type past 80
+ * characters cut to its start, so the names that say what is wrong (`Property 'idempotencyKey' is
+ * missing`) are not cut off behind a type dump.
+ */
 const MAX_DIAGNOSTIC_CHARS = 300;
 function shortened(message: string): string {
-  const lines = message.split("\n").slice(0, 3).join("\n");
+  const compact = message.replace(/'([^'\n]{80,})'/g, (_, type: string) => `'${type.slice(0, 60)}…'`);
+  const lines = compact.split("\n").slice(0, 3).join("\n");
   return lines.length <= MAX_DIAGNOSTIC_CHARS ? lines : `${lines.slice(0, MAX_DIAGNOSTIC_CHARS - 1)}…`;
 }
 
