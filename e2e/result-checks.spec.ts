@@ -51,7 +51,11 @@ test("a failing checks.sum ends check_failed: isError, no result, the numbers an
   expect(view.consoleUrl).toMatch(new RegExp(`/runs/${view.runId}$`));
 });
 
-test("a swallowed tool failure is isError with SWALLOWED_FAILURE, and its result is included", async ({ mcpClient: agent }) => {
+test("a swallowed tool failure is isError with SWALLOWED_FAILURE, and its result is included; the console shows it as no plain success", async ({
+  page,
+  loginAs,
+  mcpClient: agent,
+}) => {
   const { answer, view } = await submit(
     agent,
     `// ${suffix}
@@ -67,6 +71,17 @@ return { refunds: refunds.length };`,
     result: { refunds: 0 },
     error: { code: "SWALLOWED_FAILURE", next: expect.stringContaining("checks.allowPartial") },
   });
+  // Not the green of a clean success, on the run page or in the runs list.
+  await loginAs("reviewer");
+  await page.goto(`/runs/${view.runId}`);
+  await expect(page.getByTestId("run-status")).toHaveText("succeeded, swallowed failure");
+  await page.goto("/runs?status=succeeded");
+  await expect(
+    page
+      .getByRole("row")
+      .filter({ hasText: `Refund count ${suffix}` })
+      .locator('[data-status="succeeded"]'),
+  ).toHaveText("succeeded, swallowed failure");
 });
 
 test("a reviewer releases a withheld result in the console with a reason; then the agent gets it", async ({ page, loginAs, mcpClient: agent }) => {

@@ -17,6 +17,7 @@ export type RunTimelineView = {
     agent: string;
     owner: string;
     status: string;
+    errorCode: string | null;
     decision: string | null;
     purpose: string;
     codeSha256: string;
@@ -54,7 +55,7 @@ export function RunTimeline({ timeline }: { timeline: RunTimelineView }) {
           <div>
             <dt className="text-slate-500">Status</dt>
             <dd>
-              <StatusBadge status={run.status} /> decision {run.decision ?? "—"}
+              <StatusBadge status={run.status} errorCode={run.errorCode} /> decision {run.decision ?? "—"}
             </dd>
           </div>
           <div className="md:col-span-2">

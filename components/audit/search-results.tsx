@@ -25,7 +25,7 @@ export function AuditSearchResults({ rows, nextHref }: { rows: RunSearchItem[]; 
             </Td>
             <Td>{row.decision ?? "—"}</Td>
             <Td>
-              <StatusBadge status={row.status} />
+              <StatusBadge status={row.status} errorCode={row.errorCode} />
             </Td>
             <Td className="font-mono text-xs">
               <span title={row.codeSha256}>{row.codeSha256.slice(0, 12)}…</span>

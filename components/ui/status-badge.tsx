@@ -34,11 +34,21 @@ export function runStatusTone(status: string): Tone {
   return Object.hasOwn(RUN_STATUS_TONE, status) ? RUN_STATUS_TONE[status as RunStatus] : "neutral";
 }
 
-/** `status` in words ("pending review"), with `data-status` holding the value itself. */
-export function StatusBadge({ status, ...props }: { status: string } & Omit<ComponentProps<typeof Badge>, "tone" | "children">) {
+/**
+ * `status` in words ("pending review"), with `data-status` holding the value itself. A run that
+ * succeeded with an error code (SWALLOWED_FAILURE: a failure the script went past) is no plain
+ * success: it shows as a warning, with the code.
+ */
+export function StatusBadge({
+  status,
+  errorCode = null,
+  ...props
+}: { status: string; errorCode?: string | null } & Omit<ComponentProps<typeof Badge>, "tone" | "children">) {
+  const flawed = status === "succeeded" && errorCode !== null;
   return (
-    <Badge tone={runStatusTone(status)} data-status={status} {...props}>
+    <Badge tone={flawed ? "warn" : runStatusTone(status)} data-status={status} {...props}>
       {status.replaceAll("_", " ")}
+      {flawed ? `, ${errorCode.toLowerCase().replaceAll("_", " ")}` : null}
     </Badge>
   );
 }

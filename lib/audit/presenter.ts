@@ -10,6 +10,7 @@
  * inert (components/ui/inert.tsx), hidden characters as visible markers.
  */
 import type { Db } from "@/lib/db";
+import { runColumn } from "@/lib/contracts/run-columns";
 import { inertJson, inertText } from "@/lib/untrusted/inert";
 import { describeAction } from "./presenter-actions";
 import type { RunSearchItem } from "./search";
@@ -150,6 +151,7 @@ export async function runTimeline(db: Db, runId: string): Promise<RunTimeline | 
       agent: run.agent.name,
       owner: run.agent.owner.email,
       status: run.status,
+      errorCode: runColumn(run, "error")?.code ?? null,
       decision: run.decision,
       purpose: purgeNotice(run.purged, "purpose") ?? run.purpose,
       codeSha256: run.codeSha256,

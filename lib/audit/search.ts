@@ -31,6 +31,8 @@ export type RunSearchItem = {
   agent: string;
   owner: string;
   status: string;
+  /** The run's error code, when it has one (a run that succeeded may: SWALLOWED_FAILURE). */
+  errorCode: string | null;
   decision: string | null;
   purpose: string;
   codeSha256: string;
@@ -144,7 +146,7 @@ export async function searchRuns(db: Db | Tx, filters: AuditFilters, options: { 
   const keyset = after ? Prisma.sql`AND (r."createdAt", r.id) < (${after.createdAt}, ${after.id}::uuid)` : Prisma.empty;
   if (filters.q) await refreshSearchDocuments(db, "all");
   const rows = await db.$queryRaw<Row[]>`
-    SELECT r.id::text AS id, r."createdAt", a.name AS agent, u.email AS owner, r.status::text AS status,
+    SELECT r.id::text AS id, r."createdAt", a.name AS agent, u.email AS owner, r.status::text AS status, r.error ->> 'code' AS "errorCode",
            r.decision::text AS decision, left(r.purpose, 300) AS purpose, r."codeSha256"
     FROM "Run" r JOIN "Agent" a ON a.id = r."agentId" JOIN "User" u ON u.id = a."ownerId"
     WHERE ${runConditions(filters)} ${keyset}

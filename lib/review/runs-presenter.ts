@@ -13,6 +13,7 @@ import "server-only";
 import { z } from "zod";
 import { isCalendarDay } from "@/lib/audit/filters";
 import type { Db } from "@/lib/db";
+import { runColumn } from "@/lib/contracts/run-columns";
 import { AppError } from "@/lib/errors";
 import { Decision, RunStatus } from "@/lib/generated/prisma/enums";
 import { inertText } from "@/lib/untrusted/inert";
@@ -74,7 +75,8 @@ export function runFiltersQuery(filters: RunFilters): URLSearchParams {
   return query;
 }
 
-export type RunRow = { id: string; agent: string; status: string; purpose: string; decision: string | null; createdAt: string };
+/** `errorCode`: the run's error code, when it has one (a run that succeeded may: SWALLOWED_FAILURE). */
+export type RunRow = { id: string; agent: string; status: string; errorCode: string | null; purpose: string; decision: string | null; createdAt: string };
 export type RunsList = { runs: RunRow[]; more: boolean; agents: string[] };
 
 /** The newest `take` runs matching the filters, and the agents the filter offers. */
@@ -92,7 +94,7 @@ export async function runsList(db: Db, filters: RunFilters, take = 100): Promise
       },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       take: take + 1,
-      select: { id: true, status: true, purpose: true, decision: true, createdAt: true, agent: { select: { name: true } } },
+      select: { id: true, status: true, error: true, purpose: true, decision: true, createdAt: true, agent: { select: { name: true } } },
     }),
     db.agent.findMany({ select: { name: true }, orderBy: { name: "asc" } }),
   ]);
@@ -101,6 +103,7 @@ export async function runsList(db: Db, filters: RunFilters, take = 100): Promise
       id: run.id,
       agent: inertText(run.agent.name, 200),
       status: run.status,
+      errorCode: runColumn(run, "error")?.code ?? null,
       purpose: inertText(run.purpose, 300),
       decision: run.decision,
       createdAt: run.createdAt.toISOString(),

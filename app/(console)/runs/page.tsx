@@ -117,7 +117,7 @@ export default userPage("runs:read", async function RunsPage(_user, { searchPara
                 </Td>
                 <Td data-testid="decision">{run.decision ?? "—"}</Td>
                 <Td>
-                  <StatusBadge status={run.status} />
+                  <StatusBadge status={run.status} errorCode={run.errorCode} />
                 </Td>
               </tr>
             ))}

@@ -57,7 +57,7 @@ export default userPage("runs:read", async function RunPage(user, { params }: { 
           <Inert text={run.purpose} />
         </h1>
         <div className="mt-2 flex flex-wrap items-center gap-2 text-sm text-slate-700">
-          <StatusBadge status={run.status} data-testid="run-status" />
+          <StatusBadge status={run.status} errorCode={run.outcome?.error?.code ?? null} data-testid="run-status" />
           <Badge tone={run.risk.level === "medium" ? "warn" : run.risk.level === "low" ? "neutral" : "bad"} data-testid="risk" data-risk={run.risk.level}>
             {run.risk.label}
           </Badge>
