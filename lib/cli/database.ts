@@ -16,6 +16,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import pg from "pg";
 import { createPrismaClient, type Db } from "@/lib/db";
+import { isAlive } from "@/lib/db/postgres-process";
 import { clusterDirFor, existingClusterDir, startPostgres, stopLeftoverServer, type PostgresServer } from "@/lib/db/postgres-server";
 import { externalDatabaseUrls, migrateDatabase, prepareEmbeddedDatabase, type DatabaseUrls } from "@/lib/db/setup";
 import { userOf } from "@/lib/db/roles";
@@ -40,13 +41,8 @@ export async function recordedStart(dataDir: string): Promise<({ running: boolea
   }
   const parsed = runningSchema.safeParse(recorded);
   if (!parsed.success) return null;
-  let running = true;
-  try {
-    process.kill(parsed.data.pid, 0);
-  } catch {
-    running = false; // npm start is no longer running: killed outright, its database may be left
-  }
-  return { running, ...parsed.data };
+  // Not running: npm start was killed outright, and its database may be left running.
+  return { running: isAlive(parsed.data.pid), ...parsed.data };
 }
 
 /** The URLs of the embedded PostgreSQL that a running `npm start` wrote, or null. */
