@@ -124,8 +124,15 @@ async function takeOverDataDir(dataDir: string, clusterDir: string): Promise<voi
   const recorded = await recordedStart(dataDir);
   if (!recorded) return; // not ours to stop (a CLI command's server, say): PostgreSQL says so if it runs
   if (recorded.running && recorded.pid !== process.pid) throw new Error(anotherStart(recorded.pid, dataDir));
-  const leftover = await stopLeftoverServer(clusterDir);
+  // The server the dead start recorded (a record from before it was recorded: whichever serves the cluster).
+  const leftover = await stopLeftoverServer(clusterDir, recorded.postgresPid);
   if (leftover !== null) console.log(`Stopped the embedded PostgreSQL (process ${leftover}) that an earlier start left running.`);
+}
+
+/** The host as a URL names it: a wildcard address as localhost, an IPv6 address in brackets. */
+function urlHost(host: string): string {
+  if (host === "0.0.0.0" || host === "::") return "localhost";
+  return host.includes(":") ? `[${host}]` : host;
 }
 
 function anotherStart(pid: number, dataDir: string): string {
@@ -224,7 +231,7 @@ async function main() {
   process.on("SIGINT", () => void stop(0));
   process.on("SIGTERM", () => void stop(0));
 
-  const url = config.AIRLOCK_PUBLIC_URL ?? `http://${config.AIRLOCK_HOST === "0.0.0.0" ? "localhost" : config.AIRLOCK_HOST}:${config.PORT}`;
+  const url = config.AIRLOCK_PUBLIC_URL ?? `http://${urlHost(config.AIRLOCK_HOST)}:${config.PORT}`;
   let databaseUrl: string;
   try {
     if (config.DATABASE_URL) {
@@ -242,9 +249,8 @@ async function main() {
       const urls = await prepareEmbeddedDatabase(postgres);
       databaseUrl = urls.appUrl;
       // Lets `npx airlock …` find this running database (and migrate it as the owner), and the console's address for its links.
-      await writeFile(join(dataDir, "postgres.json"), JSON.stringify({ url: urls.appUrl, ownerUrl: urls.ownerUrl, pid: process.pid, consoleUrl: url }), {
-        mode: 0o600,
-      });
+      const record = { url: urls.appUrl, ownerUrl: urls.ownerUrl, pid: process.pid, consoleUrl: url, postgresPid: postgres.pid };
+      await writeFile(join(dataDir, "postgres.json"), JSON.stringify(record), { mode: 0o600 });
     }
     const warning = await privilegeWarning(databaseUrl);
     if (warning) console.error(`airlock: warning: ${warning}`);

@@ -79,7 +79,7 @@ function Row({ item, now }: { item: QueueItem; now: string }) {
       </Td>
       <Td>
         {/* The queue lists runs waiting for people only (queueView). */}
-        <StatusBadge status={item.waitingFor === "release" ? "pending_release" : "pending_review"} />{" "}
+        <StatusBadge status={item.status} />{" "}
         <span data-testid="approvals" className="whitespace-nowrap">
           {item.approvals.length}/{item.approvalsRequired} {item.waitingFor === "release" ? "releases" : "approvals"}
         </span>

@@ -72,7 +72,13 @@ describe("reading where there is no database", () => {
     const leftover = await startPostgres({ persistent: true, dataDir: existingClusterDir(dataDir)! });
     // What npm start records, naming a start that is gone (the pid of a process that has exited).
     const gone = spawnSync(process.execPath, ["-e", "0"]).pid;
-    writeFileSync(join(dataDir, "postgres.json"), JSON.stringify({ url: leftover.url, ownerUrl: leftover.url, pid: gone }));
+    const record = (postgresPid: number) => JSON.stringify({ url: leftover.url, ownerUrl: leftover.url, pid: gone, postgresPid });
+    // A server the dead start did not run (another command's, a new start's) is not stopped: the command fails on its files instead.
+    writeFileSync(join(dataDir, "postgres.json"), record(leftover.pid + 1));
+    const refused = await airlock(["audit", "verify"], { AIRLOCK_DATA_DIR: dataDir });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).not.toContain("stopped the embedded PostgreSQL");
+    writeFileSync(join(dataDir, "postgres.json"), record(leftover.pid));
     const result = await airlock(["audit", "verify"], { AIRLOCK_DATA_DIR: dataDir }).finally(() => leftover.stop().catch(() => undefined));
     expect(result.stderr).toContain(`airlock: stopped the embedded PostgreSQL (process ${leftover.pid}) that an earlier npm start left running.`);
     expect(result.stdout).toMatch(/^OK: /);

@@ -25,9 +25,19 @@ import { AppError } from "@/lib/errors";
 
 /**
  * `ownerUrl` is absent in files written by versions whose app connected as the owner;
- * `consoleUrl` (where the running start serves the console) in those written before it was recorded.
+ * `consoleUrl` (where the running start serves the console) and `postgresPid` (its database's
+ * postmaster) in those written before they were recorded. A consoleUrl that is not a URL is kept
+ * out of use, not a reason to lose the record.
  */
-const runningSchema = z.object({ url: z.string(), ownerUrl: z.string().optional(), pid: z.number().int(), consoleUrl: z.url().optional() }).strict();
+const runningSchema = z
+  .object({
+    url: z.string(),
+    ownerUrl: z.string().optional(),
+    pid: z.number().int(),
+    consoleUrl: z.string().optional(),
+    postgresPid: z.number().int().optional(),
+  })
+  .strict();
 
 /** What `npm start` recorded in the data directory (postgres.json), and whether that start still runs; null when nothing is recorded. */
 export async function recordedStart(dataDir: string): Promise<({ running: boolean } & z.infer<typeof runningSchema>) | null> {
@@ -107,7 +117,7 @@ export async function withCliDatabase<T>(
     // Links a command prints (an export's, a run's) name the console the running start serves, on
     // whatever port it was given, unless AIRLOCK_PUBLIC_URL says where people open it.
     const serving = urls && !config.DATABASE_URL ? (await recordedStart(dataDir))?.consoleUrl : undefined;
-    if (serving && !config.AIRLOCK_PUBLIC_URL) setEnvForChildren({ AIRLOCK_PUBLIC_URL: serving });
+    if (serving && URL.canParse(serving) && !config.AIRLOCK_PUBLIC_URL) setEnvForChildren({ AIRLOCK_PUBLIC_URL: serving });
     let applied: string[];
     if (urls) {
       if (options.mustExist) await assertAirlockDatabase(urls.ownerUrl);
@@ -118,9 +128,11 @@ export async function withCliDatabase<T>(
         throw new NoAirlockDatabase(`in ${dataDir}`, "no PostgreSQL cluster there (set AIRLOCK_DATA_DIR to the server's data directory, or DATABASE_URL)");
       }
       // An npm start killed outright leaves its database running on the cluster: stopped, as the
-      // next npm start would stop it, rather than a second server refused on its files.
-      if (existing && (await recordedStart(dataDir))?.running === false) {
-        const leftover = await stopLeftoverServer(existing);
+      // next npm start would stop it, rather than a second server refused on its files. Only the
+      // very server that start recorded: one another command or a new start runs is not this one's.
+      const dead = existing ? await recordedStart(dataDir) : null;
+      if (existing && dead && !dead.running && dead.postgresPid !== undefined) {
+        const leftover = await stopLeftoverServer(existing, dead.postgresPid);
         if (leftover !== null) console.error(`airlock: stopped the embedded PostgreSQL (process ${leftover}) that an earlier npm start left running.`);
       }
       server = await startPostgres({ persistent: true, dataDir: existing ?? (await clusterDirFor(dataDir)).dir });

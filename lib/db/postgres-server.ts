@@ -102,12 +102,13 @@ export async function startPostgres(options: StartPostgresOptions): Promise<Post
 /**
  * Stops the server a persistent cluster's postmaster.pid names, when that process is a live
  * postgres whose working directory is this cluster (not a recycled pid): one left running by an
- * owner that died. A fast shutdown, then
+ * owner that died. With `only`, only when the postmaster is that process (the one the dead owner
+ * recorded), so a server another process has started since is left alone. A fast shutdown, then
  * SIGKILL after 20 s. Returns its pid, or null when there was none.
  */
-export async function stopLeftoverServer(dataDir: string): Promise<number | null> {
+export async function stopLeftoverServer(dataDir: string, only?: number): Promise<number | null> {
   const pid = await postmasterPid(join(dataDir, "pgdata"));
-  if (pid === undefined || !isAlive(pid)) return null;
+  if (pid === undefined || !isAlive(pid) || (only !== undefined && pid !== only)) return null;
   const command = await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "");
   // A postgres serving this very cluster (a postmaster's working directory is its data directory),
   // not a recycled pid that now belongs to another one.

@@ -120,7 +120,9 @@ describe("call_tool", () => {
     // Told in the call's terms: no position in a script the agent never wrote, no script to fix.
     expect(view.error?.message).toMatch(/^tools\.ledger\.listInvoices: status must be/);
     expect(view.error?.message).not.toMatch(/line \d+:\d+/);
-    expect(view.error?.next).toBe("Fix the call's arguments where the findings and reasons say, then call again; the same call will be denied again.");
+    expect(view.error?.next).toBe(
+      "Fix what the findings and reasons name (the call's arguments, or the call itself), then call again; the same call will be denied again.",
+    );
     expect(await ledger.db.prisma.runToolCall.count({ where: { runId: view.runId } })).toBe(0);
   });
 

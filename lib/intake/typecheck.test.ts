@@ -76,6 +76,17 @@ describe("the type-check program", () => {
     expect(missing!.message.length).toBeLessThanOrEqual(300);
   });
 
+  it("leaves a message that fits whole: an enum's allowed values are what the agent needs", () => {
+    const invoices = tool(
+      "listInvoices",
+      { type: "object", properties: { status: { type: "string", enum: ["draft", "open", "paid", "void", "uncollectible", "partially_refunded"] } } },
+      null,
+    );
+    const [wrong] = typeCheckScript(parseScript(`await tools.ledger.listInvoices({ status: "cancelled" });`, "typescript"), generateDeclarations([invoices]));
+    expect(wrong?.message).toContain('"uncollectible" | "partially_refunded"');
+    expect(wrong?.message).not.toContain("…");
+  });
+
   it("the sandbox bootstrap implements exactly the declared inputs methods", () => {
     const bootstrap = readFileSync(new URL("../sandbox/child/bootstrap.mjs", import.meta.url), "utf8");
     const body = /function makeInputs[\s\S]*?return freeze\(\{([\s\S]*?)\}\);/.exec(bootstrap)?.[1] ?? "";

@@ -189,15 +189,24 @@ export function typeCheckScript(submitted: ts.SourceFile, declarations: string):
 }
 
 /**
- * A diagnostic as an agent and a reviewer read it: its first lines, each quoted type past 80
- * characters cut to its start, so the names that say what is wrong (`Property 'idempotencyKey' is
- * missing`) are not cut off behind a type dump.
+ * A diagnostic as an agent and a reviewer read it: its first lines; past MAX_DIAGNOSTIC_CHARS,
+ * each quoted type of 80 characters or more is cut to its start (at a `|`, `;` or `,`), so the
+ * names that say what is wrong (`Property 'idempotencyKey' is missing`) are not cut off behind a
+ * type dump. A message that fits is left whole (an enum's allowed values included).
  */
 const MAX_DIAGNOSTIC_CHARS = 300;
 function shortened(message: string): string {
-  const compact = message.replace(/'([^'\n]{80,})'/g, (_, type: string) => `'${type.slice(0, 60)}…'`);
-  const lines = compact.split("\n").slice(0, 3).join("\n");
-  return lines.length <= MAX_DIAGNOSTIC_CHARS ? lines : `${lines.slice(0, MAX_DIAGNOSTIC_CHARS - 1)}…`;
+  const lines = message.split("\n").slice(0, 3).join("\n");
+  if (lines.length <= MAX_DIAGNOSTIC_CHARS) return lines;
+  const compact = lines.replace(/'([^'\n]{80,})'/g, (_, type: string) => `'${startOf(type, 60)} …'`);
+  return compact.length <= MAX_DIAGNOSTIC_CHARS ? compact : `${compact.slice(0, MAX_DIAGNOSTIC_CHARS - 1)}…`;
+}
+
+/** The first `max` characters of a type, ended at its last `|`, `;` or `,` when one falls in the second half. */
+function startOf(type: string, max: number): string {
+  const cut = type.slice(0, max);
+  const end = Math.max(cut.lastIndexOf(" |"), cut.lastIndexOf(";") + 1, cut.lastIndexOf(",") + 1);
+  return end > max / 2 ? cut.slice(0, end) : cut;
 }
 
 export type TranspileOutput = { javascript: string; syntaxErrors: ScriptDiagnostic[] };

@@ -36,8 +36,10 @@ export function parseQueueFilters(params: Record<string, string | string[] | und
 
 export type QueueItem = {
   id: string;
-  /** What people are asked: to review the run, or to release its held result. */
+  /** What people are asked: to review the run, or to release its withheld result. */
   waitingFor: "review" | "release";
+  /** pending_review, pending_release (a release policy holds the result) or check_failed (a declared check failed). */
+  status: string;
   agent: string;
   purpose: string;
   createdAt: string;
@@ -62,11 +64,6 @@ export type QueueView = {
   filters: QueueFilters;
   generatedAt: string;
 };
-
-/** Listed: every run to review or held; a failed check's only when no release policy forbids releasing its result. */
-function releasable(run: Parameters<typeof pendingRelease>[0]): boolean {
-  return run.status !== "check_failed" || pendingRelease(run)?.forbiddenBecause === null;
-}
 
 export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters = {}): Promise<QueueView> {
   const now = new Date();
@@ -93,7 +90,7 @@ export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters
       releases: { select: { reviewerId: true, reviewer: { select: { email: true } } } },
     },
   });
-  const all = rows.filter(releasable).map((run): QueueItem => {
+  const all = rows.map((run): QueueItem => {
     const facts = runFacts(runColumn(run, "facts"));
     const findings = runColumn(run, "findings") ?? [];
     const held = run.status === "pending_review" ? null : pendingRelease(run);
@@ -114,6 +111,7 @@ export async function queueView(db: Db, viewer: UserActor, filters: QueueFilters
         };
     return {
       id: run.id,
+      status: run.status,
       agent: inertText(run.agent.name, 200),
       purpose: inertText(run.purpose, 500),
       createdAt: run.createdAt.toISOString(),
@@ -155,13 +153,14 @@ export async function waitingForYouCount(db: Db, viewer: UserActor): Promise<num
       AND: [{ OR: [{ reviewerRole: null }, { reviewerRole: viewer.role }] }, { OR: [{ reviewExpiresAt: null }, { reviewExpiresAt: { gt: new Date() } }] }],
     },
   });
-  // Results to release are few; their role and quorum live in the release decision, read by releaseBlocker itself.
+  // Results to release, as many as the queue lists; their role and quorum live in the release decision, read by releaseBlocker itself.
   const held = await db.run.findMany({
     where: {
       AND: [inReviewQueue(), { status: { not: "pending_review" } }],
       agent: { ownerId: { not: viewer.id } },
       releases: { none: { reviewerId: viewer.id } },
     },
+    orderBy: { createdAt: "asc" },
     select: {
       id: true,
       status: true,

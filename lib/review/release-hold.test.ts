@@ -20,6 +20,8 @@ import { getRun, type RunView } from "@/lib/runs/service";
 import { emptyGate, type Envelope } from "@/lib/sandbox/types";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 import { releaseResult, resultDigestOf, withholdResult } from "./release";
+import { loadDashboard } from "@/lib/runs/dashboard";
+import { queueView } from "./queue-presenter";
 import { runDetail } from "./run-presenter";
 
 type User = Extract<Actor, { type: "user" }>;
@@ -347,6 +349,10 @@ return refunds.length;`);
       code: "conflict",
       message: expect.stringContaining("a release policy withholds it"),
     });
+    // Nobody can release it: it waits in no queue, and the dashboard counts what the queue holds.
+    const queue = await queueView(ledger.db.prisma, rita);
+    expect(queue.items.map((item) => item.id)).not.toContain(checked);
+    expect((await loadDashboard(ledger.db.prisma)).pendingReviews).toBe(queue.total);
     await ledger.db.prisma.$transaction((tx) => publishPolicyText(tx, system, defaultPolicyText()));
   });
 });

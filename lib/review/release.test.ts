@@ -99,7 +99,12 @@ describe("a failed check withholds the result", () => {
 
   it("waits in the review queue and its badge for a release, as a reviewer may give one; not for the agent's owner", async () => {
     const queued = await queueView(ledger.db.prisma, reviewer);
-    expect(queued.items.find((item) => item.id === runId)).toMatchObject({ waitingFor: "release", approvalsRequired: 1, blockedBecause: null });
+    expect(queued.items.find((item) => item.id === runId)).toMatchObject({
+      waitingFor: "release",
+      status: "check_failed",
+      approvalsRequired: 1,
+      blockedBecause: null,
+    });
     expect(await waitingForYouCount(ledger.db.prisma, reviewer)).toBeGreaterThanOrEqual(1);
     const ownersView = await queueView(ledger.db.prisma, owner);
     expect(ownersView.items.find((item) => item.id === runId)?.blockedBecause).toBe("own_agent");

@@ -310,7 +310,8 @@ export async function presentRun(db: Db, stored: Run, follow: Follow = "get_run"
     // Finding messages quote the script (names, arguments): text from outside Airlock.
     view.error = withNext({ code: statusError, message, untrusted: statusError === "POLICY_DENIED" && fix !== "" });
     if (direct && statusError === "POLICY_DENIED") {
-      view.error.next = "Fix the call's arguments where the findings and reasons say, then call again; the same call will be denied again.";
+      view.error.next =
+        "Fix what the findings and reasons name (the call's arguments, or the call itself), then call again; the same call will be denied again.";
     }
   }
   if (run.status === "expired" && release && run.execution !== null) {
