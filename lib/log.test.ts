@@ -16,7 +16,7 @@ function logIn(env: Record<string, string>) {
     logRunChange({ runId: "r-1", from: ["analyzed"], to: "pending_review", actor: { type: "system", name: "policy" },
       decision: { decision: "escalate", reasons: ["review-refunds"], approvalsRequired: 2 } });
     logRunChange({ runId: "r-1", from: ["running"], to: "failed", actor: { type: "system", name: "executor" }, code: "TIMEOUT" });
-    logReviewVote({ runId: "r-1", reviewerId: "u-1", verdict: "approve", received: 1, required: 2 });`;
+    logReviewVote({ runId: "r-1", reviewerId: "u-1", reviewerEmail: "rita@example.com", verdict: "approve", received: 1, required: 2 });`;
   const result = spawnSync(process.execPath, ["--conditions=react-server", "--import", "tsx", "--input-type=module", "-e", script], {
     cwd: root,
     env: { ...childProcessEnv(), AIRLOCK_PUBLIC_URL: "https://airlock.example.com", AIRLOCK_LOG_LEVEL: "info", ...env },
@@ -35,7 +35,7 @@ describe("log lines", () => {
       /INFO.*run r-1 analyzed → pending_review \(policy: escalate; review-refunds\) — review: https:\/\/airlock\.example\.com\/runs\/r-1/,
     );
     expect(lines[1]).toMatch(/INFO.*run r-1 running → failed TIMEOUT/);
-    expect(lines[2]).toMatch(/INFO.*run r-1 approve by user:u-1 \(1 of 2 approvals\)/);
+    expect(lines[2]).toMatch(/INFO.*run r-1 approve by rita@example\.com \(user:u-1; 1 of 2 approvals\)/);
   }, 30_000);
 
   it("json: one object per line with the fields a collector filters on", () => {
@@ -59,7 +59,14 @@ describe("log lines", () => {
         reviewUrl: "https://airlock.example.com/runs/r-1",
       }),
       expect.objectContaining({ event: "run.status", to: "failed", code: "TIMEOUT" }),
-      expect.objectContaining({ event: "run.reviewed", verdict: "approve", approvals: 1, approvalsRequired: 2 }),
+      expect.objectContaining({
+        event: "run.reviewed",
+        reviewer: "u-1",
+        reviewerEmail: "rita@example.com",
+        verdict: "approve",
+        approvals: 1,
+        approvalsRequired: 2,
+      }),
     ]);
   }, 30_000);
 

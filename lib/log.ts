@@ -42,8 +42,10 @@ export function logOnlyWhenAsked(): void {
 }
 
 /** How a line names who acted: a person or agent by id, the system by its part. */
+/** Who, as an operator reads it: a person by email (with their id), an agent by name (with its id), the system by its part. */
 function actorName(actor: Actor): string {
-  return actor.type === "system" ? `system:${actor.name}` : `${actor.type}:${actor.id}`;
+  if (actor.type === "system") return `system:${actor.name}`;
+  return `${actor.type === "user" ? actor.email : actor.name} (${actor.type}:${actor.id})`;
 }
 
 export type RunChangeLine = {
@@ -81,9 +83,17 @@ export function logRunChange(line: RunChangeLine): void {
 }
 
 /** Logs one reviewer's committed vote. */
-export function logReviewVote(vote: { runId: string; reviewerId: string; verdict: string; received: number; required: number }): void {
+export function logReviewVote(vote: { runId: string; reviewerId: string; reviewerEmail: string; verdict: string; received: number; required: number }): void {
   log().info(
-    { event: "run.reviewed", runId: vote.runId, reviewer: vote.reviewerId, verdict: vote.verdict, approvals: vote.received, approvalsRequired: vote.required },
-    `run ${vote.runId} ${vote.verdict} by user:${vote.reviewerId} (${vote.received} of ${vote.required} approvals)`,
+    {
+      event: "run.reviewed",
+      runId: vote.runId,
+      reviewer: vote.reviewerId,
+      reviewerEmail: vote.reviewerEmail,
+      verdict: vote.verdict,
+      approvals: vote.received,
+      approvalsRequired: vote.required,
+    },
+    `run ${vote.runId} ${vote.verdict} by ${vote.reviewerEmail} (user:${vote.reviewerId}; ${vote.received} of ${vote.required} approvals)`,
   );
 }

@@ -231,7 +231,9 @@ async function recordDecision(
         subject,
         data: { verdict, comment: comment ?? null, reviewer, approvals: approvals.received, approvalsRequired: approvals.required, seen },
       });
-      afterCommit(() => logReviewVote({ runId, reviewerId: actor.id, verdict, received: approvals.received, required: approvals.required }));
+      afterCommit(() =>
+        logReviewVote({ runId, reviewerId: actor.id, reviewerEmail: reviewer.email, verdict, received: approvals.received, required: approvals.required }),
+      );
 
       if (verdict !== "approve") {
         await transition(tx, actor, runId, "pending_review", STATUS_BY_VERDICT[verdict], { verdict, comment }, { finishedAt: new Date() });
