@@ -57,7 +57,10 @@ export async function recordedStart(dataDir: string): Promise<({ running: boolea
 
 /** The URLs of the embedded PostgreSQL that a running `npm start` wrote, or null. */
 export async function runningEmbedded(dataDir: string): Promise<DatabaseUrls | null> {
-  const recorded = await recordedStart(dataDir);
+  return urlsOfRunning(await recordedStart(dataDir));
+}
+
+function urlsOfRunning(recorded: Awaited<ReturnType<typeof recordedStart>>): DatabaseUrls | null {
   if (!recorded?.running) return null;
   const { url, ownerUrl = url } = recorded;
   return { appUrl: url, ownerUrl, appRole: userOf(ownerUrl) === userOf(url) ? null : userOf(url) };
@@ -113,10 +116,12 @@ export async function withCliDatabase<T>(
   const dataDir = resolve(config.AIRLOCK_DATA_DIR);
   let server: PostgresServer | null = null;
   try {
-    let urls = config.DATABASE_URL ? externalDatabaseUrls(config.DATABASE_URL, config.AIRLOCK_MIGRATION_DATABASE_URL) : await runningEmbedded(dataDir);
+    // What npm start recorded, read once: its database while it runs, or the one it left when killed.
+    const recorded = config.DATABASE_URL ? null : await recordedStart(dataDir);
+    let urls = config.DATABASE_URL ? externalDatabaseUrls(config.DATABASE_URL, config.AIRLOCK_MIGRATION_DATABASE_URL) : urlsOfRunning(recorded);
     // Links a command prints (an export's, a run's) name the console the running start serves, on
     // whatever port it was given, unless AIRLOCK_PUBLIC_URL says where people open it.
-    const serving = urls && !config.DATABASE_URL ? (await recordedStart(dataDir))?.consoleUrl : undefined;
+    const serving = recorded?.running ? recorded.consoleUrl : undefined;
     if (serving && URL.canParse(serving) && !config.AIRLOCK_PUBLIC_URL) setEnvForChildren({ AIRLOCK_PUBLIC_URL: serving });
     let applied: string[];
     if (urls) {
@@ -130,9 +135,8 @@ export async function withCliDatabase<T>(
       // An npm start killed outright leaves its database running on the cluster: stopped, as the
       // next npm start would stop it, rather than a second server refused on its files. Only the
       // very server that start recorded: one another command or a new start runs is not this one's.
-      const dead = existing ? await recordedStart(dataDir) : null;
-      if (existing && dead && !dead.running && dead.postgresPid !== undefined) {
-        const leftover = await stopLeftoverServer(existing, dead.postgresPid);
+      if (existing && recorded && !recorded.running && recorded.postgresPid !== undefined) {
+        const leftover = await stopLeftoverServer(existing, recorded.postgresPid);
         if (leftover !== null) console.error(`airlock: stopped the embedded PostgreSQL (process ${leftover}) that an earlier npm start left running.`);
       }
       server = await startPostgres({ persistent: true, dataDir: existing ?? (await clusterDirFor(dataDir)).dir });

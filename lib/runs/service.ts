@@ -114,9 +114,13 @@ const ERROR_BY_STATUS: Partial<Record<Run["status"], RunErrorCode>> = {
   expired: "REVIEW_EXPIRED",
 };
 
-function withNext(error: { code: RunErrorCode; message: string; untrusted: boolean; detail?: string }): NonNullable<RunView["error"]> {
-  return { ...error, next: RUN_ERROR_RULES[error.code].next };
+/** The error with what to do next: the code's rule, or `next` where the rule would mislead. */
+function withNext(error: { code: RunErrorCode; message: string; untrusted: boolean; detail?: string }, next?: string): NonNullable<RunView["error"]> {
+  return { ...error, next: next ?? RUN_ERROR_RULES[error.code].next };
 }
+
+const DIRECT_CALL_DENIED_NEXT =
+  "Fix what the findings and reasons name (the call's arguments, or the call itself), then call again; the same call will be denied again.";
 
 /** The first log lines that fit MAX_LOGS_BYTES_FOR_AGENT, and whether any were left out. */
 function logsForAgent(logs: readonly { level: string; text: string }[]): { logs: { level: string; text: string }[]; cut: boolean } {
@@ -308,11 +312,10 @@ export async function presentRun(db: Db, stored: Run, follow: Follow = "get_run"
           ? "No reviewer decided before the review expired."
           : `A reviewer decided: ${run.status.replaceAll("_", " ")}.`;
     // Finding messages quote the script (names, arguments): text from outside Airlock.
-    view.error = withNext({ code: statusError, message, untrusted: statusError === "POLICY_DENIED" && fix !== "" });
-    if (direct && statusError === "POLICY_DENIED") {
-      view.error.next =
-        "Fix what the findings and reasons name (the call's arguments, or the call itself), then call again; the same call will be denied again.";
-    }
+    view.error = withNext(
+      { code: statusError, message, untrusted: statusError === "POLICY_DENIED" && fix !== "" },
+      direct && statusError === "POLICY_DENIED" ? DIRECT_CALL_DENIED_NEXT : undefined,
+    );
   }
   if (run.status === "expired" && release && run.execution !== null) {
     const why = release.reasons.map((r) => r.text).join(" ");
