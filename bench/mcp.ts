@@ -5,8 +5,8 @@
  *   zod) and of a `search_tools` detail=full answer for one tool, counted with a real tokenizer
  *   (gpt-tokenizer, o200k_base), with the 1,100-token budget for tools/list (`withinBudget`), and of
  *   `tools/list` on a connection whose URL selects the three code-mode tools (CODE_MODE_QUERY); the
- *   search answer whole (text and structuredContent), its text blocks alone (the JSON, then the
- *   declaration unescaped) and its structuredContent alone;
+ *   search answer whole (text and structuredContent), its text alone (the declaration, unescaped)
+ *   and its structuredContent alone;
  * - submit → decision latency through the MCP endpoint (SDK client → HTTP → auth → intake →
  *   analysis → Cedar → PostgreSQL), p50/p95, for a script that policy escalates (no execution);
  *   the baseline in the same run is a `tools/list` round trip over the same connection, so the
@@ -273,8 +273,8 @@ async function main() {
   const codeModeListTokens = encode(JSON.stringify(await (await endpoint.connect(CODE_MODE_QUERY)).listTools())).length;
   const full = await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } });
   const fullTokens = encode(JSON.stringify(full)).length;
-  // What a client that hands the model the text blocks pays (the declaration is a block of its own,
-  // unescaped), and what one that hands it structuredContent pays.
+  // What a client that hands the model the text pays (the declaration alone, unescaped), and what
+  // one that hands it structuredContent pays.
   const fullTextTokens = encode((full.content as { type: string; text: string }[]).map((block) => block.text).join("")).length;
   const fullStructuredTokens = encode(JSON.stringify(full.structuredContent)).length;
 

@@ -47,11 +47,11 @@ test.describe("MCP endpoint", () => {
   test("search_tools finds ledger tools and returns declarations at full detail", async ({ mcpClient: client }) => {
     const summary = body(await client.callTool({ name: "search_tools", arguments: { query: "invoices" } }));
     expect(JSON.stringify(summary.data)).toContain("listInvoices");
-    // The declaration is a text block of its own, unescaped TypeScript; the structured value holds it too.
+    // The text is the declaration alone, unescaped TypeScript; the structured value holds it and the list.
     const full = (await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } })) as TextResult;
-    expect(JSON.parse(full.content[0]!.text)).toEqual({ tools: [{ server: "ledger", name: "listInvoices" }] });
-    expect(full.content[1]!.text).toContain('listInvoices(args: {\n      customerId?: string;\n      status?: "draft"');
-    expect(full.structuredContent).toMatchObject({ declaration: full.content[1]!.text });
+    expect(full.content).toHaveLength(1);
+    expect(full.content[0]!.text).toContain('listInvoices(args: {\n      customerId?: string;\n      status?: "draft"');
+    expect(full.structuredContent).toMatchObject({ tools: [{ server: "ledger", name: "listInvoices" }], declaration: full.content[0]!.text });
   });
 
   test("a read-only script is auto-approved and its result returned", async ({ mcpClient: client }) => {
@@ -116,7 +116,7 @@ test.describe("MCP endpoint", () => {
     mcpClient: client,
   }) => {
     const found = (await client.callTool({ name: "search_tools", arguments: { query: "refund", detail: "full" } })) as TextResult;
-    expect(found.content[1]!.text).toContain("@minLength 8");
+    expect(found.content[0]!.text).toContain("@minLength 8");
     const code = 'return await tools.ledger.issueRefund({ invoiceId: "inv_0001", amountMinor: 1, reason: "duplicate charge", idempotencyKey: "cs-1042" });';
     const result = body(await client.callTool({ name: "submit_run", arguments: { code, purpose: "refund cs-1042", language: "javascript" } }));
     expect(result.isError).toBe(true);

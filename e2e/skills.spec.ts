@@ -104,7 +104,7 @@ test.describe("skills and standing approvals", () => {
   }) => {
     test.setTimeout(120_000);
     const found = await agent.callTool({ name: "search_tools", arguments: { query: skillName, detail: "full" } });
-    expect((found as TextResult).content[1]!.text).toContain(`${skillName}(args: { amountMinor: number; idempotencyKey: string })`);
+    expect((found as TextResult).content[0]!.text).toContain(`${skillName}(args: { amountMinor: number; idempotencyKey: string })`);
 
     await loginAs("admin");
     await page.goto(versionUrl);

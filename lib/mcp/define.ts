@@ -11,10 +11,11 @@
  *
  * Results carry `structuredContent` (which conforms to the output schema) and the same value as
  * JSON text: `text === JSON.stringify(structuredContent)`. One exception, named by `textField`: a
- * string field meant to be read as it is (search_tools' TypeScript declaration) travels as a
- * second text block of its own, unescaped, and the first block is the JSON of the rest; the
- * structured value still holds every field. Escaped inside JSON, a declaration costs an agent
- * about a sixth more tokens and reads worse.
+ * string field meant to be read as it is, which states everything else the value holds
+ * (search_tools' TypeScript declaration names every tool, skill and global it found), is, when
+ * present, the whole text, unescaped; the structured value still holds every field. Escaped inside
+ * JSON, a declaration costs an agent about a sixth more tokens and reads worse, and the JSON of the
+ * rest would repeat what it says.
  */
 import type { CallToolResult, Tool, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
@@ -44,7 +45,7 @@ type Common<I extends z.ZodObject, O extends z.ZodObject> = {
   execution?: Tool["execution"];
   /** Descriptions of arguments whose schema is reused from a service (and so carries none). */
   argDescriptions?: Partial<Record<keyof z.input<I> & string, string>>;
-  /** An optional string field of the output sent as its own text block (see the header). */
+  /** An optional string field of the output that, when present, is the whole text (see the header). */
   textField?: keyof z.output<O> & string;
 };
 
@@ -103,22 +104,15 @@ export function parseArgs<S extends z.ZodType>(schema: S, raw: unknown): z.outpu
 
 /**
  * A tool result whose text is exactly `JSON.stringify(structuredContent)`; with `textField` naming a
- * string field of the value, that field is left out of the JSON text and follows it as a text block
- * of its own.
+ * string field of the value that is present, the text is that field alone.
  */
 export function structuredResult(value: object, isError = false, textField?: string): CallToolResult {
-  const text = JSON.stringify(value);
+  const json = JSON.stringify(value);
   // Through JSON, so the structured value is exactly what the text says (no undefined, no Dates).
-  const structuredContent = JSON.parse(text) as Record<string, unknown>;
-  const ownBlock = textField !== undefined ? structuredContent[textField] : undefined;
-  const content: CallToolResult["content"] =
-    typeof ownBlock === "string"
-      ? [
-          { type: "text", text: JSON.stringify({ ...structuredContent, [textField!]: undefined }) },
-          { type: "text", text: ownBlock },
-        ]
-      : [{ type: "text", text }];
-  return { content, structuredContent, ...(isError ? { isError: true } : {}) };
+  const structuredContent = JSON.parse(json) as Record<string, unknown>;
+  const ownText = textField !== undefined ? structuredContent[textField] : undefined;
+  const text = typeof ownText === "string" ? ownText : json;
+  return { content: [{ type: "text", text }], structuredContent, ...(isError ? { isError: true } : {}) };
 }
 
 export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(definition: ToolDefinition<I, O>): McpTool {

@@ -400,13 +400,19 @@ describe("MCP tool contract", () => {
     expect(results[2]!.structuredContent).toMatchObject({ runId: run.id, status: "succeeded", result: { customers: 3 } });
     expect(submitted.structuredContent).toMatchObject({ runId: expect.any(String), decision: expect.any(String) });
 
-    // search_tools at detail full: the declaration follows the JSON as TypeScript of its own, and only there.
-    const full = await client.callTool({ name: "search_tools", arguments: { query: "listInvoices", detail: "full" } });
-    const [json, declaration, ...more] = full.content as { type: string; text: string }[];
+    // search_tools at detail full: the text is the declaration alone, unescaped TypeScript that names
+    // every tool found; the structured value holds the list as well.
+    const full = await client.callTool({ name: "search_tools", arguments: { query: "invoice", detail: "full" } });
+    const [declaration, ...more] = full.content as { type: string; text: string }[];
     expect(more).toEqual([]);
     expect(declaration!.text).toMatch(/^declare const tools: \{\n[^]*listInvoices\(args: \{\n/);
-    expect(json!.text).not.toContain("declare const");
-    expect(full.structuredContent).toStrictEqual({ ...JSON.parse(json!.text), declaration: declaration!.text });
+    const fullValue = full.structuredContent as { tools: { server: string; name: string }[]; declaration: string };
+    expect(fullValue.declaration).toBe(declaration!.text);
+    expect(fullValue.tools.length).toBeGreaterThan(1);
+    for (const tool of fullValue.tools) expect(declaration!.text).toMatch(new RegExp(`\\n  ${tool.server}: \\{[^]*\\n    ${tool.name}\\(args:`));
+    const none = await client.callTool({ name: "search_tools", arguments: { query: "zzz-nothing", server: "ledger", detail: "full" } });
+    expect(none.structuredContent).toMatchObject({ tools: [] });
+    expect((none.content as { text: string }[])[0]!.text).toBe("// No tool matches this search (search_tools with no query lists every tool).");
     expect(results[4]!.structuredContent).toEqual({ runId: waiting.id, status: "cancelled" });
 
     // A run that did not succeed is an isError result that still carries the run.

@@ -116,7 +116,9 @@ export const searchTools = defineTool({
       ...(globals.globals.length > 0 ? { globals: globals.globals } : {}),
     };
     if (found.declaration === undefined) return { value: { tools: found.tools, ...listed } };
-    const declaration = [found.declaration, "declaration" in skills ? skills.declaration : undefined, globals.declaration].filter(Boolean).join("\n");
+    // The declaration is the whole text an agent reads (define.ts textField), so it says when no tool matched.
+    const toolsPart = found.tools.length > 0 ? found.declaration : "// No tool matches this search (search_tools with no query lists every tool).";
+    const declaration = [toolsPart, "declaration" in skills ? skills.declaration : undefined, globals.declaration].filter(Boolean).join("\n");
     return { value: { tools: found.tools, ...listed, declaration } };
   },
 });
