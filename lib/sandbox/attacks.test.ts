@@ -270,13 +270,22 @@ describe("resource limits", () => {
     expect(env.status).toBe("succeeded");
     expect(env.truncated).toBe(true);
     const kept = env.logs.slice(0, -1);
-    expect(kept.reduce((n, l) => n + l.text.length, 0)).toBeLessThanOrEqual(1000);
+    expect(kept.reduce((n, l) => n + Buffer.byteLength(l.text, "utf8"), 0)).toBeLessThanOrEqual(1000);
     expect(kept.every((l, i) => l.text === `line ${i}`)).toBe(true);
     // The last line, Airlock's, counts what was dropped: those lines are kept nowhere.
     expect(env.logs.at(-1)).toEqual({
       level: "warn",
       text: `… ${2000 - kept.length} more log line(s) were not kept: the logs reached their limit of 1000 bytes`,
     });
+  });
+
+  it("the log limit counts bytes as stored, not characters", async () => {
+    // "€" is one UTF-16 unit and three UTF-8 bytes: 100 lines of 10 are 3,000 bytes, 1,000 characters.
+    const env = await attack(`for (let i = 0; i < 100; i++) console.log("€".repeat(10)); return 1;`, { limits: { maxLogBytes: 1000 } });
+    const kept = env.logs.slice(0, -1);
+    expect(kept.reduce((n, l) => n + Buffer.byteLength(l.text, "utf8"), 0)).toBeLessThanOrEqual(1000);
+    expect(kept).toHaveLength(33);
+    expect(env.logs.at(-1)?.text).toBe("… 67 more log line(s) were not kept: the logs reached their limit of 1000 bytes");
   });
 
   it("a result over the cap is an OUTPUT_LIMIT", async () => {

@@ -156,12 +156,14 @@ export class RpcSession {
       return;
     }
     const text = sanitizeText(frame.text, 64 * 1024);
-    if (this.logBytes + text.length > this.job.limits.maxLogBytes) {
+    // Bytes as stored (UTF-8), not UTF-16 units: a line of 4-byte characters counts 4 a character.
+    const bytes = Buffer.byteLength(text, "utf8");
+    if (this.logBytes + bytes > this.job.limits.maxLogBytes) {
       this.truncated = true;
       this.droppedLogLines++;
       return;
     }
-    this.logBytes += text.length;
+    this.logBytes += bytes;
     this.logs.push({ level: frame.level as LogLine["level"], text });
   }
 
