@@ -35,20 +35,21 @@ export function runStatusTone(status: string): Tone {
 }
 
 /**
- * `status` in words ("pending review"), with `data-status` holding the value itself. A run that
- * succeeded with an error code (SWALLOWED_FAILURE: a failure the script went past) is no plain
- * success: it shows as a warning, with the code.
+ * `status` in words ("pending review"), with `data-status` holding the value itself. Two ends are
+ * not what their status alone says, and show as a warning with their error code: a run that
+ * succeeded past a failure it swallowed (SWALLOWED_FAILURE), and a run that ran and expired with
+ * its result never released (RELEASE_EXPIRED: its writes stand, unlike a review that expired).
  */
 export function StatusBadge({
   status,
   errorCode = null,
   ...props
 }: { status: string; errorCode?: string | null } & Omit<ComponentProps<typeof Badge>, "tone" | "children">) {
-  const flawed = status === "succeeded" && errorCode !== null;
+  const flawed = (status === "succeeded" && errorCode !== null) || (status === "expired" && errorCode === "RELEASE_EXPIRED");
   return (
     <Badge tone={flawed ? "warn" : runStatusTone(status)} data-status={status} {...props}>
       {status.replaceAll("_", " ")}
-      {flawed ? `, ${errorCode.toLowerCase().replaceAll("_", " ")}` : null}
+      {flawed ? `, ${errorCode === "RELEASE_EXPIRED" ? "result never released" : errorCode!.toLowerCase().replaceAll("_", " ")}` : null}
     </Badge>
   );
 }

@@ -34,7 +34,7 @@
 import { sequenceAudit } from "@/lib/db/audit-sequence";
 import { Prisma } from "@/lib/generated/prisma/client";
 import type { Db } from "@/lib/db";
-import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
+import { RELEASE_EXPIRED_SQL, TERMINAL_STATUSES } from "@/lib/contracts/run-states";
 import { consoleBaseUrl } from "@/lib/env";
 import { filtersForRecord, hasRunFilters, type AuditFilters } from "./filters";
 import { runConditions } from "./search";
@@ -188,7 +188,12 @@ const RUN_COLUMNS = (baseUrl: string): Column[] => [
   // The calls the run made; its plan preview's (reads, intercepted writes) are not the run's.
   plain("toolCalls", "toolCalls", `(SELECT count(*) FROM "RunToolCall" c WHERE c."runId" = r.id AND c.phase = 'apply')`),
   json("result", "result", runJson("result", "r.result")),
-  json("error", "error", runJson("error", "r.error")),
+  // A run that ran and expired waiting for its result's release shows why (run-states.ts shownErrorCode).
+  json(
+    "error",
+    "error",
+    `coalesce(${runJson("error", "r.error")}, CASE WHEN ${RELEASE_EXPIRED_SQL} THEN json_build_object('code', 'RELEASE_EXPIRED', 'message', 'No reviewer released the result before the hold expired; it stays withheld, and writes the run made stand.') END)`,
+  ),
   text(
     "outcome",
     "outcome",

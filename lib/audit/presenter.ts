@@ -11,6 +11,7 @@
  */
 import type { Db } from "@/lib/db";
 import { runColumn } from "@/lib/contracts/run-columns";
+import { shownErrorCode } from "@/lib/contracts/run-states";
 import { inertJson, inertText } from "@/lib/untrusted/inert";
 import { describeAction } from "./presenter-actions";
 import type { RunSearchItem } from "./search";
@@ -151,7 +152,7 @@ export async function runTimeline(db: Db, runId: string): Promise<RunTimeline | 
       agent: run.agent.name,
       owner: run.agent.owner.email,
       status: run.status,
-      errorCode: runColumn(run, "error")?.code ?? null,
+      errorCode: shownErrorCode(run, runColumn(run, "error")?.code ?? null),
       decision: run.decision,
       purpose: purgeNotice(run.purged, "purpose") ?? run.purpose,
       codeSha256: run.codeSha256,

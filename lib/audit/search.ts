@@ -20,6 +20,7 @@
  * Does not audit: callers go through service.ts (`searchAudited`), which records "audit.searched".
  */
 import { Prisma } from "@/lib/generated/prisma/client";
+import { RELEASE_EXPIRED_SQL } from "@/lib/contracts/run-states";
 import type { Db, Tx } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import type { AuditFilters } from "./filters";
@@ -146,7 +147,8 @@ export async function searchRuns(db: Db | Tx, filters: AuditFilters, options: { 
   const keyset = after ? Prisma.sql`AND (r."createdAt", r.id) < (${after.createdAt}, ${after.id}::uuid)` : Prisma.empty;
   if (filters.q) await refreshSearchDocuments(db, "all");
   const rows = await db.$queryRaw<Row[]>`
-    SELECT r.id::text AS id, r."createdAt", a.name AS agent, u.email AS owner, r.status::text AS status, r.error ->> 'code' AS "errorCode",
+    SELECT r.id::text AS id, r."createdAt", a.name AS agent, u.email AS owner, r.status::text AS status,
+           coalesce(r.error ->> 'code', CASE WHEN ${Prisma.raw(RELEASE_EXPIRED_SQL)} THEN 'RELEASE_EXPIRED' END) AS "errorCode",
            r.decision::text AS decision, left(r.purpose, 300) AS purpose, r."codeSha256"
     FROM "Run" r JOIN "Agent" a ON a.id = r."agentId" JOIN "User" u ON u.id = a."ownerId"
     WHERE ${runConditions(filters)} ${keyset}

@@ -76,3 +76,17 @@ export const IN_PROGRESS_STATUSES = [
 
 /** States a run ends in after it was executed (the envelope's statuses), and where policy put its result. */
 export const EXECUTED_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "check_failed", "withheld"] as const satisfies readonly RunStatus[];
+
+/**
+ * A run's error code as lists show it: the stored one, or RELEASE_EXPIRED for a run that ran and
+ * then expired waiting for a reviewer to release its result (only such a run has a release
+ * deadline). That code is derived, not stored: the run's error column was sealed in the audit chain
+ * when it ran. Its writes stand, which a plain `expired` would hide. RELEASE_EXPIRED_SQL is the same
+ * rule for a query whose run is `r`.
+ */
+export function shownErrorCode(run: { status: string; releaseExpiresAt: Date | null }, storedCode: string | null): string | null {
+  if (storedCode !== null) return storedCode;
+  return run.status === "expired" && run.releaseExpiresAt !== null ? "RELEASE_EXPIRED" : null;
+}
+
+export const RELEASE_EXPIRED_SQL = `(r.status = 'expired' AND r."releaseExpiresAt" IS NOT NULL)`;

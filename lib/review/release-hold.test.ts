@@ -8,6 +8,9 @@
  * release policy's forbid withholds a result without anyone asked.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runTimeline } from "@/lib/audit/presenter";
+import { searchRuns } from "@/lib/audit/search";
+import { prepareExport } from "@/lib/audit/export";
 import { verifyAuditChain } from "@/lib/audit/verify";
 import { createUser } from "@/lib/auth/users";
 import type { Actor } from "@/lib/contracts/scopes";
@@ -22,6 +25,7 @@ import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-run
 import { releaseResult, resultDigestOf, withholdResult } from "./release";
 import { loadDashboard } from "@/lib/runs/dashboard";
 import { queueView } from "./queue-presenter";
+import { parseRunFilters, runsList } from "./runs-presenter";
 import { runDetail } from "./run-presenter";
 
 type User = Extract<Actor, { type: "user" }>;
@@ -229,6 +233,21 @@ return "sent";`,
     const after = await getRun(ledger.runtime, ledger.agent, { runId: other });
     expect(after).toMatchObject({ status: "expired", error: { code: "RELEASE_EXPIRED", message: expect.stringContaining("prompt injection") } });
     expect(after).not.toHaveProperty("result");
+    // Every list says it ran and expired unreleased (writes stand), unlike a review that expired:
+    // the console's runs list, the audit search and timeline, and the runs export.
+    const listed = (await runsList(ledger.db.prisma, parseRunFilters({}))).runs.find((r) => r.id === other);
+    expect(listed).toMatchObject({ status: "expired", errorCode: "RELEASE_EXPIRED" });
+    expect((await searchRuns(ledger.db.prisma, {})).items.find((r) => r.id === other)).toMatchObject({ status: "expired", errorCode: "RELEASE_EXPIRED" });
+    expect((await runTimeline(ledger.db.prisma, other))?.run).toMatchObject({ status: "expired", errorCode: "RELEASE_EXPIRED" });
+    const exported = await prepareExport(ledger.db.prisma, {}, "jsonl", "compliance@example.com", { rows: "runs" });
+    let lines = "";
+    for await (const chunk of exported.rows) lines += chunk;
+    const row = lines
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { runId?: string })
+      .find((r) => r.runId === other);
+    expect(row).toMatchObject({ status: "expired", error: { code: "RELEASE_EXPIRED", message: expect.stringContaining("writes the run made stand") } });
     // A reviewer who comes late is told the script did run, unlike a run whose review expired.
     await expect(releaseResult(ledger.db.prisma, rita, { runId: other, comment: "late", seen: await seenOf(other) })).rejects.toMatchObject({
       code: "conflict",

@@ -14,6 +14,7 @@ import { z } from "zod";
 import { isCalendarDay } from "@/lib/audit/filters";
 import type { Db } from "@/lib/db";
 import { runColumn } from "@/lib/contracts/run-columns";
+import { shownErrorCode } from "@/lib/contracts/run-states";
 import { AppError } from "@/lib/errors";
 import { Decision, RunStatus } from "@/lib/generated/prisma/enums";
 import { inertText } from "@/lib/untrusted/inert";
@@ -94,7 +95,16 @@ export async function runsList(db: Db, filters: RunFilters, take = 100): Promise
       },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       take: take + 1,
-      select: { id: true, status: true, error: true, purpose: true, decision: true, createdAt: true, agent: { select: { name: true } } },
+      select: {
+        id: true,
+        status: true,
+        error: true,
+        releaseExpiresAt: true,
+        purpose: true,
+        decision: true,
+        createdAt: true,
+        agent: { select: { name: true } },
+      },
     }),
     db.agent.findMany({ select: { name: true }, orderBy: { name: "asc" } }),
   ]);
@@ -103,7 +113,7 @@ export async function runsList(db: Db, filters: RunFilters, take = 100): Promise
       id: run.id,
       agent: inertText(run.agent.name, 200),
       status: run.status,
-      errorCode: runColumn(run, "error")?.code ?? null,
+      errorCode: shownErrorCode(run, runColumn(run, "error")?.code ?? null),
       purpose: inertText(run.purpose, 300),
       decision: run.decision,
       createdAt: run.createdAt.toISOString(),
