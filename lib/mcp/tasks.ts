@@ -27,7 +27,8 @@ import { recordForbidden } from "@/lib/audit/access";
 import { requireScope, type Scope } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import type { Run } from "@/lib/generated/prisma/client";
-import { cancelRun } from "@/lib/runs/cancel";
+import { cancelRunAndWait } from "@/lib/runs/cancel";
+import { startedRunChanges } from "@/lib/runs/runtime";
 import { presentRun, runAsAgentSees, type AgentActor, type RunView } from "@/lib/runs/service";
 import { recordResultRead } from "./audit";
 
@@ -132,7 +133,8 @@ function unmappedTaskStore(db: Db, agent: AgentActor, toResult: (view: RunView) 
     },
     async updateTaskStatus(taskId, status) {
       if (status !== "cancelled") throw new ProtocolError(ErrorCode.InvalidRequest, "Only cancellation can be requested.");
-      await cancelRun({ db }, agent, taskId).catch(async (error: unknown) => {
+      // The spec's tasks/cancel answers with the task cancelled: a running run is waited for until it has stopped.
+      await cancelRunAndWait({ db, changes: await startedRunChanges() }, agent, taskId).catch(async (error: unknown) => {
         await recordForbidden(db, agent, error, "mcp:tasks/cancel");
         throw error;
       });

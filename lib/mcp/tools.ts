@@ -3,9 +3,9 @@
  * descriptions are a public contract: agents, e2e/mcp.spec.ts and the conformance suite use them.
  */
 import { z } from "zod";
-import { appRuntime, startedAppRuntime, type Runtime } from "@/lib/runs/runtime";
+import { appRuntime, startedRunChanges, type Runtime } from "@/lib/runs/runtime";
 import { listDatasets } from "@/lib/runs/datasets";
-import { cancelRun } from "@/lib/runs/cancel";
+import { cancelRunAndWait } from "@/lib/runs/cancel";
 import { recordOutcome, recordOutcomeSchema } from "@/lib/runs/outcome";
 import { submitRun, submitRunSchema, type SubmitOptions } from "@/lib/intake/submit";
 import { callToolSchema, submitDirectCall } from "@/lib/intake/direct";
@@ -169,13 +169,7 @@ export const getRunTool = defineTool({
   output: runViewSchema,
   annotations: { readOnlyHint: true },
   async handler(input, call) {
-    // The started runtime's pushed run changes end a wait at once. Reading a run never starts one
-    // (an upstream down would hold every read); without it, waits poll.
-    const changes = await startedAppRuntime()?.then(
-      (runtime) => runtime.changes,
-      () => undefined,
-    );
-    return runAnswer(call, await getRun({ db: call.db, changes }, call.ctx.agent, input, call.signal), "get_run");
+    return runAnswer(call, await getRun({ db: call.db, changes: await startedRunChanges() }, call.ctx.agent, input, call.signal), "get_run");
   },
 });
 
@@ -186,8 +180,8 @@ export const cancelRunTool = defineTool({
   input: z.strictObject({ runId }),
   output: z.object({ runId: z.string(), status: z.string() }),
   annotations: { destructiveHint: false, idempotentHint: true },
-  async handler(input, { ctx, db }) {
-    return { value: await cancelRun({ db }, ctx.agent, input.runId) };
+  async handler(input, { ctx, db, signal }) {
+    return { value: await cancelRunAndWait({ db, changes: await startedRunChanges() }, ctx.agent, input.runId, signal) };
   },
 });
 

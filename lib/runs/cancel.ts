@@ -9,8 +9,12 @@
  *   retries it (./recovery.ts). Either way the cancel is for good;
  * - revoking an agent and stopping its runs happen in one transaction;
  * - a cancel is idempotent: asking again for a run already cancelled answers `cancelled`; a run
- *   that ended otherwise is a conflict.
+ *   that ended otherwise is a conflict;
+ * - an agent's cancel (cancel_run, MCP tasks/cancel) answers once a running run has stopped, up to
+ *   CANCEL_WAIT_MS (its executor notices within a heartbeat): `running` in the answer means it is
+ *   still stopping, never that the cancel was refused.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { recordAudit } from "@/lib/audit/record";
 import { revokeAgent } from "@/lib/auth/agents";
@@ -19,6 +23,7 @@ import type { Db, Tx } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
 import { CANCELLABLE_BEFORE_START } from "@/lib/contracts/run-states";
+import { POLL_MS, type RunChanges } from "./run-changes";
 import { transitionRun } from "./states";
 
 function cancelBeforeStart(tx: Tx, actor: Actor, runId: string, message: string, audit: Record<string, unknown>): Promise<boolean> {
@@ -52,6 +57,37 @@ export async function cancelRun(deps: { db: Db }, actor: Actor, runId: string): 
       next: "The run has ended: there is nothing to cancel. get_run shows how it ended.",
     });
   });
+}
+
+/** How long an agent's cancel of a running run waits for its executor to stop it (it heartbeats every second). */
+export const CANCEL_WAIT_MS = 5_000;
+
+/**
+ * cancelRun, then, for a run that was running, a wait until it has stopped or CANCEL_WAIT_MS pass:
+ * the answer is its status then (`cancelled`, or how it ended if it ended first). Woken by the run's
+ * pushed changes when `changes` is given, else read every POLL_MS.
+ */
+export async function cancelRunAndWait(
+  deps: { db: Db; changes?: RunChanges },
+  actor: Actor,
+  runId: string,
+  signal?: AbortSignal,
+): Promise<{ runId: string; status: Run["status"] }> {
+  const asked = await cancelRun(deps, actor, runId);
+  if (asked.status !== "running") return asked;
+  const deadline = Date.now() + CANCEL_WAIT_MS;
+  for (;;) {
+    // Armed before the read, so a change committed after the read ends the wait.
+    const armed = deps.changes?.arm(runId);
+    const { status } = await deps.db.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true } });
+    const left = deadline - Date.now();
+    if (status !== "running" || left <= 0 || signal?.aborted) {
+      armed?.cancel();
+      return { runId, status };
+    }
+    if (armed) await armed.wait(left, signal);
+    else await sleep(Math.min(left, POLL_MS), undefined, { signal }).catch(() => undefined);
+  }
 }
 
 /**

@@ -183,6 +183,18 @@ export function startedAppRuntime(): Promise<Runtime> | undefined {
   return cache.__airlockRuntime;
 }
 
+/**
+ * The started runtime's pushed run changes, which end a wait for a run at once. Reading or
+ * cancelling a run never starts a runtime (an upstream down would hold every read); without one,
+ * waits poll.
+ */
+export async function startedRunChanges(): Promise<RunChanges | undefined> {
+  return startedAppRuntime()?.then(
+    (runtime) => runtime.changes,
+    () => undefined,
+  );
+}
+
 /** The web process's runtime, created on first use. A failed start is retried on the next call. */
 export function appRuntime(db: Db): Promise<Runtime> {
   const config = env();
