@@ -49,8 +49,8 @@ import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
 import type { ToolInfo } from "@/lib/broker/types";
 import { RUN_LIMIT_DEFAULTS, emptyGate, type IsolationLevel } from "@/lib/sandbox/types";
 import { parseDirectCall } from "@/lib/contracts/direct-call";
-import { jsonLooksLikeInstructions, looksLikeInstructions } from "@/lib/untrusted/sanitize";
-import { normalizeContent } from "@/lib/untrusted/storable-text";
+import { jsonLooksLikeInstructions, looksLikeInstructions, sanitizeJson } from "@/lib/untrusted/sanitize";
+import { CONTENT_NORMALIZED_FLAG, normalizeContent } from "@/lib/untrusted/storable-text";
 import { RUN_ID, contextOf, contextWith, inSpan } from "@/lib/tracing";
 import { artifactRecords, storeArtifacts } from "./artifacts";
 import { storedJson } from "@/lib/audit/stored-calls";
@@ -381,7 +381,8 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
 /**
  * A direct run (call_tool): the one call its code names (lib/contracts/direct-call.ts), through
  * the same recorded, screened callTool a script's calls take, within the run's wall-clock limit;
- * no sandbox starts, so the envelope reports no isolation layer. Its result is the tool's answer.
+ * no sandbox starts, so the envelope reports no isolation layer. Its result is the tool's answer,
+ * sanitized as a script's result is.
  */
 async function callDirectly(run: Run, callTool: CallTool, signal: AbortSignal, level: IsolationLevel): Promise<Envelope> {
   const call = parseDirectCall(run.code);
@@ -402,8 +403,11 @@ async function callDirectly(run: Run, callTool: CallTool, signal: AbortSignal, l
   });
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    const result = await callTool(call.server, call.tool, call.arguments as JsonValue, AbortSignal.any([signal, timeout]));
-    return envelope("succeeded", result as JsonValue, null);
+    const answer = await callTool(call.server, call.tool, call.arguments as JsonValue, AbortSignal.any([signal, timeout]));
+    // Cleaned as the sandbox's host cleans a script's result (lib/sandbox/rpc-session.ts): no escape
+    // sequences, control, bidi or tag characters reach the agent from either lane.
+    const { value, changed } = sanitizeJson(answer as JsonValue);
+    return { ...envelope("succeeded", value, null), flags: changed ? [CONTENT_NORMALIZED_FLAG] : [] };
   } catch (error) {
     // A cancel or a shutdown (`signal`) is told by executeRun, as for a script.
     if (timeout.aborted)

@@ -3,11 +3,13 @@
  *
  * Guarantees: the output has no ANSI/VT escape sequences, no C0 control characters other than
  * newline and tab, no C1 controls, no bidirectional overrides/isolates/marks, no zero-width space
- * or BOM (the zero-width joiner and non-joiner stay: emoji and several scripts need them), and is
+ * or BOM (the zero-width joiner and non-joiner stay: emoji and several scripts need them), no Unicode
+ * tag characters (U+E0000 to U+E007F: invisible, yet a model reads them as the ASCII they mirror, so
+ * they smuggle text; a subdivision flag emoji loses its region and shows as a black flag), and is
  * at most `maxChars` long. It does NOT make the text trustworthy: callers keep
  * marking it `untrusted`. `looksLikeInstructions` is a heuristic flag for reviewers and release
- * policies, not a filter: it reads the text as a model would (compatibility forms folded, hidden
- * characters dropped, any run of whitespace as one space, and once more with every separator
+ * policies, not a filter: it reads the text as a model would (tag characters as the ASCII they
+ * mirror, compatibility forms folded, hidden characters dropped, any run of whitespace as one space, and once more with every separator
  * dropped and look-alike letters mapped to Latin), so a line break, a non-breaking space, a hyphen
  * between letters or a Cyrillic letter inside a phrase does not hide it. It knows common phrasings
  * (overriding earlier instructions, role markers with an order, chat-template tokens, the
@@ -24,8 +26,12 @@ const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b\u200e\u200f\u202
 // What a model does not see: the above, and the joiners, which can split a phrase.
 const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]/g;
 
+// Unicode tag characters: invisible, each mirrors an ASCII character (U+E0041 reads as "A").
+const TAGS = /[\u{E0000}-\u{E007F}]/gu;
+const TAG_MIRRORS = /[\u{E0020}-\u{E007E}]/gu;
+
 export function sanitizeText(text: string, maxChars = 100_000): string {
-  const cleaned = text.replace(ANSI, "").replace(CONTROL, "");
+  const cleaned = text.replace(ANSI, "").replace(CONTROL, "").replace(TAGS, "");
   return cleaned.length > maxChars ? cleaned.slice(0, maxChars) : cleaned;
 }
 
@@ -141,7 +147,12 @@ function squeezed(text: string): string {
 
 export function looksLikeInstructions(text: string): boolean {
   if (NO_PHRASE.test(text)) return SQUEEZED_START.test(text) && SQUEEZED_LIKE.some((re) => re.test(squeezed(text)));
-  const read = text.normalize("NFKC").replace(HIDDEN, "").replace(/\s+/gu, " ");
+  const read = text
+    .replace(TAG_MIRRORS, (tag) => String.fromCharCode(tag.codePointAt(0)! - 0xe0000))
+    .normalize("NFKC")
+    .replace(HIDDEN, "")
+    .replace(TAGS, "")
+    .replace(/\s+/gu, " ");
   if (INSTRUCTION_LIKE.some((re) => re.test(read))) return true;
   const letters = squeezed(read);
   return SQUEEZED_LIKE.some((re) => re.test(letters));
