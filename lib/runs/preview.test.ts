@@ -207,6 +207,29 @@ return a.refund.id;`,
     ]);
   });
 
+  it("attack: a refund whose amount is what an earlier write will answer is never planned, so no write's money is left out of the plan's totals", async () => {
+    const [first, second] = [paid[10]!, paid[11]!];
+    // The first refund's answer has an amount only the real call knows (a placeholder in preview): a
+    // second refund of that amount would be planned with no money, and its amount chosen at apply.
+    const view = await submitRun(runtime, agent, {
+      code: `const a = await tools.ledger.issueRefund({ invoiceId: "${first.id}", amountMinor: 1, currency: "${first.currency}", reason: "a cent", idempotencyKey: "amount-1-${first.id}" });
+await tools.ledger.issueRefund({ invoiceId: "${second.id}", amountMinor: a.refund.amount, currency: "${second.currency}", reason: "as much again", idempotencyKey: "amount-2-${second.id}" });
+return "ok";`,
+      purpose: "a refund sized by another",
+      language: "javascript",
+    });
+    const done = await leaving(view.runId, ["previewing"]);
+    expect(done.status).toBe("failed");
+    expect(done.error?.code).toBe("PREVIEW_FAILED");
+    expect(done.error?.message).toContain(
+      'PLAN_UNREVIEWABLE: write 2 (ledger.issueRefund): the amount it moves (argument /amountMinor) is "@plan:1/refund/amount", not a number',
+    );
+    expect((await calls(view.runId)).map((c) => [c.tool, c.phase, c.outcome])).toEqual([
+      ["issueRefund", "preview", "intercepted"],
+      ["issueRefund", "preview", "refused"],
+    ]);
+  });
+
   it("attack: a write the broker would refuse at apply is never planned, so reviewers never approve a run that stops after real refunds", async () => {
     const invoice = paid[7]!;
     const before = await refundsOf(invoice.id, "goodwill, netted");

@@ -37,11 +37,12 @@ import { screenJson, screenMessage, unreviewableArguments } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
 import type { ToolInfo } from "@/lib/broker/types";
 import type { SchemaIssue } from "@/lib/broker/schema-check";
+import type { MoneyHint } from "@/lib/contracts/preview-hints";
 import { approvedRequest, startHeartbeat } from "./executor";
 import { insertToolCalls, storedJson } from "@/lib/audit/stored-calls";
 import { stagedDatasets } from "./staged-datasets";
 import { parseRunLimits } from "./limits";
-import { moneyOf, placeholderPointers, planDigest, previewAnswer, strayPlaceholder } from "./plan";
+import { atPointer, moneyOf, placeholderPointers, planDigest, previewAnswer, strayPlaceholder } from "./plan";
 import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease } from "./release-decision";
 import { transitionRun } from "./states";
 
@@ -139,7 +140,15 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
     }
     marked.note(info?.piiFields, tokens.args);
     if (!readOnly) {
-      const problem = unplannableWrite(deps, { server, tool, args: tokens.restored ? tokens.args : args, normalized: normalized.changed, screened, writes });
+      const problem = unplannableWrite(deps, {
+        server,
+        tool,
+        args: tokens.restored ? tokens.args : args,
+        normalized: normalized.changed,
+        screened,
+        writes,
+        money: info?.preview?.money ?? null,
+      });
       if (problem) {
         unplannable ??= `${problem.kind}: write ${writes.length + 1} (${server}.${tool}): ${problem.why}`;
         call.outcome = "refused";
@@ -247,7 +256,15 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
  */
 function unplannableWrite(
   deps: Pick<PreviewDeps, "argumentsProblem">,
-  write: { server: string; tool: string; args: JsonValue; normalized: boolean; screened: ReturnType<typeof screenJson>; writes: readonly PlanWrite[] },
+  write: {
+    server: string;
+    tool: string;
+    args: JsonValue;
+    normalized: boolean;
+    screened: ReturnType<typeof screenJson>;
+    writes: readonly PlanWrite[];
+    money: MoneyHint | null;
+  },
 ): { kind: "PLAN_UNREVIEWABLE" | "INVALID_ARGUMENTS"; why: string } | null {
   const unreviewable = unreviewableArguments(write.normalized, write.screened);
   if (unreviewable) {
@@ -261,6 +278,16 @@ function unplannableWrite(
     return {
       kind: "PLAN_UNREVIEWABLE",
       why: `its arguments hold "${stray.slice(0, 200)}", which no earlier planned write answered with: only a value an upstream assigns stands in a plan for what the real call will return, so no reviewer could see what it would send.`,
+    };
+  }
+  // The money a write moves is counted in the plan's totals: an amount the plan cannot show (a
+  // placeholder for what an earlier write will answer, or no number at all) would leave it out.
+  const amount = write.money?.from === "arguments" ? atPointer(write.screened.value, write.money.amount) : 0;
+  if (typeof amount !== "number" || !Number.isFinite(amount)) {
+    const shown = amount === undefined ? "nothing" : JSON.stringify(amount).slice(0, 200);
+    return {
+      kind: "PLAN_UNREVIEWABLE",
+      why: `the amount it moves (argument ${write.money!.amount}) is ${shown}, not a number, so no reviewer could see how much money it moves. Pass the amount itself: a value read before the write, not one an earlier write will return.`,
     };
   }
   const invalid = deps.argumentsProblem(write.server, write.tool, write.args, aboutPlaceholders(write.screened.value));
