@@ -402,6 +402,15 @@ export class ToolBroker {
     return true;
   }
 
+  /**
+   * Lifts the quarantine of every tool an admin accepted since, wherever they did (the CLI, another
+   * web process): what intake calls before it decides, so a run is not denied for a quarantine the
+   * database has ended. One read a quarantined tool; none when no tool is quarantined.
+   */
+  async refreshAcceptances(): Promise<void> {
+    for (const tool of this.registry.values()) if (tool.quarantined) await this.acceptedElsewhere(tool);
+  }
+
   /** The declarations of the tools as agents are shown them (`shownToAgents`). */
   declarations(server?: string): string {
     return generateDeclarations(this.tools(server).map(shownToAgents));

@@ -150,7 +150,10 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
           .map(({ server, name, annotations, dataClass, quarantined, inputSchema }) => ({ server, name, annotations, dataClass, quarantined, inputSchema })),
       declarations: () => broker.declarations(),
       allowedImports: () => allowedImports,
-      refresh: () => applyOverrides(db, broker.tools()),
+      // What admins decided in another process: confirmed overrides, and acceptances of quarantined tools.
+      refresh: async () => {
+        await Promise.all([applyOverrides(db, broker.tools()), broker.refreshAcceptances()]);
+      },
     },
     startExecution(runId) {
       // At once in an idle slot of this process, else a job. A lost enqueue is recovered by the

@@ -41,7 +41,7 @@ export type RunDeps = {
     declarations(): string;
     /** Import specifiers scripts may use (packages and sandbox-permitted builtins). */
     allowedImports(): readonly string[];
-    /** Brings the facts up to date with tool overrides confirmed in any process (lib/broker/overrides.ts). */
+    /** Brings the facts up to date with what admins decided in any process: tool overrides confirmed, quarantined tools accepted. */
     refresh(): Promise<void>;
   };
   /** Starts executing a queued run (in this process or through the job queue); never throws. */
