@@ -166,7 +166,7 @@ test("each MCP tool answers exactly the agent tokens holding its scope", async (
     search_tools: { query: "invoices", detail: "name" },
     submit_run: { code: "return 1;", purpose: "matrix", language: "javascript" },
     call_tool: { server: "ledger", tool: "listInvoices", arguments: { limit: 1 } },
-    // No such skill: a token allowed to call it gets InvalidParams naming search_tools, not FORBIDDEN.
+    // No such skill: a token allowed to call it gets BAD_REQUEST naming search_tools, not FORBIDDEN.
     run_skill: { name: "noSuchSkill", arguments: {} },
     get_run: { runId: RUN },
     cancel_run: { runId: RUN },
@@ -184,7 +184,7 @@ test("each MCP tool answers exactly the agent tokens holding its scope", async (
         text = answer.content[0]!.text;
         forbidden = answer.isError === true && /"code":"FORBIDDEN"/.test(text);
       } catch (error) {
-        // A malformed call is a protocol error: the scope check let it through.
+        // A malformed request is a protocol error: the scope check let it through.
         if (!(error instanceof McpError) || error.code !== ErrorCode.InvalidParams) throw error;
         text = error.message;
         forbidden = false;

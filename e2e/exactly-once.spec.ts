@@ -5,7 +5,7 @@
  * Chromium; the run must execute once, end in a terminal state with its audit event, call the
  * upstream at most once, and leave an audit chain that verifies. A write whose arguments carry
  * U+0000 is never planned: reviewers would see U+FFFD, not what the upstream gets.
- * Agent-supplied text carrying the same characters is refused with InvalidParams naming the field.
+ * Agent-supplied text carrying the same characters is refused (BAD_REQUEST) naming the field.
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -203,7 +203,7 @@ test.describe("exactly once, whatever a script returns", () => {
     }
   });
 
-  test("agent text carrying U+0000 or a lone surrogate is refused with InvalidParams naming the field, and the refusal is audited", async ({
+  test("agent text carrying U+0000 or a lone surrogate is refused (BAD_REQUEST, a result the model reads) naming the field, and the refusal is audited", async ({
     state,
     mcpClient: agent,
   }) => {
@@ -214,13 +214,11 @@ test.describe("exactly once, whatever a script returns", () => {
       { field: "idempotencyKey", args: { code: "return 1;", purpose: "ok", idempotencyKey: "key\u0000" } },
     ];
     for (const attempt of attempts) {
-      const error = await agent.callTool({ name: "submit_run", arguments: attempt.args }).then(
-        () => null,
-        (e: unknown) => e as { code: number; message: string },
-      );
-      expect(error, attempt.field).not.toBeNull();
-      expect(error!.code).toBe(-32602);
-      expect(error!.message).toContain(attempt.field);
+      const answer = (await agent.callTool({ name: "submit_run", arguments: attempt.args })) as { content: { text: string }[]; isError?: boolean };
+      expect(answer.isError, attempt.field).toBe(true);
+      const { error } = JSON.parse(answer.content[0]!.text) as { error: { code: string; message: string } };
+      expect(error.code).toBe("BAD_REQUEST");
+      expect(error.message).toContain(attempt.field);
     }
     const db = createPrismaClient(state.databaseUrl);
     try {

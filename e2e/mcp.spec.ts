@@ -2,7 +2,7 @@
  * The agent door with the MCP SDK's real Client against `next start`: discovery, submission under
  * policy, results, reasons, and every refusal path an agent can hit.
  */
-import { CallToolResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { CreateTaskResultSchema } from "@modelcontextprotocol/sdk/experimental/tasks/types.js";
 import pg from "pg";
 import { expect, test } from "./fixtures";
@@ -133,10 +133,20 @@ test.describe("MCP endpoint", () => {
     expect(second.data.runId).toBe(first.data.runId);
   });
 
-  test("malformed arguments and oversize code are protocol errors with clear messages", async ({ mcpClient: client }) => {
-    await expect(client.callTool({ name: "submit_run", arguments: { purpose: "no code" } })).rejects.toThrow(McpError);
-    await expect(client.callTool({ name: "get_run", arguments: { runId: "not-a-uuid" } })).rejects.toThrow(/runId/);
-    await expect(client.callTool({ name: "submit_run", arguments: { code: "x".repeat(100_001), purpose: "big" } })).rejects.toThrow(/limit is 100000 bytes/);
+  test("arguments a tool refuses and oversize code are results the model reads, with clear messages; an unknown tool is a protocol error", async ({
+    mcpClient: client,
+  }) => {
+    const refusal = async (name: string, args: Record<string, unknown>) => {
+      const answer = (await client.callTool({ name, arguments: args })) as TextResult & { isError?: boolean };
+      expect(answer.isError).toBe(true);
+      return (JSON.parse(answer.content[0]!.text) as { error: { code: string; message: string; next: string } }).error;
+    };
+    expect(await refusal("submit_run", { purpose: "no code" })).toMatchObject({ code: "BAD_REQUEST", message: "code: required (string)" });
+    expect(await refusal("get_run", { runId: "not-a-uuid" })).toMatchObject({ code: "BAD_REQUEST", message: expect.stringContaining("runId") });
+    expect(await refusal("submit_run", { code: "x".repeat(100_001), purpose: "big" })).toMatchObject({
+      code: "PAYLOAD_TOO_LARGE",
+      message: expect.stringContaining("limit is 100000 bytes"),
+    });
     await expect(client.callTool({ name: "no_such_tool", arguments: {} })).rejects.toThrow(/Unknown tool/);
   });
 

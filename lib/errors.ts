@@ -51,7 +51,10 @@ export class AppError extends Error {
 export function invalidArguments(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): AppError {
   const issue = error.issues[0];
   const field = issue?.path.map(String).join(".") || null;
-  return new AppError("bad_request", `${field ?? "arguments"}: ${issue?.message ?? "invalid"}`, { details: { field } });
+  // zod says "Invalid input: expected string, received undefined" of a missing field.
+  const missing = /^Invalid input: expected (\w+), received undefined$/.exec(issue?.message ?? "");
+  const problem = missing ? `required (${missing[1]})` : (issue?.message ?? "invalid");
+  return new AppError("bad_request", `${field ?? "arguments"}: ${problem}`, { details: { field } });
 }
 
 export function isAppError(error: unknown): error is AppError {

@@ -4,14 +4,19 @@
  *
  * | failure                                             | class        | tool path                    | task path               |
  * |-----------------------------------------------------|--------------|------------------------------|-------------------------|
- * | McpError already (unknown tool, task not supported) | protocol     | rethrown                     | rethrown                |
- * | AppError bad_request / payload_too_large            | malformed    | InvalidParams                | InvalidParams           |
+ * | McpError already (unknown tool, tool not offered,   | protocol     | rethrown                     | rethrown                |
+ * | task not supported)                                 |              |                              |                         |
+ * | AppError bad_request / payload_too_large            | malformed    | isError result               | InvalidParams           |
+ * | (arguments that fail the tool's schema, too big)    |              | (BAD_REQUEST, …)             |                         |
  * | any other AppError (forbidden, not_found, conflict, | outcome      | isError result               | InvalidRequest          |
  * | BUDGET_EXCEEDED, USE_SUBMIT_RUN, …)                 |              | `{error: {code, message,     | `CODE: message Next:    |
  * |                                                     |              | next}}`                      | next`                   |
  * | anything else                                       | unexpected   | logged, InternalError        | logged, InternalError   |
  *
- * On the task path a task is created or refused, so an outcome is a protocol error there. Every
+ * Arguments a tool refuses are a result the model reads, not a protocol error a client may keep
+ * from it (MCP 2025-11-25, SEP-1303: input validation errors are tool execution errors), so the
+ * agent can correct the call. On the task path a task is created or refused, so an outcome is a
+ * protocol error there. Every
  * outcome says what the agent should do `next`, as a run's error does (lib/errors.ts): the error's
  * own when its thrower knows better (AppError.next), else its code's.
  * Protocol errors are thrown as ProtocolError, never as the SDK's McpError: McpError writes
@@ -37,14 +42,16 @@ export class ProtocolError extends Error {
 
 export type McpFailure =
   | { kind: "protocol"; error: ProtocolError }
-  | { kind: "malformed"; message: string }
+  | { kind: "malformed"; code: string; message: string; next: string }
   | { kind: "outcome"; code: string; message: string; next: string }
   | { kind: "unexpected"; error: unknown };
 
 const NOT_THE_AGENTS_FAULT = "This is not the agent's fault: try again later, and tell the user if it persists.";
 
-/** What an agent should do after each AppError that reaches it as an outcome (not a malformed call). */
-const OUTCOME_NEXT: Record<Exclude<AppErrorCode, "bad_request" | "payload_too_large">, string> = {
+/** What an agent should do after each AppError that reaches it as a tool's outcome. */
+const OUTCOME_NEXT: Record<AppErrorCode, string> = {
+  bad_request: "Fix the argument the message names and call again; tools/list has this tool's input schema.",
+  payload_too_large: "Send less: the message names the limit.",
   unauthorized: "Send the agent token an Airlock admin issued as `Authorization: Bearer <token>`.",
   forbidden: "This agent's token lacks the scope the message names: ask an Airlock admin to grant it, or do without this tool.",
   not_found: "Check the id: use the one this agent got back (submit_run's runId); other agents' runs and unpublished skills are not visible.",
@@ -65,8 +72,8 @@ export function classifyMcpError(error: unknown): McpFailure {
     return { kind: "outcome", code: error.runCode, message: error.message, next: error.next ?? RUN_ERROR_RULES[error.runCode].next };
   }
   if (isAppError(error)) {
-    if (error.code === "bad_request" || error.code === "payload_too_large") return { kind: "malformed", message: error.message };
-    return { kind: "outcome", code: error.code.toUpperCase(), message: error.message, next: error.next ?? OUTCOME_NEXT[error.code] };
+    const kind = error.code === "bad_request" || error.code === "payload_too_large" ? "malformed" : "outcome";
+    return { kind, code: error.code.toUpperCase(), message: error.message, next: error.next ?? OUTCOME_NEXT[error.code] };
   }
   return { kind: "unexpected", error };
 }
@@ -83,10 +90,10 @@ function protocolError(failure: Exclude<McpFailure, { kind: "outcome" }>, path: 
   }
 }
 
-/** tools/call: an outcome becomes an isError result; everything else is thrown as a protocol error. */
+/** tools/call: an outcome or malformed arguments become an isError result; everything else is thrown as a protocol error. */
 export function toolFailure(error: unknown): CallToolResult {
   const failure = classifyMcpError(error);
-  if (failure.kind !== "outcome") throw protocolError(failure, "tool");
+  if (failure.kind === "protocol" || failure.kind === "unexpected") throw protocolError(failure, "tool");
   const { code, message, next } = failure;
   return { content: [{ type: "text", text: JSON.stringify({ error: { code, message, next } }) }], isError: true };
 }

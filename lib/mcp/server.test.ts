@@ -315,15 +315,18 @@ describe("MCP tool contract", () => {
     expect(byName.get_run!.outputSchema).toEqual(byName.submit_run!.outputSchema);
 
     // …and enforced as published.
+    // Arguments off the schema are a result the model reads (SEP-1303), naming the field and the rule.
     const waitTooLong = await outcome(client.callTool({ name: "get_run", arguments: { runId: "00000000-0000-4000-8000-000000000000", waitSeconds: 61 } }));
-    expect(waitTooLong).toMatchObject({ protocol: ErrorCode.InvalidParams, message: expect.stringContaining("waitSeconds") });
-    // One prefix, then the field and the rule.
-    expect(waitTooLong.message).toMatch(/^MCP error -32602: waitSeconds: /);
-    expect(waitTooLong.message.match(/MCP error/g)).toHaveLength(1);
+    expect(waitTooLong).toEqual({ code: "BAD_REQUEST", message: "waitSeconds: Too big: expected number to be <=60" });
     const longQuery = await outcome(client.callTool({ name: "search_tools", arguments: { query: "x".repeat(201) } }));
-    expect(longQuery).toMatchObject({ protocol: ErrorCode.InvalidParams, message: expect.stringContaining("query") });
+    expect(longQuery).toMatchObject({ code: "BAD_REQUEST", message: expect.stringContaining("query") });
     const extra = await outcome(client.callTool({ name: "list_inputs", arguments: { unexpected: true } }));
-    expect(extra.protocol).toBe(ErrorCode.InvalidParams);
+    expect(extra.code).toBe("BAD_REQUEST");
+    const missing = await client.callTool({ name: "submit_run", arguments: { code: "return 1;" } });
+    expect(missing.isError).toBe(true);
+    expect(JSON.parse((missing.content as { text: string }[])[0]!.text)).toEqual({
+      error: { code: "BAD_REQUEST", message: "purpose: required (string)", next: expect.stringContaining("tools/list has this tool's input schema") },
+    });
   });
 
   it("a connection's URL may select fewer tools: only those are listed and callable, each still under its scope; a malformed selection is refused by name", async () => {
@@ -524,12 +527,12 @@ describe("MCP tool contract", () => {
 
   it("classifies failures the same way on the tool path and the task path", async () => {
     const client = await connect(agent);
-    // Malformed: InvalidParams on both.
+    // Arguments off the schema: a BAD_REQUEST result on the tool path (the model reads it), InvalidParams for a task, with the same message.
     for (const args of [{ purpose: "no code" }, { code: "return 1;", purpose: "x", extra: 1 }]) {
       const tool = await outcome(client.callTool({ name: "submit_run", arguments: args }));
       const task = await outcome(asTask(client, args));
-      expect(tool).toMatchObject({ protocol: ErrorCode.InvalidParams });
-      expect(task).toEqual(tool);
+      expect(tool).toMatchObject({ code: "BAD_REQUEST" });
+      expect(task).toEqual({ protocol: ErrorCode.InvalidParams, message: `MCP error -32602: ${tool.message}` });
     }
     // An outcome to act on: a typed isError result on the tool path, InvalidRequest with the same code on the task path.
     const first = payload(await client.callTool({ name: "submit_run", arguments: { code: ESCALATED, purpose: "first", idempotencyKey: "same-key" } }));
@@ -568,8 +571,8 @@ describe("MCP tool contract", () => {
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     const cases: [unknown, string, number | "result"][] = [
       [new McpError(ErrorCode.InvalidParams, "bad"), "protocol", ErrorCode.InvalidParams],
-      [new AppError("bad_request", "purpose: required"), "malformed", ErrorCode.InvalidParams],
-      [new AppError("payload_too_large", "code is too big"), "malformed", ErrorCode.InvalidParams],
+      [new AppError("bad_request", "purpose: required"), "malformed", "result"],
+      [new AppError("payload_too_large", "code is too big"), "malformed", "result"],
       [new AppError("not_found", "No run"), "outcome", "result"],
       [new AppError("conflict", "Key reused"), "outcome", "result"],
       [new BudgetExceeded("Too many runs"), "outcome", "result"],
@@ -584,8 +587,14 @@ describe("MCP tool contract", () => {
         expect(result.isError).toBe(true);
         expect(result.structuredContent).toBeUndefined();
         expect(body.error.next).toMatch(/^[A-Z].{20,}\.$/);
-        expect(task.code).toBe(ErrorCode.InvalidRequest);
-        expect(task.message).toBe(`${body.error.code}: ${body.error.message} Next: ${body.error.next}`);
+        // A task is created or refused: arguments a tool refuses are InvalidParams there, an outcome InvalidRequest.
+        if (kind === "malformed") {
+          expect(task.code).toBe(ErrorCode.InvalidParams);
+          expect(task.message).toBe(body.error.message);
+        } else {
+          expect(task.code).toBe(ErrorCode.InvalidRequest);
+          expect(task.message).toBe(`${body.error.code}: ${body.error.message} Next: ${body.error.next}`);
+        }
       } else {
         let thrown: unknown;
         try {

@@ -4,14 +4,16 @@
  * (lib/mcp/http.ts), so every handler acts as that agent and nobody else.
  *
  * Error contract (one mapper for the tool and the task path, lib/mcp/errors.ts):
- * - malformed calls (unknown tool, arguments that fail the closed schema, oversize code, arguments
- *   nested deeper than MAX_ARGUMENT_DEPTH or holding a `__proto__` key, params of any method that
- *   fail the protocol's schema) are JSON-RPC protocol errors (InvalidParams) with a message naming
- *   the problem;
- * - outcomes an agent should act on (missing scope, unknown run, idempotency conflict, budget
- *   exceeded) are tool results with `isError: true` and a typed `code`, a message and what to do
- *   `next` in the JSON text — or, for submit_run as a task, which is created or refused,
- *   InvalidRequest `CODE: message Next: …`;
+ * - malformed requests (an unknown tool or one this connection does not offer, arguments nested
+ *   deeper than MAX_ARGUMENT_DEPTH or holding a `__proto__` key, params of any method that fail
+ *   the protocol's schema) are JSON-RPC protocol errors (InvalidParams) with a message naming the
+ *   problem;
+ * - arguments a tool refuses (off its closed schema, oversize code) and outcomes an agent should
+ *   act on (missing scope, unknown run, idempotency conflict, budget exceeded) are tool results
+ *   with `isError: true` and a typed `code` (BAD_REQUEST, FORBIDDEN, …), a message and what to do
+ *   `next` in the JSON text, so the model reads them and can correct the call (MCP 2025-11-25,
+ *   SEP-1303) — or, for submit_run as a task, which is created or refused, a protocol error
+ *   (InvalidParams for arguments, InvalidRequest `CODE: message Next: …` for an outcome);
  * - a run that was denied, rejected or failed is an `isError: true` result carrying the run;
  * - anything unexpected is logged server-side and answered as an internal error without details.
  *
