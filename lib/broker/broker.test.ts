@@ -295,6 +295,53 @@ describe("third-party upstreams from npm", () => {
   });
 });
 
+describe("an upstream that is down", () => {
+  it("fails a connect, naming it; a partial connect starts with the others, refuses its calls saying why, and takes it in once it answers", async () => {
+    // A port nothing listens on yet: taken and released, so the ledger can listen there later.
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const config = parseConfig(
+      { servers: { ledger: ledgerServer, remote: { transport: "http", url: `http://127.0.0.1:${port}/mcp`, dataClass: "internal" } } },
+      join(tmp, "down.json"),
+    );
+    const pins = new JsonFilePinStore(join(tmp, "pins-down.json"));
+    await expect(ToolBroker.connect(config, { pins })).rejects.toThrow(/upstream 'remote' failed to connect/);
+
+    const broker = await ToolBroker.connect(config, { pins, partial: true });
+    const signal = new AbortController().signal;
+    let http: HttpServer | undefined;
+    try {
+      expect([...broker.unavailableServers().keys()]).toEqual(["remote"]);
+      expect(broker.unavailableServers().get("remote")).toMatch(/failed to connect/);
+      expect(await broker.callTool("ledger", "getCustomer", { customerId: "cus_002" }, signal)).toMatchObject({ customer: { id: "cus_002" } });
+      await expect(broker.callTool("remote", "getCustomer", {}, signal)).rejects.toThrow(
+        /upstream 'remote' is unavailable \(.*failed to connect.*\); it is tried again every 30 s/,
+      );
+      // Not due yet: nothing is tried.
+      expect(await broker.retryUnavailable()).toBe(false);
+
+      http = createServer(async (req, res) => {
+        const server = createLedgerServer();
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+        res.on("close", () => void server.close());
+        await server.connect(transport);
+        await transport.handleRequest(req, res);
+      });
+      await new Promise<void>((r) => http!.listen(port, "127.0.0.1", r));
+      expect(await broker.retryUnavailable(Date.now() + 31_000)).toBe(true);
+      expect(broker.unavailableServers().size).toBe(0);
+      // Its tools were pin-checked as at a start: this store accepts a first listing.
+      expect(broker.tool("remote", "getCustomer")?.quarantined).toBe(false);
+      expect(await broker.callTool("remote", "getCustomer", { customerId: "cus_002" }, signal)).toMatchObject({ customer: { id: "cus_002" } });
+    } finally {
+      await broker.close();
+      if (http) await new Promise<void>((r) => http!.close(() => r()));
+    }
+  });
+});
+
 describe("Streamable HTTP upstream", () => {
   let http: HttpServer;
   let seenAuth: string | undefined;

@@ -2,6 +2,9 @@
  * The tool broker: Airlock's MCP client to the configured upstream servers.
  *
  * Guarantees:
+ *  - an upstream that cannot be connected or listed fails the connect, naming it, or (`partial`, a
+ *    server's runtime) is unavailable: its calls are refused saying why, and it is tried again
+ *    every UNAVAILABLE_RETRY_MS (`retryUnavailable`), its tools pin-checked as at a start;
  *  - each upstream's tools are listed once at connect, within connectTimeoutMs in all and at most
  *    MAX_TOOL_PAGES pages; each tool is pinned by
  *    sha256(canonical(description, inputSchema, outputSchema, annotations)); a tool whose hash
@@ -99,6 +102,12 @@ function quoted(text: string, max: number): string {
 
 /** A connected upstream, and a reconnect under way. */
 type Upstream = { name: string; config: ServerConfig; client: Client; transport: Transport; reconnecting?: Promise<void> };
+
+/** An upstream that could not be connected or listed: why, and when it is tried again. */
+type Unavailable = { config: ServerConfig; reason: string; retryAt: number };
+
+/** How often an unavailable upstream is tried again (ToolBroker.retryUnavailable). */
+export const UNAVAILABLE_RETRY_MS = 30_000;
 
 /**
  * Whether the upstream's connection is gone. A stdio transport that hit the SDK's frame cap drops
@@ -232,6 +241,7 @@ export class ToolBroker {
   private constructor(
     private readonly upstreams: Map<string, Upstream>,
     private readonly registry: Map<string, ToolInfo>,
+    private readonly unavailable: Map<string, Unavailable>,
     private readonly pins: PinStore,
     private readonly config: AirlockConfig,
     private readonly limits: BrokerLimits,
@@ -275,36 +285,97 @@ export class ToolBroker {
     return upstream.client;
   }
 
-  /** Connects every configured upstream, lists and pins its tools. Fails naming the upstream. */
-  static async connect(config: AirlockConfig, options: { pins: PinStore; limits?: Partial<BrokerLimits> }): Promise<ToolBroker> {
+  /**
+   * Connects every configured upstream, lists and pins its tools. An upstream that cannot be
+   * connected or listed fails the whole connect, naming it; with `partial` (a server's runtime) the
+   * broker starts with the others instead, and that upstream is unavailable (`unavailableServers`,
+   * its calls refused saying why) until `retryUnavailable` reaches it.
+   */
+  static async connect(config: AirlockConfig, options: { pins: PinStore; limits?: Partial<BrokerLimits>; partial?: boolean }): Promise<ToolBroker> {
     const limits = { ...DEFAULT_BROKER_LIMITS, ...options.limits };
-    const settled = await Promise.allSettled(Object.entries(config.servers).map(([name, server]) => connectUpstream(name, server, limits.connectTimeoutMs)));
+    const servers = Object.entries(config.servers);
+    const settled = await Promise.allSettled(servers.map(([name, server]) => ToolBroker.open(name, server, limits)));
     const upstreams = new Map<string, Upstream>();
-    for (const s of settled) if (s.status === "fulfilled") upstreams.set(s.value.name, s.value);
-    const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
-    if (failed) {
-      await Promise.allSettled([...upstreams.values()].map((u) => u.client.close()));
-      throw failed.reason;
-    }
     const registry = new Map<string, ToolInfo>();
+    const unavailable = new Map<string, Unavailable>();
+    settled.forEach((outcome, i) => {
+      const [name, server] = servers[i]!;
+      if (outcome.status === "rejected") {
+        unavailable.set(name, { config: server, reason: quoted((outcome.reason as Error).message, 500), retryAt: Date.now() + UNAVAILABLE_RETRY_MS });
+        return;
+      }
+      upstreams.set(name, outcome.value.upstream);
+      for (const tool of outcome.value.tools) registry.set(`${tool.server}.${tool.name}`, tool);
+    });
     try {
-      for (const upstream of upstreams.values()) {
-        for (const tool of await ToolBroker.listAll(upstream, limits)) registry.set(`${tool.server}.${tool.name}`, tool);
-      }
-      for (const tool of registry.values()) {
-        if (tool.quarantined) continue;
-        const pinned = await options.pins.get(tool.server, tool.name);
-        if (pinned === undefined) await options.pins.set(tool.server, tool.name, tool.hash);
-        else if (pinned !== tool.hash) {
-          tool.quarantined = true;
-          tool.quarantineReason = pinned === NEVER_ACCEPTED ? "new_tool" : "hash_changed";
-        }
-      }
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+      if (failed && !options.partial) throw failed.reason;
+      await ToolBroker.checkPins(registry.values(), options.pins);
     } catch (error) {
       await Promise.allSettled([...upstreams.values()].map((u) => u.client.close()));
       throw error;
     }
-    return new ToolBroker(upstreams, registry, options.pins, config, limits);
+    return new ToolBroker(upstreams, registry, unavailable, options.pins, config, limits);
+  }
+
+  /** Connects one upstream and lists its tools; a listing that fails closes the connection. */
+  private static async open(name: string, server: ServerConfig, limits: BrokerLimits): Promise<{ upstream: Upstream; tools: ToolInfo[] }> {
+    const upstream = await connectUpstream(name, server, limits.connectTimeoutMs);
+    try {
+      return { upstream, tools: await ToolBroker.listAll(upstream, limits) };
+    } catch (error) {
+      await upstream.client.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Quarantines each tool whose hash is not its pin; pins a first start's first listing. */
+  private static async checkPins(tools: Iterable<ToolInfo>, pins: PinStore): Promise<void> {
+    for (const tool of tools) {
+      if (tool.quarantined) continue;
+      const pinned = await pins.get(tool.server, tool.name);
+      if (pinned === undefined) await pins.set(tool.server, tool.name, tool.hash);
+      else if (pinned !== tool.hash) {
+        tool.quarantined = true;
+        tool.quarantineReason = pinned === NEVER_ACCEPTED ? "new_tool" : "hash_changed";
+      }
+    }
+  }
+
+  /** The upstreams that could not be connected or listed, and why. */
+  unavailableServers(): ReadonlyMap<string, string> {
+    return new Map([...this.unavailable].map(([name, { reason }]) => [name, reason]));
+  }
+
+  /**
+   * Tries again each unavailable upstream whose retry is due (every UNAVAILABLE_RETRY_MS): one that
+   * answers is listed and pin-checked as at a start (a tool nobody accepted is quarantined), and
+   * its tools join the registry. Resolves whether any came back, so the caller mirrors the registry.
+   */
+  async retryUnavailable(now = Date.now()): Promise<boolean> {
+    const due = [...this.unavailable].filter(([, entry]) => entry.retryAt <= now);
+    if (due.length === 0 || this.closing) return false;
+    // Due again only after this attempt: a second caller meanwhile tries nothing.
+    for (const [, entry] of due) entry.retryAt = now + UNAVAILABLE_RETRY_MS;
+    const back = await Promise.all(
+      due.map(async ([name, entry]) => {
+        let opened: { upstream: Upstream; tools: ToolInfo[] } | undefined;
+        try {
+          opened = await ToolBroker.open(name, entry.config, this.limits);
+          await ToolBroker.checkPins(opened.tools, this.pins);
+          if (this.closing) throw new BrokerError(`the broker was closed while upstream '${name}' connected`);
+        } catch (error) {
+          await opened?.upstream.client.close().catch(() => undefined);
+          entry.reason = quoted((error as Error).message, 500);
+          return false;
+        }
+        this.upstreams.set(name, opened.upstream);
+        for (const tool of opened.tools) this.registry.set(`${tool.server}.${tool.name}`, tool);
+        this.unavailable.delete(name);
+        return true;
+      }),
+    );
+    return back.some(Boolean);
   }
 
   private static async listAll(upstream: Upstream, limits: BrokerLimits): Promise<ToolInfo[]> {
@@ -471,6 +542,8 @@ export class ToolBroker {
     const key = `${server}.${name}`;
     const tool = this.registry.get(key);
     const upstream = this.upstreams.get(server);
+    const down = this.unavailable.get(server);
+    if (down) return refuse(`upstream '${server}' is unavailable (${down.reason}); it is tried again every ${UNAVAILABLE_RETRY_MS / 1000} s`);
     if (!tool || !upstream) return refuse(`unknown tool ${sanitizeText(key, 200)}`);
     if (tool.quarantined && !(await this.acceptedElsewhere(tool))) {
       return refuse(`tool ${key} is quarantined (${tool.quarantineReason}) until an admin accepts it`);

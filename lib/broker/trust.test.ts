@@ -237,3 +237,24 @@ describe("after first start", () => {
     expect(await runtime.broker.callTool("growing", "exportAll", {}, signal)).toBe("exported");
   });
 });
+
+describe("an upstream that is down at start", () => {
+  beforeAll(async () => {
+    // Nothing listens on port 9 (discard): the server is configured and unreachable.
+    await restart(configWith({ growing: growing("--grow"), down: { transport: "http", url: "http://127.0.0.1:9/mcp", dataClass: "internal" } }));
+  }, 120_000);
+
+  it("the runtime starts without it: the other upstreams serve runs, and a run calling it is denied saying the upstream is unavailable", async () => {
+    expect(Object.keys(runtime.registry.unavailableServers())).toEqual(["down"]);
+    expect(await submit(`return await tools.growing.status({});`)).toMatchObject({ decision: "allow", status: "queued" });
+    const denied = await submit(`return await tools.down.anything({});`);
+    expect(denied).toMatchObject({ decision: "deny", status: "denied" });
+    expect(denied.findings).toContainEqual(
+      expect.objectContaining({
+        code: "unknown_tool",
+        message: expect.stringMatching(/^tools\.down\.anything cannot be checked: upstream 'down' is unavailable \(.+\); submit again once it answers$/),
+      }),
+    );
+    await expect(runtime.broker.callTool("down", "anything", {}, signal)).rejects.toThrow(/upstream 'down' is unavailable/);
+  });
+});

@@ -44,6 +44,8 @@ export type AnalysisInput = {
   /** The broker's generated `declare const tools: {…}`. */
   declarations: string;
   allowedPackages: readonly string[];
+  /** Configured upstreams that could not be connected, and why: a tool of one is unknown until it answers. */
+  unavailableServers?: Readonly<Record<string, string>>;
 };
 
 export type Analysis = {
@@ -96,7 +98,11 @@ function distance(a: string, b: string): number {
 }
 
 /** "tools.ledger.issueRefnd is not a tool; did you mean tools.ledger.issueRefund?" (the nearest registered name, when one is near). */
-function unknownToolMessage(capability: string, registry: ReadonlyMap<string, ToolFacts>): string {
+function unknownToolMessage(capability: string, registry: ReadonlyMap<string, ToolFacts>, unavailable: Readonly<Record<string, string>>): string {
+  const server = capability.slice(0, capability.indexOf("."));
+  if (Object.hasOwn(unavailable, server)) {
+    return `tools.${capability} cannot be checked: upstream '${server}' is unavailable (${unavailable[server]}); submit again once it answers`;
+  }
   const near = [...registry.keys()]
     .map((name) => ({ name, d: distance(capability.toLowerCase(), name.toLowerCase()) }))
     .filter(({ name, d }) => d <= Math.max(2, Math.floor(name.length / 4)))
@@ -105,7 +111,7 @@ function unknownToolMessage(capability: string, registry: ReadonlyMap<string, To
   return `tools.${capability} is not a tool${hint}`;
 }
 
-function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFacts>): Finding[] {
+function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFacts>, unavailable: Readonly<Record<string, string>>): Finding[] {
   const out: Finding[] = [];
   const reported = new Set<string>();
   for (const ref of walk.toolRefs) {
@@ -113,7 +119,7 @@ function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFa
     reported.add(ref.capability);
     const tool = registry.get(ref.capability);
     if (tool === undefined) {
-      out.push(finding("unknown_tool", unknownToolMessage(ref.capability, registry), ref.line, ref.column));
+      out.push(finding("unknown_tool", unknownToolMessage(ref.capability, registry, unavailable), ref.line, ref.column));
     } else if (tool.quarantined) {
       out.push(finding("quarantined_tool", `tools.${ref.capability} is quarantined until an admin accepts its changed definition`, ref.line, ref.column));
     }
@@ -192,7 +198,7 @@ function analyze(input: AnalysisInput): Analysis {
     ...syntaxErrors.map((d) => finding("syntax_error", d.message, d.line, d.column)),
     ...walk.findings,
     ...importFindings(walk, input.allowedPackages),
-    ...registryFindings(walk, registry),
+    ...registryFindings(walk, registry, input.unavailableServers ?? {}),
     ...toolArguments.findings,
     ...hiddenCharacterFindings(submitted),
     ...confusableIdentifierFindings(submitted),
@@ -232,7 +238,7 @@ const analyses = new Map<string, Analysis>();
  * the process, so the analyser's own code cannot change under it. Callers get their own copy.
  */
 export function analyzeScript(input: AnalysisInput): Analysis {
-  const key = sha256Hex(JSON.stringify([input.code, input.language, input.tools, input.declarations, input.allowedPackages]));
+  const key = sha256Hex(JSON.stringify([input.code, input.language, input.tools, input.declarations, input.allowedPackages, input.unavailableServers ?? {}]));
   const cached = analyses.get(key);
   if (cached) {
     analyses.delete(key);
@@ -246,11 +252,23 @@ export function analyzeScript(input: AnalysisInput): Analysis {
 }
 
 /** The registry's side of an analysis, as a runtime holds it (lib/runs/service.ts RunDeps.registry). */
-export type AnalysisRegistry = { toolFacts(): readonly ToolFacts[]; declarations(): string; allowedImports(): readonly string[] };
+export type AnalysisRegistry = {
+  toolFacts(): readonly ToolFacts[];
+  declarations(): string;
+  allowedImports(): readonly string[];
+  unavailableServers(): Readonly<Record<string, string>>;
+};
 
 /** analyzeScript against the registry as it is now: its tool facts, declarations and package allowlist. */
 export function analyzeAgainst(registry: AnalysisRegistry, code: string, language: AnalysisInput["language"]): Analysis {
-  return analyzeScript({ code, language, tools: registry.toolFacts(), declarations: registry.declarations(), allowedPackages: registry.allowedImports() });
+  return analyzeScript({
+    code,
+    language,
+    tools: registry.toolFacts(),
+    declarations: registry.declarations(),
+    allowedPackages: registry.allowedImports(),
+    unavailableServers: registry.unavailableServers(),
+  });
 }
 
 function analyzeOrFail(input: AnalysisInput): Analysis {

@@ -17,7 +17,7 @@ import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { Db } from "@/lib/db";
 import { env } from "@/lib/env";
-import { loadConfig, parseConfig, ToolBroker, type AirlockConfig } from "@/lib/broker";
+import { loadConfig, parseConfig, ToolBroker, UNAVAILABLE_RETRY_MS, type AirlockConfig } from "@/lib/broker";
 import { applyOverrides, DbPinStore, syncRegistry, upsertServers } from "@/lib/broker/db-registry";
 import { ALLOWED_BUILTINS, createSandboxPool, type SandboxPool } from "@/lib/sandbox";
 import { quickAddJob, runMigrations as migrateQueue } from "graphile-worker";
@@ -81,11 +81,28 @@ export function resolveConfig(): AirlockConfig {
   return path ? loadConfig(path) : demoConfig();
 }
 
+/** How often the runtime looks for an unavailable upstream whose retry is due (the broker spaces the retries). */
+const RETRY_CHECK_MS = 5_000;
+
+/** Tries the unavailable upstreams that are due; one that came back has its tools mirrored into the registry. */
+async function retryUpstreams(db: Db, broker: ToolBroker): Promise<void> {
+  try {
+    const before = new Set(broker.unavailableServers().keys());
+    if (!(await broker.retryUnavailable())) return;
+    await syncRegistry(db, broker.tools());
+    for (const server of before)
+      if (!broker.unavailableServers().has(server)) console.warn(`airlock: upstream '${server}' answers again; its tools are offered.`);
+  } catch (error) {
+    console.error("airlock: retrying the unavailable upstreams failed", error);
+  }
+}
+
 export async function createRuntime(db: Db, config: AirlockConfig, options: RuntimeOptions): Promise<Runtime> {
   // Refuses (IsolationUnavailable) before anything starts when the configured level cannot be met.
   const sandbox = await checkIsolation(config.sandbox, { execute: options.execute });
   await upsertServers(db, config);
-  const broker = await ToolBroker.connect(config, { pins: new DbPinStore(db) });
+  // An upstream that is down does not keep the others from agents: it is unavailable, and tried again.
+  const broker = await ToolBroker.connect(config, { pins: new DbPinStore(db), partial: true });
   const allowedImports = [...config.packages, ...ALLOWED_BUILTINS];
   let pool: SandboxPool | null = null;
   let queue: RunQueue | null = null;
@@ -131,6 +148,12 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
     await broker.close();
     throw error;
   }
+  for (const [server, reason] of broker.unavailableServers()) {
+    console.warn(
+      `airlock: upstream '${server}' is unavailable (${reason}); its tools are offered once it answers (tried every ${UNAVAILABLE_RETRY_MS / 1000} s).`,
+    );
+  }
+  const retrying = setInterval(() => void retryUpstreams(db, broker), RETRY_CHECK_MS).unref();
   changes = listenRunChanges(options.databaseUrl);
   /** A job for another process's queue, when this one does not execute. */
   const addJob = (task: string, jobKey: string, runId: string) =>
@@ -149,6 +172,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
           .tools()
           .map(({ server, name, annotations, dataClass, quarantined, inputSchema }) => ({ server, name, annotations, dataClass, quarantined, inputSchema })),
       declarations: () => broker.declarations(),
+      unavailableServers: () => Object.fromEntries(broker.unavailableServers()),
       allowedImports: () => allowedImports,
       // What admins decided in another process: confirmed overrides, and acceptances of quarantined tools.
       refresh: async () => {
@@ -169,6 +193,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       );
     },
     async close() {
+      clearInterval(retrying);
       await queue?.stop();
       await pool?.close();
       await broker.close();
