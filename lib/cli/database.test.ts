@@ -6,10 +6,11 @@
  * directory made a cluster and reported "OK: 0 event(s) verified".
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { isAlive } from "@/lib/db/postgres-process";
 import { existingClusterDir, startPostgres } from "@/lib/db/postgres-server";
 import { childProcessEnv } from "@/lib/env";
 import { REPO_ROOT } from "@/lib/sandbox/host";
@@ -83,6 +84,40 @@ describe("reading where there is no database", () => {
     expect(result.stderr).toContain(`airlock: stopped the embedded PostgreSQL (process ${leftover.pid}) that an earlier npm start left running.`);
     expect(result.stdout).toMatch(/^OK: /);
     expect(result.code).toBe(0);
+  }, 120_000);
+
+  it("Ctrl-C while the command prepares its database: the database is stopped too, and the next command runs", async () => {
+    const dataDir = join(dir, "interrupted");
+    mkdirSync(dataDir);
+    expect((await airlock(["db", "migrate"], { AIRLOCK_DATA_DIR: dataDir })).code).toBe(0);
+    const pidFile = join(existingClusterDir(dataDir)!, "pgdata", "postmaster.pid");
+    const env = childProcessEnv();
+    for (const key of Object.keys(env)) if (key.startsWith("AIRLOCK_") || key === "DATABASE_URL") delete env[key];
+    // Its own process group, as a terminal's foreground job: Ctrl-C signals every process in it.
+    const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), "audit", "verify"], {
+      cwd: REPO_ROOT,
+      env: { ...env, AIRLOCK_DATA_DIR: dataDir },
+      detached: true,
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    // The command's process, not only the wrapper, has ended once the pipes it shares close.
+    const ended = Promise.all([new Promise((r) => child.stdout.on("close", r)), new Promise((r) => child.stderr.on("close", r))]);
+    // The moment its PostgreSQL serves (pg_ctl has returned; the postmaster runs in a session of its
+    // own, which Ctrl-C does not reach) and the command is preparing it (migrations, grants).
+    const deadline = Date.now() + 30_000;
+    while (!(existsSync(pidFile) && /\nready\s*$/.test(readFileSync(pidFile, "utf8"))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    const postmaster = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+    process.kill(-child.pid!, "SIGINT");
+    await ended;
+    expect(stdout).not.toContain("OK:");
+    expect(stderr).toContain("airlock: interrupted; stopping the database this command started.");
+    expect(isAlive(postmaster)).toBe(false);
+    const next = await airlock(["audit", "verify"], { AIRLOCK_DATA_DIR: dataDir });
+    expect(next.code).toBe(0);
+    expect(next.stdout).toMatch(/^OK: /);
   }, 120_000);
 
   it("links a command prints name the console the running npm start serves, on the port it was given", async () => {

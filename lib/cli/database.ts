@@ -9,6 +9,10 @@
  * a database. With no cluster under AIRLOCK_DATA_DIR, or a DATABASE_URL whose database does not
  * exist or holds no Airlock schema, it fails (NoAirlockDatabase, one line naming the directory or
  * the URL without its password) and nothing is written: no folder, no cluster, no schema.
+ *
+ * A database this command started is stopped when the command ends, and when it is interrupted
+ * (Ctrl-C, SIGTERM), even while it is still starting: the command then exits 130 (143), leaving
+ * nothing running on the data directory for the next command or `npm start` to trip over.
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -115,6 +119,15 @@ export async function withCliDatabase<T>(
   const config = env();
   const dataDir = resolve(config.AIRLOCK_DATA_DIR);
   let server: PostgresServer | null = null;
+  let starting: Promise<PostgresServer> | null = null;
+  const interrupted = (signal: NodeJS.Signals) => {
+    const exit = () => process.exit(signal === "SIGINT" ? 130 : 143);
+    if (!starting) return exit();
+    console.error("airlock: interrupted; stopping the database this command started.");
+    void starting.then((started) => started.stop()).then(exit, exit);
+  };
+  process.once("SIGINT", interrupted);
+  process.once("SIGTERM", interrupted);
   try {
     // What npm start recorded, read once: its database while it runs, or the one it left when killed.
     const recorded = config.DATABASE_URL ? null : await recordedStart(dataDir);
@@ -139,7 +152,8 @@ export async function withCliDatabase<T>(
         const leftover = await stopLeftoverServer(existing, recorded.postgresPid);
         if (leftover !== null) console.error(`airlock: stopped the embedded PostgreSQL (process ${leftover}) that an earlier npm start left running.`);
       }
-      server = await startPostgres({ persistent: true, dataDir: existing ?? (await clusterDirFor(dataDir)).dir });
+      starting = startPostgres({ persistent: true, dataDir: existing ?? (await clusterDirFor(dataDir)).dir });
+      server = await starting;
       const prepared = await prepareEmbeddedDatabase(server);
       urls = prepared;
       applied = prepared.applied;
@@ -151,6 +165,8 @@ export async function withCliDatabase<T>(
       await db.$disconnect();
     }
   } finally {
+    process.off("SIGINT", interrupted);
+    process.off("SIGTERM", interrupted);
     await server?.stop();
   }
 }
