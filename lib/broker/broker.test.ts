@@ -295,6 +295,25 @@ describe("third-party upstreams from npm", () => {
   });
 });
 
+describe("settings for tools", () => {
+  it("a setting naming no tool the server lists is reported, with the tool it likely meant: that tool keeps its server's data class", async () => {
+    const misspelt = { ...ledgerServer, tools: { listCustomerz: { dataClass: "pii" }, getCustomer: { dataClass: "pii" }, notATool: { dataClass: "phi" } } };
+    const broker = await ToolBroker.connect(parseConfig({ servers: { ledger: misspelt } }, join(tmp, "misspelt.json")), {
+      pins: new JsonFilePinStore(join(tmp, "pins-misspelt.json")),
+    });
+    try {
+      expect(broker.unmatchedToolSettings()).toEqual([
+        "servers.ledger.tools.listCustomerz names no tool 'ledger' lists (did you mean listCustomers?); the settings apply to nothing",
+        "servers.ledger.tools.notATool names no tool 'ledger' lists; the settings apply to nothing",
+      ]);
+      expect(broker.tool("ledger", "listCustomers")?.dataClass).toBe("financial");
+      expect(broker.tool("ledger", "getCustomer")?.dataClass).toBe("pii");
+    } finally {
+      await broker.close();
+    }
+  });
+});
+
 describe("an upstream that is down", () => {
   it("fails a connect, naming it; a partial connect starts with the others, refuses its calls saying why, and takes it in once it answers", async () => {
     // A port nothing listens on yet: taken and released, so the ledger can listen there later.

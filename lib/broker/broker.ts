@@ -42,6 +42,7 @@ import { NEVER_ACCEPTED, type PinStore } from "./pins";
 import { effectOf, type ToolAnnotations } from "@/lib/contracts/tools";
 import type { ToolInfo } from "./types";
 import { canonicalJson } from "@/lib/canonical-json";
+import { editDistance } from "@/lib/edit-distance";
 
 export class ToolCallError extends Error {
   constructor(
@@ -340,6 +341,23 @@ export class ToolBroker {
         tool.quarantineReason = pinned === NEVER_ACCEPTED ? "new_tool" : "hash_changed";
       }
     }
+  }
+
+  /**
+   * Settings under a connected server's `tools` (a data class, pii fields) that name no tool it
+   * lists: most likely a typo, which leaves the tool meant at its server's data class. One line
+   * each, naming the nearest listed tool when one is near.
+   */
+  unmatchedToolSettings(): string[] {
+    return [...this.upstreams.keys()].flatMap((server) => {
+      const listed = this.tools(server).map((tool) => tool.name);
+      return Object.keys(this.config.servers[server]?.tools ?? {})
+        .filter((name) => !listed.includes(name))
+        .map((name) => {
+          const near = listed.find((tool) => tool.toLowerCase() !== name.toLowerCase() && editDistance(tool.toLowerCase(), name.toLowerCase()) <= 2);
+          return `servers.${server}.tools.${name} names no tool '${server}' lists${near ? ` (did you mean ${near}?)` : ""}; the settings apply to nothing`;
+        });
+    });
   }
 
   /** The upstreams that could not be connected or listed, and why. */

@@ -120,6 +120,15 @@ async function upstreamsCheck(url: string): Promise<Check> {
     const tools = broker.tools();
     const quarantined = tools.filter((tool) => tool.quarantined).map((tool) => `${tool.server}.${tool.name} (${tool.quarantineReason})`);
     const servers = new Set(tools.map((tool) => tool.server)).size;
+    const unmatched = broker.unmatchedToolSettings();
+    if (unmatched.length > 0) {
+      return {
+        name: "upstreams",
+        status: "WARN",
+        detail: `${servers} server(s), ${tools.length} tools; ${unmatched.join("; ")}`,
+        fix: "Correct the tool names under `tools` in airlock.config.json (`npx airlock tools` lists the names each server serves).",
+      };
+    }
     if (quarantined.length > 0) {
       return {
         name: "upstreams",

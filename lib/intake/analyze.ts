@@ -26,6 +26,7 @@
  * permits (lib/sandbox/script.ts ALLOWED_BUILTINS).
  */
 import { sha256Hex } from "@/lib/digest";
+import { editDistance } from "@/lib/edit-distance";
 import { finding, type Finding, type ScriptFacts, type ToolCallSites } from "@/lib/contracts/analysis";
 import { FINDING_RULES } from "@/lib/errors";
 import { checkToolArguments } from "@/lib/intake/arguments";
@@ -86,17 +87,6 @@ function importFindings(walk: WalkResult, allowedPackages: readonly string[]): F
 
 const readOnlyTool = (tool: ToolFacts | undefined): boolean => isReadOnly(tool?.annotations);
 
-/** Edit distance (insertions, deletions, substitutions), for suggesting the name a typo meant. */
-function distance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    previous = current;
-  }
-  return previous[b.length]!;
-}
-
 /** "tools.ledger.issueRefnd is not a tool; did you mean tools.ledger.issueRefund?" (the nearest registered name, when one is near). */
 function unknownToolMessage(capability: string, registry: ReadonlyMap<string, ToolFacts>, unavailable: Readonly<Record<string, string>>): string {
   const server = capability.slice(0, capability.indexOf("."));
@@ -104,7 +94,7 @@ function unknownToolMessage(capability: string, registry: ReadonlyMap<string, To
     return `tools.${capability} cannot be checked: upstream '${server}' is unavailable (${unavailable[server]}); submit again once it answers`;
   }
   const near = [...registry.keys()]
-    .map((name) => ({ name, d: distance(capability.toLowerCase(), name.toLowerCase()) }))
+    .map((name) => ({ name, d: editDistance(capability.toLowerCase(), name.toLowerCase()) }))
     .filter(({ name, d }) => d <= Math.max(2, Math.floor(name.length / 4)))
     .sort((a, b) => a.d - b.d || a.name.localeCompare(b.name))[0];
   const hint = near ? `; did you mean tools.${near.name}?` : "; search_tools lists the tools that exist";

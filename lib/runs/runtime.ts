@@ -153,6 +153,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       `airlock: upstream '${server}' is unavailable (${reason}); its tools are offered once it answers (tried every ${UNAVAILABLE_RETRY_MS / 1000} s).`,
     );
   }
+  for (const line of broker.unmatchedToolSettings()) console.warn(`airlock: warning: ${line}.`);
   const retrying = setInterval(() => void retryUpstreams(db, broker), RETRY_CHECK_MS).unref();
   changes = listenRunChanges(options.databaseUrl);
   /** A job for another process's queue, when this one does not execute. */
