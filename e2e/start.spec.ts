@@ -67,6 +67,15 @@ function postgresProcessesFor(clusterDir: string): Promise<string> {
   });
 }
 
+test("npm start with a data directory it cannot make says which setting, in one line, and exits 1", async () => {
+  // A path under a regular file: mkdir fails with ENOTDIR.
+  const start = npmStart("/etc/hostname/airlock", await freePort());
+  expect(await start.exited).toBe(1);
+  expect(start.output()).toBe(
+    "airlock: AIRLOCK_DATA_DIR=/etc/hostname/airlock cannot be used as the data directory: ENOTDIR: not a directory, mkdir '/etc/hostname/airlock'. Point it at a directory this user may create and write.\n",
+  );
+});
+
 test("npm start: first start prints working credentials; SIGTERM stops everything; a second start reuses the data", async ({ request, connectMcp }) => {
   test.setTimeout(300_000);
   const dataDir = await mkdtemp(join(tmpdir(), "airlock-quickstart-"));

@@ -170,7 +170,9 @@ async function main() {
     throw error;
   }
   const dataDir = resolve(config.AIRLOCK_DATA_DIR);
-  await mkdir(dataDir, { recursive: true, mode: 0o711 });
+  await mkdir(dataDir, { recursive: true, mode: 0o711 }).catch((error: Error) =>
+    fail(`AIRLOCK_DATA_DIR=${dataDir} cannot be used as the data directory: ${error.message}. Point it at a directory this user may create and write.`),
+  );
   // Another start on this data directory first: its port would be taken too, and that is the cause to name.
   const other = await recordedStart(dataDir);
   if (other?.running && other.pid !== process.pid) fail(anotherStart(other.pid, dataDir));

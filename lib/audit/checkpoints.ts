@@ -64,13 +64,15 @@ export function checkpointConfigFromEnv(): CheckpointConfig {
 
 export type SigningKey = { privateKey: KeyObject; publicKey: KeyObject; keyId: string };
 
-/** The signing key, generated on first use. */
+/** The signing key, generated on first use. A key file that cannot be read or is no Ed25519 key is an error naming it. */
 export async function loadSigningKey(keyFile: string): Promise<SigningKey> {
+  const unusable = (why: string, cause?: unknown) =>
+    new Error(`the audit signing key ${keyFile} (AIRLOCK_AUDIT_KEY_FILE) ${why}; restore the key file, or point AIRLOCK_AUDIT_KEY_FILE at it`, { cause });
   let pem: string;
   try {
     pem = await readFile(keyFile, "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw unusable(`cannot be read (${(error as Error).message})`, error);
     const { privateKey } = generateKeyPairSync("ed25519");
     await mkdir(dirname(keyFile), { recursive: true, mode: 0o700 });
     try {
@@ -80,8 +82,13 @@ export async function loadSigningKey(keyFile: string): Promise<SigningKey> {
     }
     pem = await readFile(keyFile, "utf8"); // whoever won the race, everyone uses the file's key
   }
-  const privateKey = createPrivateKey(pem);
-  if (privateKey.asymmetricKeyType !== "ed25519") throw new Error(`${keyFile} is not an Ed25519 private key`);
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(pem);
+  } catch (error) {
+    throw unusable(`is not a PEM private key (${(error as Error).message})`, error);
+  }
+  if (privateKey.asymmetricKeyType !== "ed25519") throw unusable(`is not an Ed25519 private key`);
   const publicKey = createPublicKey(privateKey);
   return { privateKey, publicKey, keyId: keyIdOf(publicKey) };
 }
@@ -205,7 +212,9 @@ export async function loadCheckpoints(config: CheckpointConfig): Promise<LoadedC
     names = (await readdir(config.dir)).filter((name) => name.endsWith(".json"));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw error;
+    throw new Error(`the audit checkpoint directory ${config.dir} (AIRLOCK_AUDIT_CHECKPOINT_DIR) cannot be read: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   const key = await loadSigningKey(config.keyFile);
   const loaded: LoadedCheckpoint[] = [];

@@ -28,7 +28,7 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { z } from "zod";
-import { checkpointConfigFromEnv, type CheckpointConfig } from "@/lib/audit/checkpoints";
+import { checkpointConfigFromEnv, loadSigningKey, type CheckpointConfig } from "@/lib/audit/checkpoints";
 import { EXPORT_FORMATS, type ExportFormat } from "@/lib/audit/export";
 import { auditFiltersSchema } from "@/lib/audit/filters";
 import { EvidenceFormatError, parseEvidence, verifyRunEvidence, type EvidenceVerdict } from "@/lib/audit/evidence-verify";
@@ -287,10 +287,14 @@ async function evidence(args: string[], io: CliIo, deps: AuditCommandDeps): Prom
 async function publicKey(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
   parseCliArgs(args, {}, AUDIT_USAGE);
   const { keyFile } = deps.checkpoints();
-  const pem = await readFile(keyFile, "utf8").catch((error: Error) => {
+  await readFile(keyFile, "utf8").catch((error: Error) => {
     throw new UsageError(`cannot read the signing key ${keyFile}: ${error.message}`, AUDIT_USAGE);
   });
-  io.stdout(createPublicKey(pem).export({ type: "spki", format: "pem" }).toString());
+  // A file that is there but not the key is a refused value, named with its variable.
+  const key = await loadSigningKey(keyFile).catch((error: Error) => {
+    throw new AppError("bad_request", error.message);
+  });
+  io.stdout(key.publicKey.export({ type: "spki", format: "pem" }).toString());
   return 0;
 }
 

@@ -4,7 +4,7 @@
  * problem; a sound one (an unprivileged app role, keys elsewhere) passes those checks.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -60,6 +60,25 @@ describe("airlock doctor", () => {
     // The demo ledger's tools were never accepted in this database: quarantined, named.
     expect(status(checks, "upstreams")).toBe("WARN");
     expect(out).toContain("ledger.listInvoices (new_tool)");
+  });
+
+  it("fails an audit signing key file that is not a key, naming the file and its variable; the commands that sign say the same", async () => {
+    const elsewhere = await mkdtemp(join(tmpdir(), "airlock-doctor-keys-"));
+    const keyFile = join(elsewhere, "garbage.pem");
+    await writeFile(keyFile, "not a key\n");
+    const settings = {
+      DATABASE_URL: db.url,
+      AIRLOCK_DATA_DIR: dataDir,
+      AIRLOCK_AUDIT_KEY_FILE: keyFile,
+      AIRLOCK_AUDIT_CHECKPOINT_DIR: join(elsewhere, "checkpoints"),
+    };
+    const { code, checks, out } = await doctor(settings);
+    expect(code).toBe(1);
+    expect(status(checks, "audit keys")).toBe("FAIL");
+    expect(out).toContain(`the audit signing key ${keyFile} (AIRLOCK_AUDIT_KEY_FILE) is not a PEM private key`);
+    const publicKey = capture();
+    expect(await runCli(["audit", "public-key"], publicKey)).toBe(1);
+    expect(publicKey.err).toContain(`the audit signing key ${keyFile} (AIRLOCK_AUDIT_KEY_FILE) is not a PEM private key`);
   });
 
   it("fails a database that lacks this build's migrations, with the command that applies them", async () => {

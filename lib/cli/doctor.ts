@@ -21,9 +21,10 @@
  * - upstreams: every configured server answers and lists its tools, and each tool's definition is
  *   the accepted one; a quarantined tool is a WARN naming it, an unreachable server a FAIL.
  */
+import { existsSync } from "node:fs";
 import { resolve, relative, isAbsolute } from "node:path";
 import pg from "pg";
-import { checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
+import { checkpointConfigFromEnv, loadSigningKey } from "@/lib/audit/checkpoints";
 import { DbPinStore } from "@/lib/broker/db-registry";
 import { ToolBroker } from "@/lib/broker";
 import { createPrismaClient } from "@/lib/db";
@@ -68,9 +69,22 @@ async function sandboxCheck(): Promise<Check> {
   }
 }
 
-function auditKeysCheck(external: boolean): Check {
+async function auditKeysCheck(external: boolean): Promise<Check> {
   const dataDir = resolve(env().AIRLOCK_DATA_DIR);
   const { keyFile, dir } = checkpointConfigFromEnv();
+  // A key file that is there must be the key (a missing one is generated at the first checkpoint).
+  if (existsSync(keyFile)) {
+    try {
+      await loadSigningKey(keyFile);
+    } catch (error) {
+      return {
+        name: "audit keys",
+        status: "FAIL",
+        detail: message(error),
+        fix: "Restore the signing key, or point AIRLOCK_AUDIT_KEY_FILE at it (docs/audit.md).",
+      };
+    }
+  }
   const within = [keyFile, dir].filter((path) => inside(dataDir, path));
   if (within.length === 0) return { name: "audit keys", status: "OK", detail: `signing key ${keyFile} and checkpoints ${dir} are outside ${dataDir}` };
   return {
@@ -152,7 +166,7 @@ async function databaseChecks(url: string, external: boolean): Promise<Check[]> 
     const role: Check = warning
       ? { name: "database role", status: "FAIL", detail: warning }
       : { name: "database role", status: "OK", detail: "the app's role cannot switch off the audit log's append-only triggers" };
-    return [role, auditKeysCheck(external), await clockCheck(url), await migrationsCheck(url, external), await upstreamsCheck(url)];
+    return [role, await auditKeysCheck(external), await clockCheck(url), await migrationsCheck(url, external), await upstreamsCheck(url)];
   } catch (error) {
     return [{ name: "database", status: "FAIL", detail: `cannot check the database: ${message(error)}` }];
   }
