@@ -81,6 +81,14 @@ describe("airlock audit", () => {
     const manifest = JSON.parse(await readFile(manifestFile, "utf8"));
     expect(csv.out.stdout.trimEnd().split("\r\n")).toHaveLength(manifest.rowCount + 1);
     expect(manifest.chainHead.hash).toMatch(/^[0-9a-f]{64}$/);
+
+    // A manifest that cannot be written is refused before anything is exported (not after the whole stream).
+    const nowhere = capture();
+    await expect(auditCommand(["export", "--format", "csv", "--manifest", "/nonexistent-dir/m.json"], nowhere.io, deps)).rejects.toMatchObject({
+      code: "bad_request",
+      message: expect.stringContaining("--manifest /nonexistent-dir/m.json: cannot write there"),
+    });
+    expect(nowhere.out.stdout).toBe("");
   });
 
   it("verify: exit 1 naming the first broken event after tampering", async () => {

@@ -26,7 +26,9 @@
  * signs a checkpoint; one that reports a problem never does.
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { access, readFile, writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { checkpointConfigFromEnv, loadSigningKey, type CheckpointConfig } from "@/lib/audit/checkpoints";
 import { EXPORT_FORMATS, type ExportFormat } from "@/lib/audit/export";
@@ -188,6 +190,13 @@ async function exportCommand(args: string[], io: CliIo, deps: AuditCommandDeps):
     rows: values["per-run"] ? ("runs" as const) : ("events" as const),
     excludeAuditReads: values["no-audit-reads"] === true,
   };
+  // Where the manifest goes is checked before anything is exported: a refusal after the stream would leave an export without it.
+  if (values.manifest) {
+    const where = resolve(values.manifest);
+    await access(dirname(where), constants.W_OK).catch((error: Error) => {
+      throw new AppError("bad_request", `--manifest ${values.manifest}: cannot write there (${error.message}); nothing was exported.`);
+    });
+  }
   const manifest = await deps.withDatabase((db) =>
     asCliActor(db, values.as, "cli:audit export", async (actor) => {
       const prepared = await exportAudited(db, actor, parsed.data, format as ExportFormat, options);

@@ -186,7 +186,11 @@ describe("airlock exec --agent", () => {
     expect(out.stdout).toContain(`run ${run.id}: pending_review (policy: escalate)`);
     expect(out.stdout).toContain("reason [review-regulated-data]:");
     expect(out.stdout).toContain("reason [review-provenance-missing]: Provenance missing:");
-    expect(out.stdout).toMatch(new RegExp(`Waiting for reviewers: run ${run.id} is decided in the console \\(https?://[^/]+/runs/${run.id}\\)\\.`));
+    expect(out.stdout).toMatch(
+      new RegExp(`Waiting for reviewers: run ${run.id} is decided in the console \\(https?://[^/]+/runs/${run.id}\\); follow it there\\.`),
+    );
+    // Not "rerun with --wait": that submits the script again, as a second run for the reviewers.
+    expect(out.stdout).toContain("Running this command again submits the script again, as a second run: use --wait to submit and wait in one go.");
     const submitted = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "run.submitted", subjectId: run.id } });
     expect(submitted).toMatchObject({ actorType: "agent", actorId: run.agentId });
     expect((submitted.data as { via: unknown }).via).toEqual({ door: "cli:exec", type: "user", id: users["dev@example.com"]!.id, email: "dev@example.com" });

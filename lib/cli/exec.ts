@@ -234,7 +234,11 @@ async function follow(runtime: Runtime, agent: AgentActor, submitted: RunView, a
   while (!isTerminal(view.status)) {
     if (WAITING_FOR_REVIEW.has(view.status) && !args.wait) {
       if (args.json) io.stdout(`${JSON.stringify(view, null, 2)}\n`);
-      else io.stdout(`Waiting for reviewers: run ${view.runId} is decided in the console (${view.consoleUrl}). Rerun with --wait to wait for them.\n`);
+      else
+        io.stdout(
+          `Waiting for reviewers: run ${view.runId} is decided in the console (${view.consoleUrl}); follow it there. ` +
+            `Running this command again submits the script again, as a second run: use --wait to submit and wait in one go.\n`,
+        );
       return EXIT_AWAITING_REVIEW;
     }
     if (view.status === "queued" && !toldQueued && Date.now() - started > 5_000) {
