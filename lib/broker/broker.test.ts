@@ -61,6 +61,34 @@ describe("config", () => {
     }
   });
 
+  it("reads ${NAME} in env and headers from Airlock's environment, so credentials need not be in the file; names a variable that is not set", () => {
+    const raw = {
+      servers: {
+        remote: { transport: "http", url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer ${REMOTE_TOKEN}" }, dataClass: "internal" },
+        local: { transport: "stdio", command: "x", env: { API_KEY: "${LOCAL_KEY}", MODE: "plain $ text" }, dataClass: "internal" },
+      },
+    };
+    const config = parseConfig(raw, "/tmp/airlock.config.json", { REMOTE_TOKEN: "t0k3n", LOCAL_KEY: "k3y" });
+    expect(config.servers.remote).toMatchObject({ headers: { Authorization: "Bearer t0k3n" } });
+    expect(config.servers.local).toMatchObject({ env: { API_KEY: "k3y", MODE: "plain $ text" } });
+    const unset = () => parseConfig(raw, "/tmp/airlock.config.json", { REMOTE_TOKEN: "t0k3n" });
+    expect(unset).toThrow(ConfigError);
+    try {
+      unset();
+    } catch (error) {
+      expect((error as ConfigError).problems).toEqual(["servers.local.env.API_KEY: ${LOCAL_KEY} names a variable that is not set in Airlock's environment"]);
+    }
+  });
+
+  it("says a server name's rule, not only that the key is invalid", () => {
+    try {
+      parseConfig({ servers: { "a-b": { transport: "stdio", command: "x", dataClass: "public" } } }, "/tmp/airlock.config.json");
+      throw new Error("not refused");
+    } catch (error) {
+      expect((error as ConfigError).problems).toEqual(["servers.a-b: must be an identifier (letters, digits, _)"]);
+    }
+  });
+
   it("loads the shipped example", () => {
     const config = loadConfig(join(REPO_ROOT, "airlock.config.example.json"));
     expect(Object.keys(config.servers)).toContain("ledger");

@@ -4,7 +4,10 @@
  * retention window of each data class in days (`retention.days`, defaults when absent). Parsed
  * with closed (strict) zod schemas; every problem names its key path (`servers.ledger.url: ...`,
  * `retention.days.secret: ...`). Credentials (env, headers) stay in the host process: they are
- * passed to the upstream transport and never to a sandbox. Relative commands and working
+ * passed to the upstream transport and never to a sandbox. So they need not be written in the file,
+ * a value of `env` or `headers` may name variables of Airlock's own environment, `${NAME}`, which
+ * are read when the file is loaded; one that is not set is a problem naming it (there is no escape:
+ * a value cannot hold a literal `${`). Relative commands and working
  * directories resolve against the config file's directory.
  *
  * Tool pins live in the database (lib/broker/db-registry.ts DbPinStore), for the server and the CLI
@@ -18,7 +21,7 @@ import { z } from "zod";
 import { RETENTION_DEFAULT_DAYS, type RetentionDays } from "@/lib/audit/retention-windows";
 import { DATA_CLASSES, PII_FIELD_PATH, PII_TOKEN_KINDS, type DataClass } from "@/lib/contracts/data-classes";
 import { DEFAULT_PACKAGES } from "@/lib/contracts/packages";
-import { env } from "@/lib/env";
+import { childProcessEnv, env } from "@/lib/env";
 import { ISOLATION_LEVELS } from "@/lib/sandbox/types";
 
 const identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "must be an identifier (letters, digits, _)");
@@ -103,21 +106,45 @@ export class ConfigError extends Error {
   }
 }
 
-export function parseConfig(raw: unknown, file: string): AirlockConfig {
+const REFERENCE = /\$\{([^}]*)\}/g;
+const VARIABLE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The values with each `${NAME}` replaced from `environment`; a reference that cannot be is a problem naming its key path. */
+function expandReferences(values: Record<string, string>, at: string, environment: NodeJS.ProcessEnv, problems: string[]): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(values).map(([key, value]) => [
+      key,
+      value.replace(REFERENCE, (reference, name: string) => {
+        if (!VARIABLE.test(name)) problems.push(`${at}.${key}: ${reference} is not a variable name (letters, digits, _)`);
+        else if (environment[name] === undefined) problems.push(`${at}.${key}: \${${name}} names a variable that is not set in Airlock's environment`);
+        return environment[name] ?? "";
+      }),
+    ]),
+  );
+}
+
+/** A problem's text: zod's own, or for a record key the key's rule (zod says only "Invalid key in record"). */
+function problemText(issue: z.core.$ZodIssue): string {
+  const inner = issue.code === "invalid_key" ? issue.issues[0]?.message : undefined;
+  return `${issue.path.map(String).join(".") || "(root)"}: ${inner ?? issue.message}`;
+}
+
+export function parseConfig(raw: unknown, file: string, environment: NodeJS.ProcessEnv = childProcessEnv()): AirlockConfig {
   const parsed = configSchema.safeParse(raw);
-  if (!parsed.success) {
-    throw new ConfigError(
-      file,
-      parsed.error.issues.map((issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`),
-    );
-  }
+  if (!parsed.success) throw new ConfigError(file, parsed.error.issues.map(problemText));
   const baseDir = dirname(resolve(file));
   const config = parsed.data;
-  for (const server of Object.values(config.servers)) {
-    if (server.transport !== "stdio") continue;
+  const problems: string[] = [];
+  for (const [name, server] of Object.entries(config.servers)) {
+    if (server.transport === "http") {
+      server.headers = expandReferences(server.headers, `servers.${name}.headers`, environment, problems);
+      continue;
+    }
+    server.env = expandReferences(server.env, `servers.${name}.env`, environment, problems);
     server.cwd = resolve(baseDir, server.cwd ?? ".");
     if (server.command.includes("/") && !isAbsolute(server.command)) server.command = resolve(server.cwd, server.command);
   }
+  if (problems.length > 0) throw new ConfigError(file, problems);
   return config;
 }
 
