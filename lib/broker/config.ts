@@ -110,7 +110,12 @@ const REFERENCE = /\$\{([^}]*)\}/g;
 const VARIABLE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** The values with each `${NAME}` replaced from `environment`; a reference that cannot be is a problem naming its key path. */
-function expandReferences(values: Record<string, string>, at: string, environment: NodeJS.ProcessEnv, problems: string[]): Record<string, string> {
+function expandReferences(
+  values: Record<string, string>,
+  at: string,
+  environment: Readonly<Record<string, string | undefined>>,
+  problems: string[],
+): Record<string, string> {
   return Object.fromEntries(
     Object.entries(values).map(([key, value]) => [
       key,
@@ -129,7 +134,7 @@ function problemText(issue: z.core.$ZodIssue): string {
   return `${issue.path.map(String).join(".") || "(root)"}: ${inner ?? issue.message}`;
 }
 
-export function parseConfig(raw: unknown, file: string, environment: NodeJS.ProcessEnv = childProcessEnv()): AirlockConfig {
+export function parseConfig(raw: unknown, file: string, environment: Readonly<Record<string, string | undefined>> = childProcessEnv()): AirlockConfig {
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(file, parsed.error.issues.map(problemText));
   const baseDir = dirname(resolve(file));

@@ -204,7 +204,12 @@ describe("after first start", () => {
     await expect(runtime.broker.callTool("growing", "exportAll", {}, signal)).rejects.toThrow(/quarantined/);
     const run = await submit(`return await tools.growing.exportAll({});`);
     expect(run).toMatchObject({ decision: "deny", status: "denied" });
-    expect(run.findings.map((f) => f.code)).toContain("quarantined_tool");
+    expect(run.findings).toContainEqual(
+      expect.objectContaining({
+        code: "quarantined_tool",
+        message: "tools.growing.exportAll may not be called: it is new (the upstream added it), and is quarantined until two admins accept it",
+      }),
+    );
     expect(run.reasons.map((r) => r.policyId)).toContain("deny-quarantined-tools");
     expect(await shown("growing", "exportAll")).toMatchObject({ quarantined: true, quarantineReason: "new_tool", accepted: null });
   });

@@ -25,6 +25,8 @@ export type ToolFacts = {
   annotations: ToolAnnotations;
   dataClass: DataClass;
   quarantined: boolean;
+  /** Why it is quarantined: its definition changed, the upstream added it, or its name is listed twice or is not a plain name. */
+  quarantineReason?: "hash_changed" | "new_tool" | "name_collision" | null;
   /** The upstream's JSON Schema for the arguments; statically known arguments are checked against it. */
   inputSchema?: Record<string, unknown>;
 };
@@ -43,4 +45,16 @@ export function effectOf(annotations: ToolAnnotations | undefined): Effect {
 export function splitToolName(capability: string): { server: string; tool: string } {
   const dot = capability.indexOf(".");
   return dot < 0 ? { server: capability, tool: "" } : { server: capability.slice(0, dot), tool: capability.slice(dot + 1) };
+}
+
+/** What must happen before a quarantined tool may be called, by why it is quarantined. */
+export function quarantineText(reason: ToolFacts["quarantineReason"]): string {
+  switch (reason) {
+    case "new_tool":
+      return "it is new (the upstream added it), and is quarantined until two admins accept it";
+    case "name_collision":
+      return "its name is listed twice by its server or is not a plain tool name, so it is quarantined and cannot be accepted";
+    default:
+      return "its definition changed, and it is quarantined until two admins accept the new one";
+  }
 }

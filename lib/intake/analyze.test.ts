@@ -208,7 +208,13 @@ describe("findings", () => {
         line: 1,
         column: 7,
       },
-      { code: "quarantined_tool", severity: "critical", message: expect.stringContaining("ledger.exportAll is quarantined"), line: 3, column: 7 },
+      {
+        code: "quarantined_tool",
+        severity: "critical",
+        message: expect.stringContaining("ledger.exportAll may not be called: its definition changed"),
+        line: 3,
+        column: 7,
+      },
     ]);
   });
 

@@ -35,7 +35,7 @@ import { parseScript, transpileScript, typeCheckScript } from "@/lib/intake/type
 import { walkScript, type WalkResult } from "@/lib/intake/walk";
 import type { DataClass } from "@/lib/contracts/data-classes";
 import { bareSpecifier, packageName } from "@/lib/contracts/packages";
-import { EFFECT_RANK, effectOf, isReadOnly, type Effect, type ToolFacts } from "@/lib/contracts/tools";
+import { EFFECT_RANK, effectOf, isReadOnly, quarantineText, type Effect, type ToolFacts } from "@/lib/contracts/tools";
 import { fingerprintScript, type ScriptFingerprint } from "@/lib/script-fingerprint";
 
 export type AnalysisInput = {
@@ -111,7 +111,7 @@ function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFa
     if (tool === undefined) {
       out.push(finding("unknown_tool", unknownToolMessage(ref.capability, registry, unavailable), ref.line, ref.column));
     } else if (tool.quarantined) {
-      out.push(finding("quarantined_tool", `tools.${ref.capability} is quarantined until an admin accepts its changed definition`, ref.line, ref.column));
+      out.push(finding("quarantined_tool", `tools.${ref.capability} may not be called: ${quarantineText(tool.quarantineReason)}`, ref.line, ref.column));
     }
   }
   const inInfiniteLoop = (pos: number) => walk.loops.some((loop) => pos >= loop.start && pos < loop.end);

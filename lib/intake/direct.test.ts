@@ -107,7 +107,9 @@ describe("call_tool", () => {
     try {
       const error = await refusal({ server: "ledger", tool: "listRefunds", arguments: {} });
       expect(error).toBeInstanceOf(DirectCallRefused);
-      expect((error as Error).message).toMatch(/ledger\.listRefunds is quarantined/);
+      expect((error as Error).message).toBe(
+        "ledger.listRefunds may not be called: its definition changed, and it is quarantined until two admins accept the new one. Nothing was called. A script calling it is denied too: tell the user an admin must accept it first (the Tools page).",
+      );
     } finally {
       tool.quarantined = false;
     }

@@ -22,7 +22,7 @@ import { z } from "zod";
 import { canonicalJson } from "@/lib/canonical-json";
 import { requireScope } from "@/lib/contracts/scopes";
 import { directCallScript, toolArgumentsSchema } from "@/lib/contracts/direct-call";
-import { isReadOnly } from "@/lib/contracts/tools";
+import { isReadOnly, quarantineText } from "@/lib/contracts/tools";
 import { AppError, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
 import { DirectCallRefused, parseSubmit, recordingRefusals, submitProposal, type Lane, type SubmitOptions } from "./submit";
@@ -51,7 +51,13 @@ export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: un
     const name = `${server}.${tool}`;
     const facts = deps.registry.toolFacts().find((t) => t.server === server && t.name === tool);
     if (!facts) throw new AppError("bad_request", `${name} is not a tool; search_tools lists the tools that exist.`, { details: { field: "tool" } });
-    if (facts.quarantined) throw new DirectCallRefused(`${name} is quarantined until an admin accepts its changed definition.`);
+    if (facts.quarantined) {
+      throw new DirectCallRefused(
+        `${name} may not be called: ${quarantineText(facts.quarantineReason)}.`,
+        undefined,
+        "A script calling it is denied too: tell the user an admin must accept it first (the Tools page).",
+      );
+    }
     if (!isReadOnly(facts.annotations)) throw new DirectCallRefused(`${name} is not accepted as read-only: it may change data.`);
 
     const input = parseSubmit(

@@ -169,9 +169,15 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
     isolation: sandbox.level,
     registry: {
       toolFacts: () =>
-        broker
-          .tools()
-          .map(({ server, name, annotations, dataClass, quarantined, inputSchema }) => ({ server, name, annotations, dataClass, quarantined, inputSchema })),
+        broker.tools().map(({ server, name, annotations, dataClass, quarantined, quarantineReason, inputSchema }) => ({
+          server,
+          name,
+          annotations,
+          dataClass,
+          quarantined,
+          quarantineReason,
+          inputSchema,
+        })),
       declarations: () => broker.declarations(),
       unavailableServers: () => Object.fromEntries(broker.unavailableServers()),
       allowedImports: () => allowedImports,
