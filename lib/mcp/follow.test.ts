@@ -7,6 +7,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { CreateTaskResultSchema, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent, type NewAgent } from "@/lib/auth/agents";
 import type { AgentActor } from "@/lib/runs/service";
@@ -66,5 +67,24 @@ describe("how an answer tells the agent to follow its run", () => {
     const answer = (await submitted(await clientFor(submitter), "submitted, not followed")) as unknown as { status?: string; next?: string };
     expect(answer.next).toContain("this token lacks runs:read, so it cannot follow the run or read its result");
     expect(answer.next).not.toContain("call get_run");
+  });
+
+  it("with a token that lacks runs:read: submit_run is not offered as a task it could never follow, and a task is refused before anything is stored", async () => {
+    const submitter = await agentWith("submit-no-tasks", ["runs:submit", "tools:read"]);
+    const client = await clientFor(submitter);
+    try {
+      const listed = (await client.listTools()).tools.find((tool) => tool.name === "submit_run");
+      expect(listed?.execution).toEqual({ taskSupport: "forbidden" });
+      const before = await fixture.db.prisma.run.count({ where: { agentId: submitter.id } });
+      await expect(
+        client.request(
+          { method: "tools/call", params: { name: "submit_run", arguments: { code: PII_READ, purpose: "as a task" }, task: {} } },
+          CreateTaskResultSchema,
+        ),
+      ).rejects.toMatchObject({ code: ErrorCode.InvalidParams, message: expect.stringContaining("This token lacks runs:read, so it could not follow a task") });
+      expect(await fixture.db.prisma.run.count({ where: { agentId: submitter.id } })).toBe(before);
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -156,11 +156,16 @@ function guardRequests(server: Server): void {
 export function createMcpServer(connection: McpContext, offered: readonly McpTool[] = MCP_TOOLS): Server {
   const ctx: McpContext = { ...connection, follow: followOf(connection.agent, offered) };
   // Listed: the offered tools this agent's token may call. Calling another is still answered (FORBIDDEN, audited).
-  const listing = offered.filter((tool) => hasScope(ctx.agent, tool.scope)).map((tool) => tool.listing);
+  // A token that cannot read runs cannot follow a task (tasks/get needs runs:read): submit_run is not offered as one.
+  const followsTasks = ctx.follow !== "none";
+  const listing = offered
+    .filter((tool) => hasScope(ctx.agent, tool.scope))
+    .map((tool) => (followsTasks || !tool.listing.execution ? tool.listing : { ...tool.listing, execution: { taskSupport: "forbidden" as const } }));
   const byName = new Map(offered.map((tool) => [tool.name, tool]));
   const server = new Server(
     { name: "airlock", version: "0.1.0" },
     {
+      // Declared for every token, so a task a token may not start reaches the handler and is refused there by name.
       capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
       taskStore: runTaskStore(prisma(), ctx.agent, (view) => structuredResult(agentView(view), Boolean(view.error))),
       jsonSchemaValidator: NO_ELICITATION,
@@ -182,6 +187,12 @@ export function createMcpServer(connection: McpContext, offered: readonly McpToo
       }
       if (task) {
         if (tool !== submitRunTool) throw new ProtocolError(ErrorCode.InvalidParams, `${name} does not run as a task; only submit_run does.`);
+        if (!followsTasks) {
+          throw new ProtocolError(
+            ErrorCode.InvalidParams,
+            "This token lacks runs:read, so it could not follow a task (tasks/get and tasks/result need it); call submit_run without task.",
+          );
+        }
         return await submitAsTask(ctx, args);
       }
       return await tool.invoke(args, { ctx, db: prisma(), signal: extra.signal });
