@@ -69,6 +69,20 @@ describe("how an answer tells the agent to follow its run", () => {
     expect(answer.next).not.toContain("call get_run");
   });
 
+  it("a task that failed says why in its statusMessage (its code, and the deciding policies of a denial), for clients that never call tasks/result", async () => {
+    const client = await clientFor(fixture.agent);
+    try {
+      const created = await client.request(
+        { method: "tools/call", params: { name: "submit_run", arguments: { code: `return eval("1");`, purpose: "denied as a task" }, task: {} } },
+        CreateTaskResultSchema,
+      );
+      expect(created.task.status).toBe("failed");
+      expect(created.task.statusMessage).toMatch(/^Run denied \(POLICY_DENIED: [a-z-]+(, [a-z-]+)*\); tasks\/result has the reasons\.$/);
+    } finally {
+      await client.close();
+    }
+  });
+
   it("with a token that lacks runs:read: submit_run is not offered as a task it could never follow, and a task is refused before anything is stored", async () => {
     const submitter = await agentWith("submit-no-tasks", ["runs:submit", "tools:read"]);
     const client = await clientFor(submitter);

@@ -29,7 +29,8 @@ import type { Db } from "@/lib/db";
 import type { Run } from "@/lib/generated/prisma/client";
 import { cancelRunAndWait } from "@/lib/runs/cancel";
 import { startedRunChanges } from "@/lib/runs/runtime";
-import { presentRun, runAsAgentSees, type AgentActor, type RunView } from "@/lib/runs/service";
+import { runColumn } from "@/lib/contracts/run-columns";
+import { presentRun, runAsAgentSees, runErrorCode, type AgentActor, type RunView } from "@/lib/runs/service";
 import { recordResultRead } from "./audit";
 
 export const TASK_POLL_INTERVAL_MS = 2000;
@@ -63,7 +64,14 @@ function statusMessage(run: Run): string | undefined {
   if (run.status === "pending_release") return "Ran; policy holds the result until a reviewer releases it in the console; keep polling tasks/get.";
   if (run.status === "queued") return "Approved; waiting for an executor.";
   if (run.status === "running") return "Running in the sandbox.";
-  if (TASK_STATUS[run.status] === "failed") return `Run ${run.status.replaceAll("_", " ")}; tasks/result has the reasons.`;
+  if (TASK_STATUS[run.status] === "failed") {
+    // The code and, for a denial, the deciding policies: Airlock's own words, which a client that
+    // never calls tasks/result on a failed task (the SDK's stream) still shows.
+    const code = runErrorCode(run);
+    const policies = run.status === "denied" ? (runColumn(run, "decisionReasons") ?? []).map((r) => r.policyId).join(", ") : "";
+    const why = code ? ` (${code}${policies ? `: ${policies}` : ""})` : "";
+    return `Run ${run.status.replaceAll("_", " ")}${why}; tasks/result has the reasons.`;
+  }
   return undefined;
 }
 

@@ -16,7 +16,7 @@
 import { z } from "zod";
 import { requireScope, type Actor } from "@/lib/contracts/scopes";
 import type { Finding } from "@/lib/contracts/analysis";
-import { EXECUTED_STATUSES, IN_PROGRESS_STATUSES } from "@/lib/contracts/run-states";
+import { EXECUTED_STATUSES, IN_PROGRESS_STATUSES, shownErrorCode } from "@/lib/contracts/run-states";
 import type { ToolFacts } from "@/lib/contracts/tools";
 import type { Db } from "@/lib/db";
 import { consoleBaseUrl } from "@/lib/env";
@@ -115,6 +115,11 @@ const ERROR_BY_STATUS: Partial<Record<Run["status"], RunErrorCode>> = {
   changes_requested: "CHANGES_REQUESTED",
   expired: "REVIEW_EXPIRED",
 };
+
+/** The code of the error a run that ended without success shows its agent (its view's `error.code`), or null. */
+export function runErrorCode(run: Run): string | null {
+  return shownErrorCode(run, runColumn(run, "error")?.code ?? null) ?? ERROR_BY_STATUS[run.status] ?? null;
+}
 
 /** The error with what to do next: the code's rule, or `next` where the rule would mislead. */
 function withNext(error: { code: RunErrorCode; message: string; untrusted: boolean; detail?: string }, next?: string): NonNullable<RunView["error"]> {
