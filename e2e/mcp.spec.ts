@@ -238,7 +238,11 @@ test.describe("MCP endpoint refusals", () => {
       ["GET", "/.well-known/oauth-authorization-server"],
       ["GET", "/.well-known/oauth-authorization-server/api/mcp"],
       ["GET", "/.well-known/openid-configuration"],
+      ["GET", "/api/mcp/.well-known/openid-configuration"],
+      ["GET", "/api/mcp/.well-known/oauth-authorization-server"],
       ["POST", "/register"],
+      ["GET", "/authorize"],
+      ["POST", "/token"],
       ["GET", "/.well-known/oauth-protected-resource/elsewhere"],
     ] as const) {
       const response = await request.fetch(path, { method, data: method === "POST" ? { redirect_uris: ["http://localhost/cb"] } : undefined });

@@ -8,7 +8,8 @@
  * - `protectedResourceMetadata`: the metadata, at `/.well-known/oauth-protected-resource` and at
  *   that path with the endpoint's own path appended (`…/api/mcp`, where RFC 9728 puts it);
  * - `noAuthorizationServer`: 404 with `error` and `error_description`, for the authorization
- *   server's and OpenID's metadata and for dynamic client registration.
+ *   server's and OpenID's metadata (at the origin and under the endpoint's path), for dynamic
+ *   client registration and for the authorization and token endpoints a client guesses.
  */
 import { publicBaseUrl } from "./http";
 
@@ -29,7 +30,7 @@ export function noAuthorizationServer(): Response {
     {
       error: "not_found",
       error_description:
-        "Airlock has no OAuth authorization server: an agent authenticates with a bearer token an Airlock admin issues (npx airlock agent add); send it as Authorization: Bearer alk_…",
+        "Airlock has no OAuth authorization server: an agent authenticates with a bearer token an Airlock admin issues (npx airlock agent add); send it as Authorization: Bearer alk_…. If one was sent, it was refused (unknown, revoked or expired): ask an Airlock admin for a new one.",
     },
     { status: 404, headers: { "cache-control": "no-store" } },
   );
