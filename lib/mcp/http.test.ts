@@ -3,8 +3,10 @@
  * run store, the published policies and PostgreSQL real; no executor, so a write stays in its plan
  * preview): a client that disconnects ends its request's wait at once, and get_run's longest wait
  * answers inside the 60 s within which MCP clients time a request out. And the Accept headers real
- * clients send: any that takes JSON is served.
+ * clients send: any that takes JSON is served, one that takes only what the door never sends is
+ * told what it sends, and a compressed body is refused as such.
  */
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectMcpAgent, type McpAgent } from "@/lib/testing/mcp-agent";
 import { handleMcpRequest } from "./http";
@@ -69,11 +71,38 @@ describe("waits at the HTTP door", () => {
 
   it("serves a client that accepts JSON however it says so (only JSON, any type, no Accept); one that takes only an event stream is 406", async () => {
     const list = { jsonrpc: "2.0", id: 3, method: "tools/list" };
-    for (const accept of ["application/json", "*/*", null, "application/json, text/event-stream"]) {
+    for (const accept of ["application/json", "application/*", "*/*", null, "application/json, text/event-stream"]) {
       const response = await post(list, undefined, accept);
       expect(response.status, String(accept)).toBe(200);
       expect(((await response.json()) as { result: { tools: unknown[] } }).result.tools.length, String(accept)).toBe(8);
     }
-    expect((await post(list, undefined, "text/event-stream")).status).toBe(406);
+    // Refused saying what it does answer with (the SDK said a client must accept both, which it need not).
+    for (const accept of ["text/event-stream", "text/html"]) {
+      const refused = await post(list, undefined, accept);
+      expect(refused.status, accept).toBe(406);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(
+        "Not Acceptable: this endpoint answers with application/json; send Accept: application/json, text/event-stream",
+      );
+    }
+  });
+
+  it("a compressed body is 415, said so, not a parse error about UTF-8", async () => {
+    const response = await handleMcpRequest(
+      new Request("http://localhost/api/mcp", {
+        method: "POST",
+        headers: {
+          host: "localhost",
+          authorization: `Bearer ${fixture.token}`,
+          "content-type": "application/json",
+          accept: "application/json",
+          "content-encoding": "gzip",
+        },
+        body: gzipSync(JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/list" })),
+      }),
+    );
+    expect(response.status).toBe(415);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+      "Unsupported Media Type: Content-Encoding gzip is not supported; send the body uncompressed",
+    );
   });
 });

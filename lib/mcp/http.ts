@@ -69,6 +69,11 @@ function batchRefusal(body: unknown): string | null {
 
 /** The POST body, or the answer refusing it. */
 async function readMessages(request: Request): Promise<{ body: unknown } | { refused: Response }> {
+  // A compressed body would be read as bytes that are not UTF-8 (a misleading parse error): said as it is.
+  const encoding = request.headers.get("content-encoding")?.trim().toLowerCase();
+  if (encoding && encoding !== "identity") {
+    return { refused: jsonError(415, `Unsupported Media Type: Content-Encoding ${encoding.slice(0, 40)} is not supported; send the body uncompressed`) };
+  }
   let body: unknown;
   try {
     body = await readJsonBody(request, MAX_MCP_BODY_BYTES);
@@ -81,17 +86,19 @@ async function readMessages(request: Request): Promise<{ body: unknown } | { ref
   return refusal ? { refused: jsonError(400, `Invalid Request: ${refusal}`, {}, -32600) } : { body };
 }
 
+/** Whether the client can read this door's answers, which are always JSON: it accepts JSON (application/json, any application type, any type) or says nothing. */
+function acceptsJson(request: Request): boolean {
+  const accept = request.headers.get("accept");
+  return accept === null || /application\/json|application\/\*|\*\/\*/.test(accept);
+}
+
 /**
  * The request as the transport checks it. The spec has a client accept both JSON and an event
  * stream, and the SDK's transport refuses anything else with 406; this door only ever answers
- * JSON, so a client that accepts JSON (`application/json`, any type, or no Accept at all) is
- * served too. One that accepts only an event stream is still refused: it cannot read the answer.
- * The body was read already (handed over parsed), so the copy carries none.
+ * JSON, so a client that accepts JSON (acceptsJson) is served too. The body was read already
+ * (handed over parsed), so the copy carries none.
  */
 function withJsonAccepted(request: Request): Request {
-  const accept = request.headers.get("accept");
-  const both = accept?.includes("application/json") && accept.includes("text/event-stream");
-  if (both || (accept !== null && !/application\/json|\*\/\*/.test(accept))) return request;
   const headers = new Headers(request.headers);
   headers.set("accept", "application/json, text/event-stream");
   return new Request(request.url, { method: request.method, headers, signal: request.signal });
@@ -129,6 +136,9 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
     if (isAppError(error) && error.code === "bad_request") return jsonError(400, `Bad Request: ${error.message}`);
     throw error;
   }
+  // One that accepts only what this door never sends (only an event stream, HTML) could not read the answer.
+  if (!acceptsJson(request))
+    return jsonError(406, "Not Acceptable: this endpoint answers with application/json; send Accept: application/json, text/event-stream");
   let parsedBody: unknown;
   if (request.method === "POST") {
     const read = await readMessages(request);
