@@ -5,7 +5,7 @@
  * without it; one in the provenance (the agent's conversation) is redacted and the run stored.
  * The attack each test makes: get a credential into the run's row or the append-only audit log.
  */
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectMcpAgent, type McpAgent } from "@/lib/testing/mcp-agent";
 
@@ -34,13 +34,11 @@ async function stored(needle: string): Promise<string[]> {
   return rows.map((r) => r.place);
 }
 
-async function refusal(call: Promise<unknown>): Promise<McpError> {
-  const error = await call.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(McpError);
-  return error as McpError;
+/** The refusal a tool answered with: arguments it refuses are an isError result the model reads (SEP-1303). */
+async function refusal(call: Promise<unknown>): Promise<{ code: string; message: string }> {
+  const result = (await call) as CallToolResult;
+  expect(result.isError).toBe(true);
+  return (JSON.parse((result.content[0] as { text: string }).text) as { error: { code: string; message: string } }).error;
 }
 
 describe("a credential in what an agent writes is refused, and stored nowhere", () => {
@@ -55,7 +53,7 @@ describe("a credential in what an agent writes is refused, and stored nowhere", 
     const runsBefore = await fixture.db.prisma.run.count();
     const code = `const note = "start";\nconst label = ${JSON.stringify(secret)};\nreturn (await tools.ledger.listInvoices({ limit: 1 })).invoices.length;`;
     const error = await refusal(fixture.client.callTool({ name: "submit_run", arguments: { code, purpose: "count invoices" } }));
-    expect(error.code).toBe(-32602);
+    expect(error.code).toBe("BAD_REQUEST");
     expect(error.message).toContain(`code: line 2 holds what looks like a credential (${kind})`);
     expect(error.message).toContain("Nothing was stored");
     expect(error.message).not.toContain(secret.slice(4, 16));
@@ -77,7 +75,7 @@ describe("a credential in what an agent writes is refused, and stored nowhere", 
     const error = await refusal(
       fixture.client.callTool({ name: "call_tool", arguments: { server: "ledger", tool: "listInvoices", arguments: { customerId: AWS } } }),
     );
-    expect(error.code).toBe(-32602);
+    expect(error.code).toBe("BAD_REQUEST");
     expect(error.message).toContain("arguments: they hold what looks like a credential (aws_access_key)");
     expect(await stored(AWS)).toEqual([]);
   });

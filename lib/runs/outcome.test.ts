@@ -3,7 +3,7 @@
  * real PostgreSQL: the run's own agent records what it did with a finished run's result — a row
  * linked to the run and a run.outcome_recorded event in the verified chain; another agent gets the
  * answer get_run gives for a run that is not its own, and nothing is written; bad arguments are
- * InvalidParams naming the argument; an unfinished run, the 21st outcome and a missing scope are
+ * BAD_REQUEST naming the argument; an unfinished run, the 21st outcome and a missing scope are
  * refused; the table refuses changes; the run page lists the outcomes, the agent's detail inert.
  */
 import { createHash } from "node:crypto";
@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createElement } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -152,27 +152,19 @@ describe("record_outcome", () => {
     expect(await db.prisma.auditEvent.count({ where: { action: "run.outcome_recorded", subjectId: run.id } })).toBe(0);
   });
 
-  it("refuses bad arguments as InvalidParams naming the argument, and writes nothing", async () => {
+  it("refuses bad arguments as BAD_REQUEST naming the argument (a result the model reads), and writes nothing", async () => {
     const run = await runOf(agent);
     const client = await connect(agent);
-    expect(await call(client, { runId: run.id, action: "deleted_it" })).toMatchObject({
-      protocol: ErrorCode.InvalidParams,
-      message: expect.stringContaining("action"),
+    const refused = (message: RegExp) => ({
+      isError: true,
+      value: { error: { code: "BAD_REQUEST", message: expect.stringMatching(message), next: expect.any(String) } },
     });
-    expect(await call(client, { runId: run.id, action: "other", detail: "x".repeat(2001) })).toMatchObject({
-      protocol: ErrorCode.InvalidParams,
-      message: expect.stringContaining("detail"),
-    });
-    expect(await call(client, { runId: run.id, action: "other", detail: "a\u0000b" })).toMatchObject({
-      protocol: ErrorCode.InvalidParams,
-      message: expect.stringMatching(/detail: contains U\+0000/),
-    });
-    expect(await call(client, { runId: run.id, action: "other", detail: "lone \ud800" })).toMatchObject({ protocol: ErrorCode.InvalidParams });
-    expect(await call(client, { runId: run.id, action: "other", extra: true })).toMatchObject({ protocol: ErrorCode.InvalidParams });
-    expect(await call(client, { runId: "not-a-run", action: "other" })).toMatchObject({
-      protocol: ErrorCode.InvalidParams,
-      message: expect.stringContaining("runId"),
-    });
+    expect(await call(client, { runId: run.id, action: "deleted_it" })).toMatchObject(refused(/^action/));
+    expect(await call(client, { runId: run.id, action: "other", detail: "x".repeat(2001) })).toMatchObject(refused(/^detail/));
+    expect(await call(client, { runId: run.id, action: "other", detail: "a\u0000b" })).toMatchObject(refused(/detail: contains U\+0000/));
+    expect(await call(client, { runId: run.id, action: "other", detail: "lone \ud800" })).toMatchObject(refused(/^detail/));
+    expect(await call(client, { runId: run.id, action: "other", extra: true })).toMatchObject(refused(/extra/));
+    expect(await call(client, { runId: "not-a-run", action: "other" })).toMatchObject(refused(/runId/));
     expect(await call(client, { runId: run.id, action: "other", detail: "x".repeat(2000) })).toMatchObject({ isError: false });
     expect(await db.prisma.runOutcome.count({ where: { runId: run.id } })).toBe(1);
   });
