@@ -39,6 +39,9 @@ const SELF_GUARDED: Record<string, { path: string; anonymous: number }> = {
   "app/api/mcp/route.ts": { path: "/api/mcp", anonymous: 401 },
   "app/api/health/route.ts": { path: "/api/health", anonymous: 200 },
   "app/api/metrics/route.ts": { path: "/api/metrics", anonymous: 200 },
+  // No OAuth authorization server: JSON saying how an agent gets a token (lib/mcp/oauth-discovery.ts).
+  "app/authorize/route.ts": { path: "/authorize", anonymous: 404 },
+  "app/token/route.ts": { path: "/token", anonymous: 404 },
   "app/.well-known/oauth-protected-resource/route.ts": { path: "/.well-known/oauth-protected-resource", anonymous: 200 },
   "app/.well-known/oauth-protected-resource/[...resource]/route.ts": { path: "/.well-known/oauth-protected-resource/api/mcp", anonymous: 200 },
   "app/.well-known/oauth-authorization-server/[[...path]]/route.ts": { path: "/.well-known/oauth-authorization-server", anonymous: 404 },
