@@ -360,7 +360,7 @@ export class ToolBroker {
     });
   }
 
-  /** The upstreams that could not be connected or listed, and why. */
+  /** The upstreams that could not be connected or listed, and why (the upstream's error text: for operators, not agents). */
   unavailableServers(): ReadonlyMap<string, string> {
     return new Map([...this.unavailable].map(([name, { reason }]) => [name, reason]));
   }
@@ -561,7 +561,8 @@ export class ToolBroker {
     const tool = this.registry.get(key);
     const upstream = this.upstreams.get(server);
     const down = this.unavailable.get(server);
-    if (down) return refuse(`upstream '${server}' is unavailable (${down.reason}); it is tried again every ${UNAVAILABLE_RETRY_MS / 1000} s`);
+    // Why (the upstream's own error text) is the operator's, in the log: a script is told only that.
+    if (down) return refuse(`upstream '${server}' is unavailable (Airlock could not connect to it); it is tried again every ${UNAVAILABLE_RETRY_MS / 1000} s`);
     if (!tool || !upstream) return refuse(`unknown tool ${sanitizeText(key, 200)}`);
     if (tool.quarantined && !(await this.acceptedElsewhere(tool))) {
       return refuse(`tool ${key} is quarantined (${tool.quarantineReason}) until an admin accepts it`);

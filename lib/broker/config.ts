@@ -143,6 +143,11 @@ export function parseConfig(raw: unknown, file: string, environment: Readonly<Re
   for (const [name, server] of Object.entries(config.servers)) {
     if (server.transport === "http") {
       server.headers = expandReferences(server.headers, `servers.${name}.headers`, environment, problems);
+      // What HTTP refuses in a header (a line break, a character past Latin-1) is said here by key, never by value: it may be a credential.
+      for (const [key, value] of Object.entries(server.headers)) {
+        if (/[\r\n\0]|[^\u0000-\u00ff]/.test(value))
+          problems.push(`servers.${name}.headers.${key}: holds a line break or a character HTTP headers cannot carry`);
+      }
       continue;
     }
     server.env = expandReferences(server.env, `servers.${name}.env`, environment, problems);

@@ -45,8 +45,8 @@ export type AnalysisInput = {
   /** The broker's generated `declare const tools: {…}`. */
   declarations: string;
   allowedPackages: readonly string[];
-  /** Configured upstreams that could not be connected, and why: a tool of one is unknown until it answers. */
-  unavailableServers?: Readonly<Record<string, string>>;
+  /** Configured upstreams that could not be connected: a tool of one is unknown until it answers. */
+  unavailableServers?: readonly string[];
 };
 
 export type Analysis = {
@@ -88,11 +88,11 @@ function importFindings(walk: WalkResult, allowedPackages: readonly string[]): F
 const readOnlyTool = (tool: ToolFacts | undefined): boolean => isReadOnly(tool?.annotations);
 
 /** "tools.ledger.issueRefnd is not a tool; did you mean tools.ledger.issueRefund?" (the nearest registered name, when one is near). */
-function unknownToolMessage(capability: string, registry: ReadonlyMap<string, ToolFacts>, unavailable: Readonly<Record<string, string>>): string {
+function unknownToolMessage(capability: string, registry: ReadonlyMap<string, ToolFacts>, unavailable: readonly string[]): string {
   const server = capability.slice(0, capability.indexOf("."));
-  if (Object.hasOwn(unavailable, server)) {
-    return `tools.${capability} cannot be checked: upstream '${server}' is unavailable (${unavailable[server]}); submit again once it answers`;
-  }
+  // Why it could not be connected (an upstream's own error text) is the operator's, in the log: not said here.
+  if (unavailable.includes(server))
+    return `tools.${capability} cannot be checked: upstream '${server}' is unavailable (Airlock could not connect to it); submit again once it answers`;
   const near = [...registry.keys()]
     .map((name) => ({ name, d: editDistance(capability.toLowerCase(), name.toLowerCase()) }))
     .filter(({ name, d }) => d <= Math.max(2, Math.floor(name.length / 4)))
@@ -101,7 +101,7 @@ function unknownToolMessage(capability: string, registry: ReadonlyMap<string, To
   return `tools.${capability} is not a tool${hint}`;
 }
 
-function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFacts>, unavailable: Readonly<Record<string, string>>): Finding[] {
+function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFacts>, unavailable: readonly string[]): Finding[] {
   const out: Finding[] = [];
   const reported = new Set<string>();
   for (const ref of walk.toolRefs) {
@@ -188,7 +188,7 @@ function analyze(input: AnalysisInput): Analysis {
     ...syntaxErrors.map((d) => finding("syntax_error", d.message, d.line, d.column)),
     ...walk.findings,
     ...importFindings(walk, input.allowedPackages),
-    ...registryFindings(walk, registry, input.unavailableServers ?? {}),
+    ...registryFindings(walk, registry, input.unavailableServers ?? []),
     ...toolArguments.findings,
     ...hiddenCharacterFindings(submitted),
     ...confusableIdentifierFindings(submitted),
@@ -228,7 +228,7 @@ const analyses = new Map<string, Analysis>();
  * the process, so the analyser's own code cannot change under it. Callers get their own copy.
  */
 export function analyzeScript(input: AnalysisInput): Analysis {
-  const key = sha256Hex(JSON.stringify([input.code, input.language, input.tools, input.declarations, input.allowedPackages, input.unavailableServers ?? {}]));
+  const key = sha256Hex(JSON.stringify([input.code, input.language, input.tools, input.declarations, input.allowedPackages, input.unavailableServers ?? []]));
   const cached = analyses.get(key);
   if (cached) {
     analyses.delete(key);
@@ -246,7 +246,7 @@ export type AnalysisRegistry = {
   toolFacts(): readonly ToolFacts[];
   declarations(): string;
   allowedImports(): readonly string[];
-  unavailableServers(): Readonly<Record<string, string>>;
+  unavailableServers(): readonly string[];
 };
 
 /** analyzeScript against the registry as it is now: its tool facts, declarations and package allowlist. */

@@ -110,6 +110,8 @@ describe("call_tool", () => {
       expect((error as Error).message).toBe(
         "ledger.listRefunds may not be called: its definition changed, and it is quarantined until two admins accept the new one. Nothing was called. A script calling it is denied too: tell the user an admin must accept it first (the Tools page).",
       );
+      // What the agent is told to do next says the same, not USE_SUBMIT_RUN's "write a script".
+      expect((error as DirectCallRefused).next).toBe("A script calling it is denied too: tell the user an admin must accept it first (the Tools page).");
     } finally {
       tool.quarantined = false;
     }

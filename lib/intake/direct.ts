@@ -50,6 +50,13 @@ export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: un
     await deps.registry.refresh();
     const name = `${server}.${tool}`;
     const facts = deps.registry.toolFacts().find((t) => t.server === server && t.name === tool);
+    if (!facts && deps.registry.unavailableServers().includes(server)) {
+      throw new DirectCallRefused(
+        `${name} cannot be called: upstream '${server}' is unavailable (Airlock could not connect to it; it is tried every 30 s).`,
+        undefined,
+        "Try again later, and tell the user if it persists.",
+      );
+    }
     if (!facts) throw new AppError("bad_request", `${name} is not a tool; search_tools lists the tools that exist.`, { details: { field: "tool" } });
     if (facts.quarantined) {
       throw new DirectCallRefused(

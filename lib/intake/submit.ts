@@ -124,9 +124,12 @@ export class BudgetExceeded extends AppError {
 /** A direct call (call_tool) that the direct lane does not make: it belongs in a script (lib/intake/direct.ts). */
 export class DirectCallRefused extends AppError {
   readonly runCode = "USE_SUBMIT_RUN" as const;
-  /** `instead`: what the agent can do; by default, make the call from a script. */
-  constructor(message: string, details?: Record<string, unknown>, instead = "Write a script that makes the call and submit it with submit_run.") {
-    super("conflict", `${message} Nothing was called. ${instead}`, { details });
+  /** `instead`: what the agent can do (its `next` too); by default, make the call from a script (USE_SUBMIT_RUN's rule). */
+  constructor(message: string, details?: Record<string, unknown>, instead?: string) {
+    super("conflict", `${message} Nothing was called. ${instead ?? "Write a script that makes the call and submit it with submit_run."}`, {
+      details,
+      ...(instead ? { next: instead } : {}),
+    });
   }
 }
 

@@ -179,7 +179,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
           inputSchema,
         })),
       declarations: () => broker.declarations(),
-      unavailableServers: () => Object.fromEntries(broker.unavailableServers()),
+      unavailableServers: () => [...broker.unavailableServers().keys()],
       allowedImports: () => allowedImports,
       // What admins decided in another process: confirmed overrides, and acceptances of quarantined tools.
       refresh: async () => {

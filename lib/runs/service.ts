@@ -41,8 +41,8 @@ export type RunDeps = {
     declarations(): string;
     /** Import specifiers scripts may use (packages and sandbox-permitted builtins). */
     allowedImports(): readonly string[];
-    /** Configured upstreams that could not be connected, and why (their tools are not registered meanwhile). */
-    unavailableServers(): Readonly<Record<string, string>>;
+    /** Configured upstreams that could not be connected (their tools are not registered meanwhile). */
+    unavailableServers(): readonly string[];
     /** Brings the facts up to date with what admins decided in any process: tool overrides confirmed, quarantined tools accepted. */
     refresh(): Promise<void>;
   };
