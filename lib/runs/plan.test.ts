@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { previewHintsOf } from "@/lib/contracts/preview-hints";
 import type { RunPlan } from "@/lib/contracts/run-columns";
-import { moneyOf, moneyTotals, planDigest, PlanFollower, previewAnswer, strayPlaceholder } from "./plan";
+import { moneyOf, moneyTotals, planDigest, PlanFollower, previewAnswer, strayPlaceholder, unshownMoney } from "./plan";
 
 const REFUND_HINTS = previewHintsOf({
   "dev.airlock/preview": {
@@ -91,6 +91,25 @@ describe("money", () => {
       { currency: "EUR", total: "30.01", count: 3, negative: 0, subjects: ["inv_0001", "inv_0007", "inv_0012"] },
       { currency: "JPY", total: "500", count: 1, negative: 0, subjects: ["inv_0020"] },
     ]);
+  });
+
+  it("an amount the plan cannot show, in the arguments or in the preview's answer, is named: such a write is not planned", () => {
+    const fromArgs = { amount: "/amountMinor", unit: "minor", from: "arguments" } as const;
+    const fromAnswer = { amount: "/charge/amount", unit: "minor", from: "answer" } as const;
+    const placeholder = "@plan:1/refund/amount";
+    expect(unshownMoney(fromArgs, moneyOf(fromArgs, { amountMinor: placeholder }, {}), { amountMinor: placeholder }, {})).toBe(
+      `the amount it moves (argument /amountMinor) is "${placeholder}", not a number, so no reviewer could see how much money it moves. Pass the amount itself: a value read before the write, not one an earlier write will return.`,
+    );
+    // A charge whose preview answer takes its amount from a placeholder argument: left out of the totals just the same.
+    const answer = { charge: { amount: placeholder } };
+    expect(unshownMoney(fromAnswer, moneyOf(fromAnswer, { amount: placeholder }, answer), { amount: placeholder }, answer)).toMatch(
+      /^the amount it moves \(its answer's \/charge\/amount\) is "@plan:1\/refund\/amount", not a number/,
+    );
+    expect(unshownMoney(fromAnswer, moneyOf(fromAnswer, {}, {}), {}, {})).toMatch(/is nothing, not a number/);
+    // Shown amounts, and tools that move no money, pass.
+    expect(unshownMoney(fromArgs, moneyOf(fromArgs, { amountMinor: 150 }, {}), { amountMinor: 150 }, {})).toBeNull();
+    expect(unshownMoney(fromAnswer, moneyOf(fromAnswer, {}, { charge: { amount: 150 } }), {}, { charge: { amount: 150 } })).toBeNull();
+    expect(unshownMoney(null, null, { amountMinor: placeholder }, {})).toBeNull();
   });
 
   it("adds each amount by its size and counts the negative ones: 3,000.00 and -2,999.99 never show as 0.01 moving", () => {

@@ -129,6 +129,20 @@ export function moneyOf(hint: MoneyHint | null, args: JsonValue, answer: JsonVal
   };
 }
 
+/**
+ * Why a write's money cannot be shown in its plan, or null: its tool says where the amount is (in
+ * its arguments or its preview answer) and it is not a number there (a placeholder for what an
+ * earlier write will answer, or nothing). Such a write is left out of the plan's totals and its
+ * amount is chosen by the upstream after approval, so it is not planned (PLAN_UNREVIEWABLE).
+ */
+export function unshownMoney(hint: MoneyHint | null, money: PlanWrite["money"], args: JsonValue, answer: JsonValue): string | null {
+  if (!hint || money !== null) return null;
+  const amount = atPointer(hint.from === "answer" ? answer : args, hint.amount);
+  const shown = amount === undefined ? "nothing" : JSON.stringify(amount).slice(0, 200);
+  const where = hint.from === "answer" ? `its answer's ${hint.amount}` : `argument ${hint.amount}`;
+  return `the amount it moves (${where}) is ${shown}, not a number, so no reviewer could see how much money it moves. Pass the amount itself: a value read before the write, not one an earlier write will return.`;
+}
+
 /** The JSON Pointers (as a schema check names places) of the placeholders a value holds, at any depth. */
 export function placeholderPointers(value: unknown, at = ""): string[] {
   if (typeof value === "string") return PLACEHOLDER.test(value) ? [at] : [];

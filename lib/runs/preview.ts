@@ -42,7 +42,7 @@ import { approvedRequest, startHeartbeat } from "./executor";
 import { insertToolCalls, storedJson } from "@/lib/audit/stored-calls";
 import { stagedDatasets } from "./staged-datasets";
 import { parseRunLimits } from "./limits";
-import { atPointer, moneyOf, placeholderPointers, planDigest, previewAnswer, strayPlaceholder } from "./plan";
+import { moneyOf, placeholderPointers, planDigest, previewAnswer, strayPlaceholder, unshownMoney } from "./plan";
 import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease } from "./release-decision";
 import { transitionRun } from "./states";
 
@@ -140,6 +140,10 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
     }
     marked.note(info?.piiFields, tokens.args);
     if (!readOnly) {
+      // What the preview answers and the money the write moves, from its arguments or that answer.
+      const answer = previewAnswer(seq, storedArgs, info?.preview ?? null, info?.outputSchema ?? null);
+      const moneyHint = info?.preview?.money ?? null;
+      const money = moneyOf(moneyHint, storedArgs, answer);
       const problem = unplannableWrite(deps, {
         server,
         tool,
@@ -147,7 +151,9 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
         normalized: normalized.changed,
         screened,
         writes,
-        money: info?.preview?.money ?? null,
+        answer,
+        moneyHint,
+        money,
       });
       if (problem) {
         unplannable ??= `${problem.kind}: write ${writes.length + 1} (${server}.${tool}): ${problem.why}`;
@@ -156,8 +162,7 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
         controller.abort();
         throw new Error(unplannable);
       }
-      const answer = previewAnswer(seq, storedArgs, info?.preview ?? null, info?.outputSchema ?? null);
-      writes.push({ seq, server, tool, arguments: storedArgs, answer, money: moneyOf(info?.preview?.money ?? null, storedArgs, answer) });
+      writes.push({ seq, server, tool, arguments: storedArgs, answer, money });
       call.result = answer;
       return answer;
     }
@@ -263,7 +268,9 @@ function unplannableWrite(
     normalized: boolean;
     screened: ReturnType<typeof screenJson>;
     writes: readonly PlanWrite[];
-    money: MoneyHint | null;
+    answer: JsonValue;
+    moneyHint: MoneyHint | null;
+    money: PlanWrite["money"];
   },
 ): { kind: "PLAN_UNREVIEWABLE" | "INVALID_ARGUMENTS"; why: string } | null {
   const unreviewable = unreviewableArguments(write.normalized, write.screened);
@@ -280,16 +287,8 @@ function unplannableWrite(
       why: `its arguments hold "${stray.slice(0, 200)}", which no earlier planned write answered with: only a value an upstream assigns stands in a plan for what the real call will return, so no reviewer could see what it would send.`,
     };
   }
-  // The money a write moves is counted in the plan's totals: an amount the plan cannot show (a
-  // placeholder for what an earlier write will answer, or no number at all) would leave it out.
-  const amount = write.money?.from === "arguments" ? atPointer(write.screened.value, write.money.amount) : 0;
-  if (typeof amount !== "number" || !Number.isFinite(amount)) {
-    const shown = amount === undefined ? "nothing" : JSON.stringify(amount).slice(0, 200);
-    return {
-      kind: "PLAN_UNREVIEWABLE",
-      why: `the amount it moves (argument ${write.money!.amount}) is ${shown}, not a number, so no reviewer could see how much money it moves. Pass the amount itself: a value read before the write, not one an earlier write will return.`,
-    };
-  }
+  const unshown = unshownMoney(write.moneyHint, write.money, write.screened.value, write.answer);
+  if (unshown) return { kind: "PLAN_UNREVIEWABLE", why: unshown };
   const invalid = deps.argumentsProblem(write.server, write.tool, write.args, aboutPlaceholders(write.screened.value));
   return invalid ? { kind: "INVALID_ARGUMENTS", why: `${invalid}. The broker refuses such a call, so it cannot be planned.` } : null;
 }
