@@ -361,6 +361,8 @@ describe("an upstream that is down", () => {
       join(tmp, "down.json"),
     );
     const pins = new JsonFilePinStore(join(tmp, "pins-down.json"));
+    // An earlier definition of one of its tools was accepted: the one it comes back with is another.
+    await pins.set("remote", "getCustomer", "0".repeat(64));
     await expect(ToolBroker.connect(config, { pins })).rejects.toThrow(/upstream 'remote' failed to connect/);
 
     const broker = await ToolBroker.connect(config, { pins, partial: true });
@@ -386,9 +388,11 @@ describe("an upstream that is down", () => {
       await new Promise<void>((r) => http!.listen(port, "127.0.0.1", r));
       expect(await broker.retryUnavailable(Date.now() + 31_000)).toBe(true);
       expect(broker.unavailableServers().size).toBe(0);
-      // Its tools were pin-checked as at a start: this store accepts a first listing.
-      expect(broker.tool("remote", "getCustomer")?.quarantined).toBe(false);
-      expect(await broker.callTool("remote", "getCustomer", { customerId: "cus_002" }, signal)).toMatchObject({ customer: { id: "cus_002" } });
+      // Its tools were pin-checked as at a start: the changed one is quarantined, and refused; one
+      // this store never saw is pinned as a first listing is (the server's store quarantines it too).
+      expect(broker.tool("remote", "getCustomer")).toMatchObject({ quarantined: true, quarantineReason: "hash_changed" });
+      await expect(broker.callTool("remote", "getCustomer", { customerId: "cus_002" }, signal)).rejects.toThrow(/quarantined \(hash_changed\)/);
+      expect(await broker.callTool("remote", "listCustomers", { limit: 1 }, signal)).toMatchObject({ customers: [expect.any(Object)] });
     } finally {
       await broker.close();
       if (http) await new Promise<void>((r) => http!.close(() => r()));

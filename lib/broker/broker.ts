@@ -105,7 +105,10 @@ function quoted(text: string, max: number): string {
 type Upstream = { name: string; config: ServerConfig; client: Client; transport: Transport; reconnecting?: Promise<void> };
 
 /** An upstream that could not be connected or listed: why, and when it is tried again. */
-type Unavailable = { config: ServerConfig; reason: string; retryAt: number };
+type Unavailable = { config: ServerConfig; reason: string; retryAt: number; trying?: boolean };
+
+/** Quarantines an admin's acceptance ends (a name collision is never accepted). */
+const ACCEPTABLE = new Set<ToolInfo["quarantineReason"]>(["hash_changed", "new_tool"]);
 
 /** How often an unavailable upstream is tried again (ToolBroker.retryUnavailable). */
 export const UNAVAILABLE_RETRY_MS = 30_000;
@@ -371,10 +374,10 @@ export class ToolBroker {
    * its tools join the registry. Resolves whether any came back, so the caller mirrors the registry.
    */
   async retryUnavailable(now = Date.now()): Promise<boolean> {
-    const due = [...this.unavailable].filter(([, entry]) => entry.retryAt <= now);
+    // One attempt at a time per upstream: one can outlast the interval (connect and listing timeouts).
+    const due = [...this.unavailable].filter(([, entry]) => entry.retryAt <= now && !entry.trying);
     if (due.length === 0 || this.closing) return false;
-    // Due again only after this attempt: a second caller meanwhile tries nothing.
-    for (const [, entry] of due) entry.retryAt = now + UNAVAILABLE_RETRY_MS;
+    for (const [, entry] of due) entry.trying = true;
     const back = await Promise.all(
       due.map(async ([name, entry]) => {
         let opened: { upstream: Upstream; tools: ToolInfo[] } | undefined;
@@ -385,6 +388,8 @@ export class ToolBroker {
         } catch (error) {
           await opened?.upstream.client.close().catch(() => undefined);
           entry.reason = quoted((error as Error).message, 500);
+          entry.retryAt = Date.now() + UNAVAILABLE_RETRY_MS;
+          entry.trying = false;
           return false;
         }
         this.upstreams.set(name, opened.upstream);
@@ -484,7 +489,7 @@ export class ToolBroker {
    * here if the pin now matches what the upstream serves.
    */
   private async acceptedElsewhere(tool: ToolInfo): Promise<boolean> {
-    if (tool.quarantineReason !== "hash_changed" && tool.quarantineReason !== "new_tool") return false;
+    if (!ACCEPTABLE.has(tool.quarantineReason)) return false;
     if ((await this.pins.get(tool.server, tool.name)) !== tool.hash) return false;
     tool.quarantined = false;
     tool.quarantineReason = null;
@@ -497,7 +502,18 @@ export class ToolBroker {
    * database has ended. One read a quarantined tool; none when no tool is quarantined.
    */
   async refreshAcceptances(): Promise<void> {
-    for (const tool of this.registry.values()) if (tool.quarantined) await this.acceptedElsewhere(tool);
+    const quarantined = [...this.registry.values()].filter((tool) => tool.quarantined && ACCEPTABLE.has(tool.quarantineReason));
+    if (quarantined.length === 0) return;
+    if (!this.pins.pinnedMany) {
+      for (const tool of quarantined) await this.acceptedElsewhere(tool);
+      return;
+    }
+    const pinned = await this.pins.pinnedMany(quarantined.map((tool) => ({ server: tool.server, tool: tool.name })));
+    for (const tool of quarantined) {
+      if (pinned.get(`${tool.server}.${tool.name}`) !== tool.hash) continue;
+      tool.quarantined = false;
+      tool.quarantineReason = null;
+    }
   }
 
   /** The declarations of the tools as agents are shown them (`shownToAgents`). */

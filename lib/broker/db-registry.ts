@@ -84,6 +84,15 @@ export class DbPinStore implements PinStore {
     return registered?.firstListingAcceptedBy ? undefined : NEVER_ACCEPTED;
   }
 
+  async pinnedMany(tools: readonly { server: string; tool: string }[]): Promise<Map<string, string>> {
+    if (tools.length === 0) return new Map();
+    const rows = await this.db.upstreamTool.findMany({
+      where: { OR: tools.map(({ server, tool }) => ({ name: tool, server: { name: server } })), pinnedHash: { not: null } },
+      select: { name: true, pinnedHash: true, server: { select: { name: true } } },
+    });
+    return new Map(rows.map((row) => [`${row.server.name}.${row.name}`, row.pinnedHash!]));
+  }
+
   /**
    * Pins a tool of a first start's first listing (audited as accepted by the first start's actor),
    * or confirms the pin acceptTool already wrote. Anything else is refused: pins change only when

@@ -10,6 +10,8 @@
 export interface PinStore {
   get(server: string, tool: string): Promise<string | undefined>;
   set(server: string, tool: string, hash: string): Promise<void>;
+  /** The accepted hashes of these tools, by `server.tool`, in one read (tools without one are left out); `get` each when absent. */
+  pinnedMany?(tools: readonly { server: string; tool: string }[]): Promise<Map<string, string>>;
 }
 
 /** The pin of a tool no one accepted: never equal to a definition's hash, so the tool is quarantined. */

@@ -84,17 +84,32 @@ export function resolveConfig(): AirlockConfig {
 /** How often the runtime looks for an unavailable upstream whose retry is due (the broker spaces the retries). */
 const RETRY_CHECK_MS = 5_000;
 
-/** Tries the unavailable upstreams that are due; one that came back has its tools mirrored into the registry. */
-async function retryUpstreams(db: Db, broker: ToolBroker): Promise<void> {
-  try {
-    const before = new Set(broker.unavailableServers().keys());
-    if (!(await broker.retryUnavailable())) return;
-    await syncRegistry(db, broker.tools());
-    for (const server of before)
-      if (!broker.unavailableServers().has(server)) console.warn(`airlock: upstream '${server}' answers again; its tools are offered.`);
-  } catch (error) {
-    console.error("airlock: retrying the unavailable upstreams failed", error);
-  }
+/**
+ * What the runtime does every RETRY_CHECK_MS: tries the unavailable upstreams that are due, and
+ * mirrors into the registry the tools of those that came back (a mirror that fails is tried again
+ * at the next check, so their rows are never left missing).
+ */
+function upstreamRetry(db: Db, broker: ToolBroker): () => Promise<void> {
+  const returned = new Set<string>();
+  return async () => {
+    try {
+      const before = new Set(broker.unavailableServers().keys());
+      await broker.retryUnavailable();
+      for (const server of before) if (!broker.unavailableServers().has(server)) returned.add(server);
+      if (returned.size === 0) return;
+      await syncRegistry(db, broker.tools());
+      for (const server of returned) {
+        const tools = broker.tools(server);
+        const quarantined = tools.filter((tool) => tool.quarantined).length;
+        console.warn(
+          `airlock: upstream '${server}' answers again: ${tools.length} tool(s)${quarantined > 0 ? `, ${quarantined} quarantined until two admins accept them` : ""}.`,
+        );
+      }
+      returned.clear();
+    } catch (error) {
+      console.error("airlock: retrying the unavailable upstreams failed (tried again shortly)", error);
+    }
+  };
 }
 
 export async function createRuntime(db: Db, config: AirlockConfig, options: RuntimeOptions): Promise<Runtime> {
@@ -154,7 +169,8 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
     );
   }
   for (const line of broker.unmatchedToolSettings()) console.warn(`airlock: warning: ${line}.`);
-  const retrying = setInterval(() => void retryUpstreams(db, broker), RETRY_CHECK_MS).unref();
+  const retry = upstreamRetry(db, broker);
+  const retrying = setInterval(() => void retry(), RETRY_CHECK_MS).unref();
   changes = listenRunChanges(options.databaseUrl);
   /** A job for another process's queue, when this one does not execute. */
   const addJob = (task: string, jobKey: string, runId: string) =>
