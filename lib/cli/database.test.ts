@@ -103,15 +103,15 @@ describe("reading where there is no database", () => {
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    // The command's process, not only the wrapper, has ended once the pipes it shares close.
-    const ended = Promise.all([new Promise((r) => child.stdout.on("close", r)), new Promise((r) => child.stderr.on("close", r))]);
+    // The wrapper (bin/airlock.mjs) waits for the command, which exits 130 once its database has stopped.
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
     // The moment its PostgreSQL serves (pg_ctl has returned; the postmaster runs in a session of its
     // own, which Ctrl-C does not reach) and the command is preparing it (migrations, grants).
     const deadline = Date.now() + 30_000;
     while (!(existsSync(pidFile) && /\nready\s*$/.test(readFileSync(pidFile, "utf8"))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     const postmaster = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
     process.kill(-child.pid!, "SIGINT");
-    await ended;
+    expect(await exited).toBe(130);
     expect(stdout).not.toContain("OK:");
     expect(stderr).toContain("airlock: interrupted; stopping the database this command started.");
     expect(isAlive(postmaster)).toBe(false);
