@@ -357,7 +357,7 @@ export class ToolBroker {
       return Object.keys(this.config.servers[server]?.tools ?? {})
         .filter((name) => !listed.includes(name))
         .map((name) => {
-          const near = listed.find((tool) => tool.toLowerCase() !== name.toLowerCase() && editDistance(tool.toLowerCase(), name.toLowerCase()) <= 2);
+          const near = listed.find((tool) => editDistance(tool.toLowerCase(), name.toLowerCase()) <= 2);
           return `servers.${server}.tools.${name} names no tool '${server}' lists${near ? ` (did you mean ${near}?)` : ""}; the settings apply to nothing`;
         });
     });

@@ -135,21 +135,16 @@ async function upstreamsCheck(url: string): Promise<Check> {
     const quarantined = tools.filter((tool) => tool.quarantined).map((tool) => `${tool.server}.${tool.name} (${tool.quarantineReason})`);
     const servers = new Set(tools.map((tool) => tool.server)).size;
     const unmatched = broker.unmatchedToolSettings();
-    if (unmatched.length > 0) {
-      return {
-        name: "upstreams",
-        status: "WARN",
-        detail: `${servers} server(s), ${tools.length} tools; ${unmatched.join("; ")}`,
-        fix: "Correct the tool names under `tools` in airlock.config.json (`npx airlock tools` lists the names each server serves).",
-      };
-    }
-    if (quarantined.length > 0) {
-      return {
-        name: "upstreams",
-        status: "WARN",
-        detail: `${servers} server(s), ${tools.length} tools; quarantined until two admins accept them: ${quarantined.join(", ")}`,
-        fix: "Review and accept them on the Tools page, or with `npx airlock tools accept`.",
-      };
+    if (unmatched.length > 0 || quarantined.length > 0) {
+      // Both, when both: neither hides the other.
+      const problems = [...unmatched, ...(quarantined.length > 0 ? [`quarantined until two admins accept them: ${quarantined.join(", ")}`] : [])];
+      const fixes = [
+        ...(unmatched.length > 0
+          ? ["Correct the tool names under `tools` in airlock.config.json (`npx airlock tools` lists the names each server serves)."]
+          : []),
+        ...(quarantined.length > 0 ? ["Review and accept the quarantined tools on the Tools page, or with `npx airlock tools accept`."] : []),
+      ];
+      return { name: "upstreams", status: "WARN", detail: `${servers} server(s), ${tools.length} tools; ${problems.join("; ")}`, fix: fixes.join(" ") };
     }
     return { name: "upstreams", status: "OK", detail: `${servers} server(s) answered; their ${tools.length} tools are the accepted definitions` };
   } catch (error) {

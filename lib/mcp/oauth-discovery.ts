@@ -30,7 +30,7 @@ export function noAuthorizationServer(): Response {
     {
       error: "not_found",
       error_description:
-        "Airlock has no OAuth authorization server: an agent authenticates with a bearer token an Airlock admin issues (npx airlock agent add); send it as Authorization: Bearer alk_…. If one was sent, it was refused (unknown, revoked or expired): ask an Airlock admin for a new one.",
+        "Airlock has no OAuth authorization server: an agent authenticates with a bearer token an Airlock admin issues (npx airlock agent add); send it as Authorization: Bearer alk_…. If /api/mcp answered 401 to a token you sent, it was refused (unknown, revoked or expired): ask an Airlock admin for a new one.",
     },
     { status: 404, headers: { "cache-control": "no-store" } },
   );

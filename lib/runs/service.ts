@@ -324,8 +324,9 @@ export async function presentRun(db: Db, stored: Run, follow: Follow = "get_run"
       direct && statusError === "POLICY_DENIED" ? DIRECT_CALL_DENIED_NEXT : undefined,
     );
   }
-  if (run.status === "expired" && release && run.execution !== null) {
-    const why = release.reasons.map((r) => r.text).join(" ");
+  // The one rule every list shows it by (run-states.ts shownErrorCode): it ran, then expired held.
+  if (shownErrorCode(run, null) === "RELEASE_EXPIRED") {
+    const why = (release?.reasons ?? []).map((r) => r.text).join(" ");
     view.error = withNext({
       code: "RELEASE_EXPIRED",
       message: `No reviewer released the result before the hold expired. It was held because: ${why}`,

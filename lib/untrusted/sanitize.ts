@@ -5,11 +5,12 @@
  * newline and tab, no C1 controls, no bidirectional overrides/isolates/marks, no zero-width space
  * or BOM (the zero-width joiner and non-joiner stay: emoji and several scripts need them), no Unicode
  * tag characters (U+E0000 to U+E007F: invisible, yet a model reads them as the ASCII they mirror, so
- * they smuggle text; a subdivision flag emoji loses its region and shows as a black flag), and is
+ * they smuggle text; a subdivision flag emoji loses its region and shows as a black flag), no
+ * supplementary variation selectors (U+E0100 to U+E01EF, which carry bytes the same way), and is
  * at most `maxChars` long. It does NOT make the text trustworthy: callers keep
  * marking it `untrusted`. `looksLikeInstructions` is a heuristic flag for reviewers and release
  * policies, not a filter: it reads the text as a model would (tag characters as the ASCII they
- * mirror, compatibility forms folded, hidden characters dropped, any run of whitespace as one space, and once more with every separator
+ * mirror, a run of variation selectors as the bytes it carries, compatibility forms folded, hidden characters dropped, any run of whitespace as one space, and once more with every separator
  * dropped and look-alike letters mapped to Latin), so a line break, a non-breaking space, a hyphen
  * between letters or a Cyrillic letter inside a phrase does not hide it. It knows common phrasings
  * (overriding earlier instructions, role markers with an order, chat-template tokens, the
@@ -29,9 +30,23 @@ const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u20
 // Unicode tag characters: invisible, each mirrors an ASCII character (U+E0041 reads as "A").
 const TAGS = /[\u{E0000}-\u{E007F}]/gu;
 const TAG_MIRRORS = /[\u{E0020}-\u{E007E}]/gu;
+// Variation selectors, U+FE00–FE0F and U+E0100–E01EF: 256, so a run of them after any character
+// can carry bytes, invisibly (a known smuggling scheme). The supplement's 240 are stripped (rare
+// ideographic variants lose their variant); FE00–FE0F stay (emoji need FE0F) and carry only bytes 0–15.
+const SELECTOR_SUPPLEMENT = /[\u{E0100}-\u{E01EF}]/gu;
+const SELECTOR_RUN = /[\uFE00-\uFE0F\u{E0100}-\u{E01EF}]{2,}/gu;
+
+/** A run of variation selectors as the bytes it carries, read as UTF-8. */
+function selectorText(run: string): string {
+  const bytes = [...run].map((c) => {
+    const point = c.codePointAt(0)!;
+    return point <= 0xfe0f ? point - 0xfe00 : point - 0xe0100 + 16;
+  });
+  return ` ${new TextDecoder().decode(Uint8Array.from(bytes))} `;
+}
 
 export function sanitizeText(text: string, maxChars = 100_000): string {
-  const cleaned = text.replace(ANSI, "").replace(CONTROL, "").replace(TAGS, "");
+  const cleaned = text.replace(ANSI, "").replace(CONTROL, "").replace(TAGS, "").replace(SELECTOR_SUPPLEMENT, "");
   return cleaned.length > maxChars ? cleaned.slice(0, maxChars) : cleaned;
 }
 
@@ -149,6 +164,7 @@ export function looksLikeInstructions(text: string): boolean {
   if (NO_PHRASE.test(text)) return SQUEEZED_START.test(text) && SQUEEZED_LIKE.some((re) => re.test(squeezed(text)));
   const read = text
     .replace(TAG_MIRRORS, (tag) => String.fromCharCode(tag.codePointAt(0)! - 0xe0000))
+    .replace(SELECTOR_RUN, selectorText)
     .normalize("NFKC")
     .replace(HIDDEN, "")
     .replace(TAGS, "")
