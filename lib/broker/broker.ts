@@ -3,7 +3,8 @@
  *
  * Guarantees:
  *  - an upstream that cannot be connected or listed fails the connect, naming it, or (`partial`, a
- *    server's runtime) is unavailable: its calls are refused saying why, and it is tried again
+ *    server's runtime) is unavailable: its calls are refused saying so (why, its own error text,
+ *    is for operators: `unavailableServers`), and it is tried again
  *    every UNAVAILABLE_RETRY_MS (`retryUnavailable`), its tools pin-checked as at a start;
  *  - each upstream's tools are listed once at connect, within connectTimeoutMs in all and at most
  *    MAX_TOOL_PAGES pages; each tool is pinned by
@@ -293,7 +294,7 @@ export class ToolBroker {
    * Connects every configured upstream, lists and pins its tools. An upstream that cannot be
    * connected or listed fails the whole connect, naming it; with `partial` (a server's runtime) the
    * broker starts with the others instead, and that upstream is unavailable (`unavailableServers`,
-   * its calls refused saying why) until `retryUnavailable` reaches it.
+   * its calls refused) until `retryUnavailable` reaches it.
    */
   static async connect(config: AirlockConfig, options: { pins: PinStore; limits?: Partial<BrokerLimits>; partial?: boolean }): Promise<ToolBroker> {
     const limits = { ...DEFAULT_BROKER_LIMITS, ...options.limits };
@@ -499,7 +500,7 @@ export class ToolBroker {
   /**
    * Lifts the quarantine of every tool an admin accepted since, wherever they did (the CLI, another
    * web process): what intake calls before it decides, so a run is not denied for a quarantine the
-   * database has ended. One read a quarantined tool; none when no tool is quarantined.
+   * database has ended. One read for all the quarantined tools (pinnedMany); none when no tool is.
    */
   async refreshAcceptances(): Promise<void> {
     const quarantined = [...this.registry.values()].filter((tool) => tool.quarantined && ACCEPTABLE.has(tool.quarantineReason));
