@@ -282,10 +282,10 @@ export class ToolBroker {
     try {
       await upstream.reconnecting;
     } catch (error) {
-      throw new ToolCallError(
-        `upstream '${upstream.name}' lost its connection and could not be reconnected: ${quoted((error as Error).message, 500)}`,
-        "error",
-      );
+      // Why is the upstream's own text (its stderr can quote a credential it was given): the
+      // operator's, in the log; a script, its run and the agent are told only that.
+      console.error(`airlock: upstream '${upstream.name}' could not be reconnected: ${quoted((error as Error).message, 1500)}`);
+      throw new ToolCallError(`upstream '${upstream.name}' lost its connection and could not be reconnected (the server's log says why)`, "error");
     }
     return upstream.client;
   }
