@@ -12,7 +12,8 @@
  * policies, not a filter: it reads the text as a model would (tag characters as the ASCII they
  * mirror, a run of variation selectors as the bytes it carries, compatibility forms folded, hidden characters dropped, any run of whitespace as one space, and once more with every separator
  * dropped and look-alike letters mapped to Latin), so a line break, a non-breaking space, a hyphen
- * between letters or a Cyrillic letter inside a phrase does not hide it. It knows common phrasings
+ * between letters or a Cyrillic, Greek, Armenian or small-capital letter that passes for a Latin one
+ * inside a phrase does not hide it. It knows common phrasings
  * (overriding earlier instructions, role markers with an order, chat-template tokens, the
  * commonest phrase in French, German, Spanish and Russian); text written to evade it, paraphrase
  * or another language can pass, so it never stands in for a review.
@@ -141,6 +142,32 @@ const LOOK_ALIKES: Record<string, string> = {
   "\u0475": "v",
   "\u04bb": "h",
   "\u0432": "b",
+  // Latin small capitals (ᴏ passes for o), Armenian and Cherokee letters that pass for Latin ones.
+  "\u1d00": "a",
+  "\u1d04": "c",
+  "\u1d05": "d",
+  "\u1d07": "e",
+  "\u1d0a": "j",
+  "\u1d0b": "k",
+  "\u1d0d": "m",
+  "\u1d0f": "o",
+  "\u1d18": "p",
+  "\u1d1b": "t",
+  "\u1d1c": "u",
+  "\u1d20": "v",
+  "\u1d21": "w",
+  "\u1d22": "z",
+  "\u026a": "i",
+  "\u0262": "g",
+  "\u0274": "n",
+  "\u0280": "r",
+  "\u028f": "y",
+  "\u029c": "h",
+  "\u029f": "l",
+  "\u0578": "n",
+  "\u0581": "g",
+  "\u0585": "o",
+  "\u13a5": "i",
 };
 const LOOK_ALIKE = new RegExp(`[${Object.keys(LOOK_ALIKES).join("")}]`, "gu");
 
@@ -170,6 +197,11 @@ export function looksLikeInstructions(text: string): boolean {
     .replace(TAGS, "")
     .replace(/\s+/gu, " ");
   if (INSTRUCTION_LIKE.some((re) => re.test(read))) return true;
+  // Again with look-alike letters read as the Latin ones they pass for (a Cyrillic о in "you are nоw"),
+  // only when there are any: the text as written is read above, so Cyrillic text keeps its own patterns.
+  const lower = read.toLowerCase();
+  const folded = lower.replace(LOOK_ALIKE, (ch) => LOOK_ALIKES[ch]!);
+  if (folded !== lower && INSTRUCTION_LIKE.some((re) => re.test(folded))) return true;
   const letters = squeezed(read);
   return SQUEEZED_LIKE.some((re) => re.test(letters));
 }
