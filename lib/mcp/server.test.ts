@@ -129,6 +129,12 @@ describe("MCP audit coverage", () => {
     expect((events[0]!.data as { results: number }).results).toBeGreaterThan(0);
     await client.callTool({ name: "search_tools", arguments: {} });
     expect((await eventsOf("tools.searched", agent.id)).at(-1)!.data).toMatchObject({ query: null, detail: "summary" });
+    // A credential in the words is kept out of the log, as in any agent text it stores.
+    const token = ["ghp", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"].join("_");
+    await client.callTool({ name: "search_tools", arguments: { query: `invoices ${token}` } });
+    const searched = (await eventsOf("tools.searched", agent.id)).at(-1)!;
+    expect(JSON.stringify(searched.data)).not.toContain(token);
+    expect((searched.data as { query: string }).query).toMatch(/^invoices \[REDACTED:github_token\]$/);
   });
 
   it("records list_inputs as inputs.listed, by the agent", async () => {

@@ -16,6 +16,7 @@ import { searchScriptGlobals } from "@/lib/contracts/script-contract";
 import { searchSkills } from "@/lib/skills/catalog";
 import { publishedSkills } from "@/lib/skills/service";
 import { defineTool, type McpTool, type ToolAnswer, type ToolCall } from "./define";
+import { redactSecrets } from "@/lib/untrusted/secrets";
 import { storableText } from "@/lib/untrusted/storable-text";
 
 /** Waits this long for an auto-approved run to finish (or a plan preview to end) before submit_run answers. */
@@ -109,7 +110,14 @@ export const searchTools = defineTool({
     await recordAgentRead(db, ctx.agent, {
       action: "tools.searched",
       subject: { type: "tool_registry" },
-      data: { query: input.query ?? null, server: input.server ?? null, detail: input.detail, results: found.tools.length, skills: skills.skills.length },
+      // The agent's words as the log keeps any agent text: a credential in them redacted.
+      data: {
+        query: input.query === undefined ? null : redactSecrets(input.query).text,
+        server: input.server === undefined ? null : redactSecrets(input.server).text,
+        detail: input.detail,
+        results: found.tools.length,
+        skills: skills.skills.length,
+      },
     });
     const listed = {
       ...(skills.skills.length > 0 ? { skills: skills.skills } : {}),
