@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { previewHintsOf } from "@/lib/contracts/preview-hints";
 import type { RunPlan } from "@/lib/contracts/run-columns";
-import { moneyOf, moneyTotals, planDigest, PlanFollower, previewAnswer, strayPlaceholder, unshownMoney } from "./plan";
+import { MINOR_UNITS_UNSTATED, moneyOf, moneyTotals, planDigest, PlanFollower, previewAnswer, strayPlaceholder, unshownMoney } from "./plan";
 
 const REFUND_HINTS = previewHintsOf({
   "dev.airlock/preview": {
@@ -91,6 +91,31 @@ describe("money", () => {
       { currency: "EUR", total: "30.01", count: 3, negative: 0, subjects: ["inv_0001", "inv_0007", "inv_0012"] },
       { currency: "JPY", total: "500", count: 1, negative: 0, subjects: ["inv_0020"] },
     ]);
+  });
+
+  it("minor units of a currency the write does not state are shown as they are, not converted by a guess", () => {
+    const hint = { amount: "/amountMinor", currency: "/currency", subject: "/invoiceId", unit: "minor", from: "arguments" } as const;
+    // A JPY invoice refunded without naming the currency: ¥302,000, which a guess of 2 decimals showed as 3,020.00.
+    expect(moneyOf(hint, { amountMinor: 302000, invoiceId: "inv_0006" }, {})).toEqual({
+      amount: "302000",
+      currency: MINOR_UNITS_UNSTATED,
+      subject: "inv_0006",
+    });
+    expect(moneyOf(hint, { amountMinor: 302000, currency: "JPY", invoiceId: "inv_0006" }, {})).toEqual({
+      amount: "302000",
+      currency: "JPY",
+      subject: "inv_0006",
+    });
+    expect(moneyOf(hint, { amountMinor: 1050, currency: "KWD" }, {})).toEqual({ amount: "1.050", currency: "KWD", subject: null });
+  });
+
+  it("an amount the plan cannot show exactly is not money it shows: a fraction of a minor unit, or past 2^53", () => {
+    const hint = { amount: "/amount", currency: "/currency", unit: "minor", from: "arguments" } as const;
+    for (const amount of [0.004, 1.5, 1e23]) {
+      const args = { amount, currency: "USD" };
+      expect(moneyOf(hint, args, {}), String(amount)).toBeNull();
+      expect(unshownMoney(hint, null, args, {})).toMatch(/^the amount it moves \(argument \/amount\) is [0-9.e+]+, not a whole number of minor units/);
+    }
   });
 
   it("an amount the plan cannot show, in the arguments or in the preview's answer, is named: such a write is not planned", () => {

@@ -102,31 +102,45 @@ export function previewAnswer(seq: number, args: JsonValue, hints: PreviewHints 
   return outputSchema ? fromSchema(outputSchema, seq, "", 0) : placeholder(seq, "");
 }
 
-function decimal(amount: number, unit: MoneyHint["unit"], currency: string | null): string {
-  if (unit === "major") return String(amount);
+/**
+ * What the plan says of an amount in minor units whose currency the write does not state: shown as
+ * the integer it is, since how many minor units make one (100, 1 for JPY, 1000 for KWD) depends on
+ * the currency the upstream will pick. Converting with a guess showed a ¥302,000 refund as 3,020.00.
+ */
+export const MINOR_UNITS_UNSTATED = "minor units (currency not stated)";
+
+/** A whole amount of minor units in the currency's major ones (`code` known). */
+function inMajorUnits(amount: number, code: string): string {
   let digits = 2;
   try {
-    if (currency) digits = new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits ?? 2;
+    digits = new Intl.NumberFormat("en", { style: "currency", currency: code }).resolvedOptions().maximumFractionDigits ?? 2;
   } catch {
     digits = 2;
   }
-  return (amount / 10 ** digits).toFixed(digits);
+  return new Decimal(amount).dividedBy(10 ** digits).toFixed(digits);
 }
 
-/** The money a planned write moves, where its tool says it is; null when it says nothing or the amount is not a number. */
+/**
+ * The money a planned write moves, where its tool says it is; null when it says nothing, or the
+ * amount is not a number the plan can show exactly: not finite or past 2^53, or in minor units and
+ * not a whole number of them (0.004 cents would show as 0.00, and any number of them add to 0.00).
+ */
 export function moneyOf(hint: MoneyHint | null, args: JsonValue, answer: JsonValue): PlanWrite["money"] {
   if (!hint) return null;
   const source = hint.from === "answer" ? answer : args;
   const amount = atPointer(source, hint.amount);
-  if (typeof amount !== "number" || !Number.isFinite(amount)) return null;
+  if (typeof amount !== "number" || !Number.isFinite(amount) || Math.abs(amount) > Number.MAX_SAFE_INTEGER) return null;
+  if (hint.unit === "minor" && !Number.isSafeInteger(amount)) return null;
   const currency = hint.currency ? atPointer(source, hint.currency) : undefined;
   const subject = hint.subject ? atPointer(source, hint.subject) : undefined;
   const code = typeof currency === "string" && !PLACEHOLDER.test(currency) ? currency : null;
-  return {
-    amount: decimal(amount, hint.unit, code),
-    currency: code,
-    subject: typeof subject === "string" || typeof subject === "number" ? String(subject) : null,
-  };
+  const shown =
+    hint.unit === "major"
+      ? { amount: String(amount), currency: code }
+      : code === null
+        ? { amount: String(amount), currency: MINOR_UNITS_UNSTATED }
+        : { amount: inMajorUnits(amount, code), currency: code };
+  return { ...shown, subject: typeof subject === "string" || typeof subject === "number" ? String(subject) : null };
 }
 
 /**
@@ -140,6 +154,10 @@ export function unshownMoney(hint: MoneyHint | null, money: PlanWrite["money"], 
   const amount = atPointer(hint.from === "answer" ? answer : args, hint.amount);
   const shown = amount === undefined ? "nothing" : JSON.stringify(amount).slice(0, 200);
   const where = hint.from === "answer" ? `its answer's ${hint.amount}` : `argument ${hint.amount}`;
+  if (typeof amount === "number") {
+    const rule = hint.unit === "minor" ? "a whole number of minor units" : "a number the plan can show exactly";
+    return `the amount it moves (${where}) is ${shown}, not ${rule}, so no reviewer could see how much money it moves.`;
+  }
   return `the amount it moves (${where}) is ${shown}, not a number, so no reviewer could see how much money it moves. Pass the amount itself: a value read before the write, not one an earlier write will return.`;
 }
 
