@@ -393,6 +393,21 @@ describe("an upstream that is down", () => {
       expect(broker.tool("remote", "getCustomer")).toMatchObject({ quarantined: true, quarantineReason: "hash_changed" });
       await expect(broker.callTool("remote", "getCustomer", { customerId: "cus_002" }, signal)).rejects.toThrow(/quarantined \(hash_changed\)/);
       expect(await broker.callTool("remote", "listCustomers", { limit: 1 }, signal)).toMatchObject({ customers: [expect.any(Object)] });
+
+      // It goes away again: a call it cannot answer says so, not the transport's text (the log's),
+      // and not as the tool's error to read.
+      http.closeAllConnections();
+      await new Promise<void>((r) => http!.close(() => r()));
+      http = undefined;
+      const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+      try {
+        await expect(broker.callTool("remote", "listCustomers", { limit: 1 }, signal)).rejects.toThrow(
+          /^remote\.listCustomers failed: upstream 'remote' could not be reached \(the server's log says why\); try again later$/,
+        );
+        expect(logged.mock.calls.flat().join(" ")).toMatch(/upstream 'remote' could not be reached: .*fetch failed/);
+      } finally {
+        logged.mockRestore();
+      }
     } finally {
       await broker.close();
       if (http) await new Promise<void>((r) => http!.close(() => r()));

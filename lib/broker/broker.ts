@@ -31,7 +31,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ListToolsResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, ListToolsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 import { redactSecrets, redactSecretsInJson, redactSecretsInMessage } from "@/lib/untrusted/secrets";
@@ -284,6 +284,7 @@ export class ToolBroker {
     } catch (error) {
       // Why is the upstream's own text (its stderr can quote a credential it was given): the
       // operator's, in the log; a script, its run and the agent are told only that.
+      if (this.closing) throw new ToolCallError(`upstream '${upstream.name}' was closed while it reconnected (Airlock is stopping)`, "error");
       console.error(`airlock: upstream '${upstream.name}' could not be reconnected: ${quoted((error as Error).message, 1500)}`);
       throw new ToolCallError(`upstream '${upstream.name}' lost its connection and could not be reconnected (the server's log says why)`, "error");
     }
@@ -600,10 +601,11 @@ export class ToolBroker {
     let value: JsonValue;
     try {
       const client = await this.connected(upstream);
-      const result = await client.callTool({ name, arguments: args as Record<string, unknown> }, undefined, {
-        signal: call.signal,
-        timeout: this.config.callTimeoutMs,
-      });
+      const result = await client
+        .callTool({ name, arguments: args as Record<string, unknown> }, undefined, { signal: call.signal, timeout: this.config.callTimeoutMs })
+        .catch((error: unknown) => {
+          throw this.unanswered(key, server, error, call.signal);
+        });
       const size = Buffer.byteLength(JSON.stringify(result) ?? "");
       if (size > this.limits.maxResultBytes)
         throw new ToolCallError(`the result of ${key} is ${size} bytes, over the ${this.limits.maxResultBytes}-byte limit`, "error");
@@ -636,6 +638,24 @@ export class ToolBroker {
     }
     return value;
   };
+
+  /**
+   * A call the upstream did not answer: a timeout, a cancel, or no answer at all (a refused or
+   * dropped connection), which is not the tool's error to read, and whose transport text is the
+   * operator's (the log), as for an upstream that cannot be connected. An error the upstream
+   * answered with (a JSON-RPC error) is its own text, screened.
+   */
+  private unanswered(key: string, server: string, error: unknown, signal: AbortSignal): ToolCallError {
+    if (signal.aborted) return new ToolCallError(`${key} was cancelled before it answered`, "error");
+    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+      return new ToolCallError(`${key} failed: upstream '${server}' did not answer within ${this.config.callTimeoutMs} ms; try again later`, "error");
+    }
+    if (!(error instanceof McpError) || error.code === ErrorCode.ConnectionClosed) {
+      console.error(`airlock: ${key}: upstream '${server}' could not be reached: ${quoted((error as Error).message ?? String(error), 1500)}`);
+      return new ToolCallError(`${key} failed: upstream '${server}' could not be reached (the server's log says why); try again later`, "error");
+    }
+    return new ToolCallError(`${key} failed: ${quoted(error.message, 1000)}`, "error");
+  }
 
   async close(): Promise<void> {
     this.closing = true;

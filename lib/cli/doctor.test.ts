@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ensureAppRole, grantAppPrivileges, withCredentials } from "@/lib/db/roles";
 import { setEnvForChildren } from "@/lib/env";
 import { withAdminClient } from "@/lib/testing/database-url";
+import { REPO_ROOT } from "@/lib/sandbox/host";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import type { Check } from "./doctor";
 import { runCli } from "./main";
@@ -79,6 +80,37 @@ describe("airlock doctor", () => {
     const publicKey = capture();
     expect(await runCli(["audit", "public-key"], publicKey)).toBe(1);
     expect(publicKey.err).toContain(`the audit signing key ${keyFile} (AIRLOCK_AUDIT_KEY_FILE) is not a PEM private key`);
+  });
+
+  it("names every upstream that does not answer, not only the first, and still checks the others", async () => {
+    const config = join(await mkdtemp(join(tmpdir(), "airlock-doctor-config-")), "airlock.config.json");
+    const ledger = {
+      transport: "stdio",
+      command: join(REPO_ROOT, "node_modules/.bin/tsx"),
+      args: [join(REPO_ROOT, "lib/demo/ledger/server.ts")],
+      dataClass: "internal",
+    };
+    await writeFile(
+      config,
+      JSON.stringify({
+        servers: {
+          ledger: { ...ledger, tools: { listCustomerz: { dataClass: "pii" } } },
+          weather: { transport: "http", url: "http://127.0.0.1:9/mcp", dataClass: "internal" },
+          ghost: { transport: "stdio", command: "/nonexistent/ghost-server", dataClass: "internal" },
+        },
+      }),
+    );
+    try {
+      const { checks, out } = await doctor({ DATABASE_URL: db.url, AIRLOCK_DATA_DIR: dataDir, ...besideTheDatabase(), AIRLOCK_CONFIG: config });
+      expect(status(checks, "upstreams")).toBe("FAIL");
+      expect(out).toMatch(/FAIL {2}upstreams: 1 server\(s\) answered, \d+ tools; .*upstream 'weather' failed to connect/);
+      expect(out).toContain("upstream 'ghost' failed to connect");
+      // The one that answered is still checked: its misspelt setting is named.
+      expect(out).toContain("servers.ledger.tools.listCustomerz names no tool 'ledger' lists (did you mean listCustomers?)");
+    } finally {
+      // Empty is unset (lib/env.ts): the other tests' demo configuration.
+      setEnvForChildren({ AIRLOCK_CONFIG: "" });
+    }
   });
 
   it("fails a database that lacks this build's migrations, with the command that applies them", async () => {

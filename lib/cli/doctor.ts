@@ -129,22 +129,34 @@ async function upstreamsCheck(url: string): Promise<Check> {
   const pins = new DbPinStore(db);
   let broker: ToolBroker | undefined;
   try {
-    // Read-only: a pin the first start would write is not written here.
-    broker = await ToolBroker.connect(resolveConfig(), { pins: { get: (server, tool) => pins.get(server, tool), set: async () => {} } });
+    // Read-only: a pin the first start would write is not written here. Partial, as the server
+    // starts: every upstream that does not answer is named, and the others are still checked.
+    broker = await ToolBroker.connect(resolveConfig(), { pins: { get: (server, tool) => pins.get(server, tool), set: async () => {} }, partial: true });
     const tools = broker.tools();
     const quarantined = tools.filter((tool) => tool.quarantined).map((tool) => `${tool.server}.${tool.name} (${tool.quarantineReason})`);
     const servers = new Set(tools.map((tool) => tool.server)).size;
     const unmatched = broker.unmatchedToolSettings();
-    if (unmatched.length > 0 || quarantined.length > 0) {
-      // Both, when both: neither hides the other.
-      const problems = [...unmatched, ...(quarantined.length > 0 ? [`quarantined until two admins accept them: ${quarantined.join(", ")}`] : [])];
+    const unavailable = [...broker.unavailableServers().values()];
+    if (unavailable.length > 0 || unmatched.length > 0 || quarantined.length > 0) {
+      // Every problem at once: none hides another.
+      const problems = [
+        ...unavailable,
+        ...unmatched,
+        ...(quarantined.length > 0 ? [`quarantined until two admins accept them: ${quarantined.join(", ")}`] : []),
+      ];
       const fixes = [
+        ...(unavailable.length > 0 ? ["Start the upstream, or fix its entry in airlock.config.json."] : []),
         ...(unmatched.length > 0
           ? ["Correct the tool names under `tools` in airlock.config.json (`npx airlock tools` lists the names each server serves)."]
           : []),
         ...(quarantined.length > 0 ? ["Review and accept the quarantined tools on the Tools page, or with `npx airlock tools accept`."] : []),
       ];
-      return { name: "upstreams", status: "WARN", detail: `${servers} server(s), ${tools.length} tools; ${problems.join("; ")}`, fix: fixes.join(" ") };
+      return {
+        name: "upstreams",
+        status: unavailable.length > 0 ? "FAIL" : "WARN",
+        detail: `${servers} server(s) answered, ${tools.length} tools; ${problems.join("; ")}`,
+        fix: fixes.join(" "),
+      };
     }
     return { name: "upstreams", status: "OK", detail: `${servers} server(s) answered; their ${tools.length} tools are the accepted definitions` };
   } catch (error) {
