@@ -16,9 +16,8 @@
  * Arguments a tool refuses are a result the model reads, not a protocol error a client may keep
  * from it (MCP 2025-11-25, SEP-1303: input validation errors are tool execution errors), so the
  * agent can correct the call. On the task path a task is created or refused, so an outcome is a
- * protocol error there. Every
- * outcome says what the agent should do `next`, as a run's error does (lib/errors.ts): the error's
- * own when its thrower knows better (AppError.next), else its code's.
+ * protocol error there. Every outcome says what the agent should do `next`, as a run's error does
+ * (lib/errors.ts): the error's own when its thrower knows better (AppError.next), else its code's.
  * Protocol errors are thrown as ProtocolError, never as the SDK's McpError: McpError writes
  * "MCP error <code>: " into its own message, which goes out as the JSON-RPC message, and the
  * client's McpError adds the prefix again ("MCP error -32602: MCP error -32602: …").
