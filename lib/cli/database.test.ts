@@ -120,6 +120,35 @@ describe("reading where there is no database", () => {
     expect(next.stdout).toMatch(/^OK: /);
   }, 120_000);
 
+  it("a command killed outright (SIGKILL) while it holds its database: the database stops too, and the next command runs", async () => {
+    const dataDir = join(dir, "killed");
+    mkdirSync(dataDir);
+    expect((await airlock(["db", "migrate"], { AIRLOCK_DATA_DIR: dataDir })).code).toBe(0);
+    const pidFile = join(existingClusterDir(dataDir)!, "pgdata", "postmaster.pid");
+    const env = childProcessEnv();
+    for (const key of Object.keys(env)) if (key.startsWith("AIRLOCK_") || key === "DATABASE_URL") delete env[key];
+    const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), "audit", "verify"], {
+      cwd: REPO_ROOT,
+      env: { ...env, AIRLOCK_DATA_DIR: dataDir },
+      detached: true,
+      stdio: "ignore",
+    });
+    const exited = new Promise((resolve) => child.on("close", resolve));
+    const deadline = Date.now() + 30_000;
+    while (!(existsSync(pidFile) && /\nready\s*$/.test(readFileSync(pidFile, "utf8"))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    const postmaster = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+    // The moment it serves, while the command prepares it: every process of the command at once,
+    // with no chance to clean up (its watchdog, started before the server, is not among them).
+    process.kill(-child.pid!, "SIGKILL");
+    await exited;
+    const stopped = Date.now() + 30_000;
+    while (isAlive(postmaster) && Date.now() < stopped) await new Promise((r) => setTimeout(r, 100));
+    expect(isAlive(postmaster)).toBe(false);
+    const next = await airlock(["audit", "verify"], { AIRLOCK_DATA_DIR: dataDir });
+    expect(next.code).toBe(0);
+    expect(next.stdout).toMatch(/^OK: /);
+  }, 120_000);
+
   it("links a command prints name the console the running npm start serves, on the port it was given", async () => {
     const { db, agentId } = await databaseWithAgent("linker");
     databases.push(db);

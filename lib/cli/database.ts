@@ -152,7 +152,8 @@ export async function withCliDatabase<T>(
         const leftover = await stopLeftoverServer(existing, recorded.postgresPid);
         if (leftover !== null) console.error(`airlock: stopped the embedded PostgreSQL (process ${leftover}) that an earlier npm start left running.`);
       }
-      starting = startPostgres({ persistent: true, dataDir: existing ?? (await clusterDirFor(dataDir)).dir });
+      // Stopped with this command even if it is killed outright (SIGKILL): a watchdog shuts it down.
+      starting = startPostgres({ persistent: true, dataDir: existing ?? (await clusterDirFor(dataDir)).dir, stopWithOwner: true });
       server = await starting;
       const prepared = await prepareEmbeddedDatabase(server);
       urls = prepared;

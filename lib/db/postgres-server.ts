@@ -15,7 +15,9 @@
  *
  * Guarantees: stop() returns only after the postmaster has exited (SIGKILL after a timeout), so
  * nothing keeps running on the data directory. A throwaway server also has a watchdog that shuts
- * it down and deletes it if this process dies without calling stop() (e.g. a SIGKILLed test run).
+ * it down and deletes it if this process dies without calling stop() (e.g. a SIGKILLed test run);
+ * a persistent one started with `stopWithOwner` (a CLI command's) has one that shuts it down
+ * cleanly, keeping its data.
  * A persistent server whose owner died keeps running; `stopLeftoverServer(dataDir)` stops it
  * (its owner, `npm start`, calls it once it knows no live owner holds the data directory).
  */
@@ -43,6 +45,11 @@ import {
 export type StartPostgresOptions = {
   /** Fixed port; by default a free one is chosen. */
   port?: number;
+  /**
+   * A persistent server that must not outlive this process either (a CLI command's): a watchdog
+   * shuts it down, cleanly and keeping its data, if this process dies without stop() (SIGKILL).
+   */
+  stopWithOwner?: boolean;
   /** Force one implementation instead of the fallback chain (tests use this). */
   engine?: "system" | "embedded";
 } & (
@@ -82,19 +89,22 @@ export async function startPostgres(options: StartPostgresOptions): Promise<Post
   if (options.engine === undefined && system && clusterMajor !== undefined && clusterMajor !== system.major) {
     system = undefined;
   }
+  // Watching before the server starts: a kill while it starts leaves nothing running either.
+  const ownerWatchdog = persistent && options.stopWithOwner ? startWatchdog(dataDir, "keep") : undefined;
   const attempts = options.port === undefined ? 3 : 1;
   let lastError: unknown;
   for (let attempt = 0; attempt < attempts; attempt++) {
     const port = options.port ?? (await freePort());
     try {
       const started = system ? await startSystem(system, { dataDir, port, persistent }) : await startEmbedded({ dataDir, port, persistent });
-      return supervise(started, dataDir, persistent);
+      return supervise(started, dataDir, persistent, persistent ? ownerWatchdog : startWatchdog(dataDir, "delete", started.pid));
     } catch (error) {
       lastError = error;
       // Another process may have taken the free port between choosing and binding it.
       if (!(error instanceof PortInUseError)) break;
     }
   }
+  ownerWatchdog?.kill();
   if (!persistent) await rm(dataDir, { recursive: true, force: true });
   throw lastError;
 }
@@ -136,9 +146,9 @@ interface Started {
   shutdown(): Promise<void>;
 }
 
-function supervise(started: Started, dataDir: string, persistent: boolean): PostgresServer {
+/** The server as its owner holds it; `watchdog` (a throwaway's, or a persistent one's with stopWithOwner) is ended by stop(). */
+function supervise(started: Started, dataDir: string, persistent: boolean, watchdog: ChildProcess | undefined): PostgresServer {
   const { pid } = started;
-  const watchdog = persistent ? undefined : startWatchdog(pid, dataDir);
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
@@ -164,17 +174,23 @@ function supervise(started: Started, dataDir: string, persistent: boolean): Post
 /**
  * A throwaway server must not outlive its owner, even one that is SIGKILLed (a killed test run)
  * and never calls stop(). A detached shell polls the owner once a second; when it is gone, it
- * shuts the server down and deletes the data directory. stop() kills the watchdog when done.
+ * shuts the server down and deletes the data directory (`delete`), or, for a persistent server
+ * whose data stays (`keep`, a CLI command's), shuts it down cleanly (SIGINT, PostgreSQL's fast
+ * shutdown) and keeps it. stop() kills the watchdog when done.
  */
-function startWatchdog(postmasterPid: number, dataDir: string): ChildProcess {
+function startWatchdog(dataDir: string, data: "delete" | "keep", postmasterPid?: number): ChildProcess {
   const script = [
-    'while kill -0 "$1" 2>/dev/null; do sleep 1; done',
-    'kill -QUIT "$2" 2>/dev/null',
-    'i=0; while [ "$i" -lt 50 ] && [ -d "/proc/$2" ] && ! grep -q "^State:.*Z" "/proc/$2/status" 2>/dev/null; do sleep 0.1; i=$((i+1)); done',
-    'kill -KILL "$2" 2>/dev/null',
-    'rm -rf -- "$3"',
+    // The owner is gone once it cannot be signalled or is a zombie nobody reaps (a container's init may not).
+    'while kill -0 "$1" 2>/dev/null && ! grep -q "^State:.*Z" "/proc/$1/status" 2>/dev/null; do sleep 1; done',
+    // A server kept is named by its pid file then: the watchdog starts before the server does.
+    data === "delete" ? 'pid="$2"' : 'pid=$(head -n 1 "$3/pgdata/postmaster.pid" 2>/dev/null); [ -n "$pid" ] || exit 0',
+    data === "delete" ? 'kill -QUIT "$pid" 2>/dev/null' : 'kill -INT "$pid" 2>/dev/null',
+    // Up to 5 s (delete) or 20 s (a clean shutdown writes a checkpoint) for it to exit.
+    `i=0; while [ "$i" -lt ${data === "delete" ? 50 : 200} ] && [ -d "/proc/$pid" ] && ! grep -q "^State:.*Z" "/proc/$pid/status" 2>/dev/null; do sleep 0.1; i=$((i+1)); done`,
+    'kill -KILL "$pid" 2>/dev/null',
+    ...(data === "delete" ? ['rm -rf -- "$3"'] : []),
   ].join("\n");
-  const child = spawn("sh", ["-c", script, "airlock-pg-watchdog", String(process.pid), String(postmasterPid), dataDir], {
+  const child = spawn("sh", ["-c", script, "airlock-pg-watchdog", String(process.pid), String(postmasterPid ?? ""), dataDir, data], {
     detached: true,
     stdio: "ignore",
   });
