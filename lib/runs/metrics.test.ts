@@ -7,6 +7,7 @@ import { NextRequest } from "next/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stageAuditEvents } from "@/lib/audit/record";
 import { setEnvForChildren } from "@/lib/env";
+import { metrics } from "./metrics";
 import type { TestDatabase } from "@/lib/testing/db";
 import { databaseWithAgent } from "@/lib/testing/run-rows";
 
@@ -67,6 +68,11 @@ describe("/api/metrics", () => {
     expect(text).toMatch(/\nairlock_audit_pending_events [1-9]\d*\n/);
     expect(Number(/\nairlock_audit_append_seconds (\S+)/.exec(text)![1])).toBeGreaterThanOrEqual(29);
     expect(text).not.toMatch(/secret purpose|metrics-bot|owner@example/);
+    // No runtime started in this process: no upstream counted as unavailable.
+    expect(text).toContain("\nairlock_upstreams_unavailable 0\n");
+    // With a runtime that could not connect to two of its upstreams: two, and no names.
+    const counted = await metrics(db.prisma, { unavailableUpstreams: 2 });
+    expect(counted).toContain("\nairlock_upstreams_unavailable 2\n");
   });
 
   it("with AIRLOCK_METRICS_TOKEN, answers only its Bearer: anything else is a 401 that says nothing of the metrics", async () => {

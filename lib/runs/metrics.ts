@@ -7,8 +7,9 @@
  *   airlock_queue_depth (runs queued), airlock_oldest_wait_seconds (how long the oldest queued run
  *   has waited), airlock_runs_total{status} (runs by status), airlock_executor_slots_busy (executor
  *   slots taken), airlock_audit_append_seconds (how long the oldest staged audit event has waited
- *   to be chained, lib/audit/record.ts) and airlock_audit_pending_events. Counts only: no run
- *   content, no names.
+ *   to be chained, lib/audit/record.ts), airlock_audit_pending_events and
+ *   airlock_upstreams_unavailable (configured upstreams this process could not connect to, which
+ *   its caller counts: the log names them). Counts only: no run content, no names.
  */
 import type { Db } from "@/lib/db";
 import { RUN_STATUSES } from "@/lib/contracts/run-states";
@@ -43,7 +44,7 @@ function exposition(gauges: Gauge[]): string {
   return `${lines.join("\n")}\n`;
 }
 
-export async function metrics(db: Db): Promise<string> {
+export async function metrics(db: Db, here: { unavailableUpstreams: number } = { unavailableUpstreams: 0 }): Promise<string> {
   const [byStatus, [queue], slots, [audit]] = await Promise.all([
     db.run.groupBy({ by: ["status"], _count: { _all: true } }),
     db.$queryRaw<{ depth: number; oldest: number | null }[]>`
@@ -75,5 +76,11 @@ export async function metrics(db: Db): Promise<string> {
       samples: [{ value: Math.max(0, audit?.oldest ?? 0) }],
     },
     { name: "airlock_audit_pending_events", help: "Audit events staged and not chained yet.", type: "gauge", samples: [{ value: audit?.pending ?? 0 }] },
+    {
+      name: "airlock_upstreams_unavailable",
+      help: "Configured upstream MCP servers this process could not connect to (tried every 30 s; the log names them).",
+      type: "gauge",
+      samples: [{ value: here.unavailableUpstreams }],
+    },
   ]);
 }

@@ -9,6 +9,7 @@ import { prisma } from "@/lib/db";
 import { env } from "@/lib/env";
 import { AppError, toPublicError } from "@/lib/errors";
 import { metrics } from "@/lib/runs/metrics";
+import { startedAppRuntime } from "@/lib/runs/runtime";
 
 export const dynamic = "force-dynamic";
 
@@ -27,7 +28,12 @@ export async function GET(request: NextRequest): Promise<Response> {
     return NextResponse.json({ error }, { status: error.status, headers: { "cache-control": "no-store", "www-authenticate": "Bearer" } });
   }
   try {
-    return new Response(await metrics(prisma()), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" } });
+    // This process's runtime, if it started: the upstreams it could not connect to (none counted before it starts).
+    const runtime = await startedAppRuntime()?.catch(() => undefined);
+    const unavailableUpstreams = runtime?.registry.unavailableServers().length ?? 0;
+    return new Response(await metrics(prisma(), { unavailableUpstreams }), {
+      headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" },
+    });
   } catch (error) {
     console.error("metrics: collecting failed", error);
     const failure = toPublicError(new AppError("database_unavailable", "The metrics could not be read from the database."));
