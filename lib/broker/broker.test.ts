@@ -376,7 +376,7 @@ describe("an upstream that is down", () => {
         "upstream 'remote' is unavailable (Airlock could not connect to it); it is tried again every 30 s",
       );
       // Not due yet: nothing is tried.
-      expect(await broker.retryUnavailable()).toBe(false);
+      expect(await broker.retryUnavailable()).toEqual([]);
 
       http = createServer(async (req, res) => {
         const server = createLedgerServer();
@@ -386,7 +386,7 @@ describe("an upstream that is down", () => {
         await transport.handleRequest(req, res);
       });
       await new Promise<void>((r) => http!.listen(port, "127.0.0.1", r));
-      expect(await broker.retryUnavailable(Date.now() + 31_000)).toBe(true);
+      expect(await broker.retryUnavailable(Date.now() + 31_000)).toEqual(["remote"]);
       expect(broker.unavailableServers().size).toBe(0);
       // Its tools were pin-checked as at a start: the changed one is quarantined, and refused; one
       // this store never saw is pinned as a first listing is (the server's store quarantines it too).

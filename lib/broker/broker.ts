@@ -373,12 +373,13 @@ export class ToolBroker {
   /**
    * Tries again each unavailable upstream whose retry is due (every UNAVAILABLE_RETRY_MS): one that
    * answers is listed and pin-checked as at a start (a tool nobody accepted is quarantined), and
-   * its tools join the registry. Resolves whether any came back, so the caller mirrors the registry.
+   * its tools join the registry. Resolves with the names of those that came back, whose tools the
+   * caller mirrors into the registry.
    */
-  async retryUnavailable(now = Date.now()): Promise<boolean> {
+  async retryUnavailable(now = Date.now()): Promise<string[]> {
     // One attempt at a time per upstream: one can outlast the interval (connect and listing timeouts).
     const due = [...this.unavailable].filter(([, entry]) => entry.retryAt <= now && !entry.trying);
-    if (due.length === 0 || this.closing) return false;
+    if (due.length === 0 || this.closing) return [];
     for (const [, entry] of due) entry.trying = true;
     const back = await Promise.all(
       due.map(async ([name, entry]) => {
@@ -392,15 +393,15 @@ export class ToolBroker {
           entry.reason = quoted((error as Error).message, 500);
           entry.retryAt = Date.now() + UNAVAILABLE_RETRY_MS;
           entry.trying = false;
-          return false;
+          return [];
         }
         this.upstreams.set(name, opened.upstream);
         for (const tool of opened.tools) this.registry.set(`${tool.server}.${tool.name}`, tool);
         this.unavailable.delete(name);
-        return true;
+        return [name];
       }),
     );
-    return back.some(Boolean);
+    return back.flat();
   }
 
   private static async listAll(upstream: Upstream, limits: BrokerLimits): Promise<ToolInfo[]> {

@@ -1,7 +1,7 @@
 /** Tool facts the broker publishes (consumed by policy/intake, the console and the CLI). */
 import type { DataClass, PiiTokenKind } from "@/lib/contracts/data-classes";
 import type { PreviewHints } from "@/lib/contracts/preview-hints";
-import type { ToolAnnotations } from "@/lib/contracts/tools";
+import type { QuarantineReason, ToolAnnotations } from "@/lib/contracts/tools";
 
 export type ToolInfo = {
   server: string;
@@ -11,7 +11,7 @@ export type ToolInfo = {
   dataClass: DataClass;
   /** Calls are refused while true; see quarantineReason. */
   quarantined: boolean;
-  quarantineReason: "hash_changed" | "new_tool" | "name_collision" | null;
+  quarantineReason: QuarantineReason | null;
   /** sha256 over description + inputSchema + outputSchema + annotations (+ preview hints, when declared), canonical JSON. */
   hash: string;
   inputSchema: Record<string, unknown>;

@@ -28,19 +28,42 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Runs the CLI as a user would, with only these Airlock settings in its environment. */
-function airlock(args: string[], settings: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Starts the CLI as a user would, with only these Airlock settings in its environment; `job`: in a process group of its own, as a terminal's foreground job. */
+function startCli(args: string[], settings: Record<string, string>, job = false) {
   const env = childProcessEnv();
   for (const key of Object.keys(env)) if (key.startsWith("AIRLOCK_") || key === "DATABASE_URL") delete env[key];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), ...args], { cwd: REPO_ROOT, env: { ...env, ...settings } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), ...args], { cwd: REPO_ROOT, env: { ...env, ...settings }, detached: job });
+  const output = { stdout: "", stderr: "" };
+  child.stdout.on("data", (chunk: Buffer) => (output.stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output.stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve, reject) => {
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.on("close", resolve);
   });
+  return { child, output, exited };
+}
+
+/** Runs the CLI as a user would, with only these Airlock settings in its environment. */
+async function airlock(args: string[], settings: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const { output, exited } = startCli(args, settings);
+  const code = await exited;
+  return { code, ...output };
+}
+
+/**
+ * `audit verify` on a migrated data directory, started as a terminal's foreground job and caught
+ * the moment its PostgreSQL serves (pg_ctl has returned; the postmaster runs in a session of its
+ * own, which a signal to the job does not reach) while the command prepares it (migrations, grants).
+ */
+async function verifyCaughtPreparing(name: string) {
+  const dataDir = join(dir, name);
+  mkdirSync(dataDir);
+  expect((await airlock(["db", "migrate"], { AIRLOCK_DATA_DIR: dataDir })).code).toBe(0);
+  const pidFile = join(existingClusterDir(dataDir)!, "pgdata", "postmaster.pid");
+  const started = startCli(["audit", "verify"], { AIRLOCK_DATA_DIR: dataDir }, true);
+  const deadline = Date.now() + 30_000;
+  while (!(existsSync(pidFile) && /\nready\s*$/.test(readFileSync(pidFile, "utf8"))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  return { ...started, dataDir, postmaster: Number(readFileSync(pidFile, "utf8").split("\n")[0]) };
 }
 
 const READS = [
@@ -87,33 +110,13 @@ describe("reading where there is no database", () => {
   }, 120_000);
 
   it("Ctrl-C while the command prepares its database: the database is stopped too, and the next command runs", async () => {
-    const dataDir = join(dir, "interrupted");
-    mkdirSync(dataDir);
-    expect((await airlock(["db", "migrate"], { AIRLOCK_DATA_DIR: dataDir })).code).toBe(0);
-    const pidFile = join(existingClusterDir(dataDir)!, "pgdata", "postmaster.pid");
-    const env = childProcessEnv();
-    for (const key of Object.keys(env)) if (key.startsWith("AIRLOCK_") || key === "DATABASE_URL") delete env[key];
-    // Its own process group, as a terminal's foreground job: Ctrl-C signals every process in it.
-    const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), "audit", "verify"], {
-      cwd: REPO_ROOT,
-      env: { ...env, AIRLOCK_DATA_DIR: dataDir },
-      detached: true,
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    // The wrapper (bin/airlock.mjs) waits for the command, which exits 130 once its database has stopped.
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-    // The moment its PostgreSQL serves (pg_ctl has returned; the postmaster runs in a session of its
-    // own, which Ctrl-C does not reach) and the command is preparing it (migrations, grants).
-    const deadline = Date.now() + 30_000;
-    while (!(existsSync(pidFile) && /\nready\s*$/.test(readFileSync(pidFile, "utf8"))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    const postmaster = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+    const { child, output, exited, dataDir, postmaster } = await verifyCaughtPreparing("interrupted");
+    // Ctrl-C signals every process of the job; the wrapper (bin/airlock.mjs) waits for the command,
+    // which exits 130 once its database has stopped.
     process.kill(-child.pid!, "SIGINT");
     expect(await exited).toBe(130);
-    expect(stdout).not.toContain("OK:");
-    expect(stderr).toContain("airlock: interrupted; stopping the database this command started.");
+    expect(output.stdout).not.toContain("OK:");
+    expect(output.stderr).toContain("airlock: interrupted; stopping the database this command started.");
     expect(isAlive(postmaster)).toBe(false);
     const next = await airlock(["audit", "verify"], { AIRLOCK_DATA_DIR: dataDir });
     expect(next.code).toBe(0);
@@ -121,24 +124,9 @@ describe("reading where there is no database", () => {
   }, 120_000);
 
   it("a command killed outright (SIGKILL) while it holds its database: the database stops too, and the next command runs", async () => {
-    const dataDir = join(dir, "killed");
-    mkdirSync(dataDir);
-    expect((await airlock(["db", "migrate"], { AIRLOCK_DATA_DIR: dataDir })).code).toBe(0);
-    const pidFile = join(existingClusterDir(dataDir)!, "pgdata", "postmaster.pid");
-    const env = childProcessEnv();
-    for (const key of Object.keys(env)) if (key.startsWith("AIRLOCK_") || key === "DATABASE_URL") delete env[key];
-    const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), "audit", "verify"], {
-      cwd: REPO_ROOT,
-      env: { ...env, AIRLOCK_DATA_DIR: dataDir },
-      detached: true,
-      stdio: "ignore",
-    });
-    const exited = new Promise((resolve) => child.on("close", resolve));
-    const deadline = Date.now() + 30_000;
-    while (!(existsSync(pidFile) && /\nready\s*$/.test(readFileSync(pidFile, "utf8"))) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    const postmaster = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
-    // The moment it serves, while the command prepares it: every process of the command at once,
-    // with no chance to clean up (its watchdog, started before the server, is not among them).
+    const { child, exited, dataDir, postmaster } = await verifyCaughtPreparing("killed");
+    // Every process of the command at once, with no chance to clean up (its watchdog, started
+    // before the server, is not among them).
     process.kill(-child.pid!, "SIGKILL");
     await exited;
     const stopped = Date.now() + 30_000;

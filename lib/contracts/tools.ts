@@ -19,14 +19,16 @@ export type Effect = "read_only" | "write" | "destructive";
 export const EFFECT_RANK = { read_only: 0, write: 1, destructive: 2 } as const satisfies Record<Effect, number>;
 
 /** The server-side facts of one registered tool that analysis and policy rely on. */
+/** Why a tool is quarantined: its definition changed, the upstream added it, or its name is listed twice or is not a plain name. */
+export type QuarantineReason = "hash_changed" | "new_tool" | "name_collision";
+
 export type ToolFacts = {
   server: string;
   name: string;
   annotations: ToolAnnotations;
   dataClass: DataClass;
   quarantined: boolean;
-  /** Why it is quarantined: its definition changed, the upstream added it, or its name is listed twice or is not a plain name. */
-  quarantineReason?: "hash_changed" | "new_tool" | "name_collision" | null;
+  quarantineReason?: QuarantineReason | null;
   /** The upstream's JSON Schema for the arguments; statically known arguments are checked against it. */
   inputSchema?: Record<string, unknown>;
 };

@@ -190,7 +190,7 @@ function startWatchdog(dataDir: string, data: "delete" | "keep", postmasterPid?:
     'kill -KILL "$pid" 2>/dev/null',
     ...(data === "delete" ? ['rm -rf -- "$3"'] : []),
   ].join("\n");
-  const child = spawn("sh", ["-c", script, "airlock-pg-watchdog", String(process.pid), String(postmasterPid ?? ""), dataDir, data], {
+  const child = spawn("sh", ["-c", script, "airlock-pg-watchdog", String(process.pid), String(postmasterPid ?? ""), dataDir], {
     detached: true,
     stdio: "ignore",
   });

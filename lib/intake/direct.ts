@@ -19,6 +19,7 @@
  *   prototype, so the script would not say what the call sends).
  */
 import { z } from "zod";
+import { UNAVAILABLE_RETRY_MS } from "@/lib/broker";
 import { canonicalJson } from "@/lib/canonical-json";
 import { requireScope } from "@/lib/contracts/scopes";
 import { directCallScript, toolArgumentsSchema } from "@/lib/contracts/direct-call";
@@ -52,7 +53,7 @@ export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: un
     const facts = deps.registry.toolFacts().find((t) => t.server === server && t.name === tool);
     if (!facts && deps.registry.unavailableServers().includes(server)) {
       throw new DirectCallRefused(
-        `${name} cannot be called: upstream '${server}' is unavailable (Airlock could not connect to it; it is tried every 30 s).`,
+        `${name} cannot be called: upstream '${server}' is unavailable (Airlock could not connect to it; it is tried every ${UNAVAILABLE_RETRY_MS / 1000} s).`,
         undefined,
         "Try again later, and tell the user if it persists.",
       );

@@ -99,6 +99,9 @@ function acceptsJson(request: Request): boolean {
  * (handed over parsed), so the copy carries none.
  */
 function withJsonAccepted(request: Request): Request {
+  const accept = request.headers.get("accept");
+  // What SDK clients send: as it is, no copy on every request.
+  if (accept?.includes("application/json") && accept.includes("text/event-stream")) return request;
   const headers = new Headers(request.headers);
   headers.set("accept", "application/json, text/event-stream");
   return new Request(request.url, { method: request.method, headers, signal: request.signal });

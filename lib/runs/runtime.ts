@@ -93,9 +93,7 @@ function upstreamRetry(db: Db, broker: ToolBroker): () => Promise<void> {
   const returned = new Set<string>();
   return async () => {
     try {
-      const before = new Set(broker.unavailableServers().keys());
-      await broker.retryUnavailable();
-      for (const server of before) if (!broker.unavailableServers().has(server)) returned.add(server);
+      for (const server of await broker.retryUnavailable()) returned.add(server);
       if (returned.size === 0) return;
       await syncRegistry(db, broker.tools());
       for (const server of returned) {
