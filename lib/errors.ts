@@ -223,6 +223,10 @@ export const FINDING_RULES = {
   },
   unknown_tool: { severity: "critical", summary: "the script calls a tool the registry does not know" },
   quarantined_tool: { severity: "critical", summary: "the script calls a tool that is quarantined" },
+  tool_unavailable: {
+    severity: "critical",
+    summary: "the script calls a tool on an upstream Airlock cannot reach now, so the tool cannot be checked or called",
+  },
   constructor_access: { severity: "warning", summary: "a .constructor property is read" },
   builtin_tampering: {
     severity: "critical",
@@ -259,6 +263,7 @@ export const FINDINGS_THAT_FAIL_A_RUN: ReadonlySet<FindingCode> = new Set<Findin
   "module_syntax",
   "unknown_tool",
   "quarantined_tool",
+  "tool_unavailable",
 ]);
 
 /** docs/codes.md, rendered from the registries above (a test keeps the file in step). */

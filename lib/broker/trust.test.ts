@@ -258,9 +258,12 @@ describe("an upstream that is down at start", () => {
     expect(await submit(`return await tools.growing.status({});`)).toMatchObject({ decision: "allow", status: "queued" });
     const denied = await submit(`return await tools.down.anything({});`);
     expect(denied).toMatchObject({ decision: "deny", status: "denied" });
+    // Denied for being unreachable, not as a tool that does not exist (which would send the agent to search_tools).
+    expect(denied.reasons.map((r) => r.policyId)).toEqual(["deny-critical-findings", "deny-unavailable-tools"]);
+    expect(denied.findings.map((f) => f.code)).not.toContain("unknown_tool");
     expect(denied.findings).toContainEqual(
       expect.objectContaining({
-        code: "unknown_tool",
+        code: "tool_unavailable",
         message: "tools.down.anything cannot be checked: upstream 'down' is unavailable (Airlock could not connect to it); submit again once it answers",
       }),
     );

@@ -88,11 +88,7 @@ function importFindings(walk: WalkResult, allowedPackages: readonly string[]): F
 const readOnlyTool = (tool: ToolFacts | undefined): boolean => isReadOnly(tool?.annotations);
 
 /** "tools.ledger.issueRefnd is not a tool; did you mean tools.ledger.issueRefund?" (the nearest registered name, when one is near). */
-function unknownToolMessage(capability: string, registry: ReadonlyMap<string, ToolFacts>, unavailable: readonly string[]): string {
-  const server = capability.slice(0, capability.indexOf("."));
-  // Why it could not be connected (an upstream's own error text) is the operator's, in the log: not said here.
-  if (unavailable.includes(server))
-    return `tools.${capability} cannot be checked: upstream '${server}' is unavailable (Airlock could not connect to it); submit again once it answers`;
+function unknownToolMessage(capability: string, registry: ReadonlyMap<string, ToolFacts>): string {
   const near = [...registry.keys()]
     .map((name) => ({ name, d: editDistance(capability.toLowerCase(), name.toLowerCase()) }))
     .filter(({ name, d }) => d <= Math.max(2, Math.floor(name.length / 4)))
@@ -108,8 +104,13 @@ function registryFindings(walk: WalkResult, registry: ReadonlyMap<string, ToolFa
     if (reported.has(ref.capability)) continue;
     reported.add(ref.capability);
     const tool = registry.get(ref.capability);
-    if (tool === undefined) {
-      out.push(finding("unknown_tool", unknownToolMessage(ref.capability, registry, unavailable), ref.line, ref.column));
+    const server = ref.capability.slice(0, ref.capability.indexOf("."));
+    if (tool === undefined && unavailable.includes(server)) {
+      // Why it could not be connected (an upstream's own error text) is the operator's, in the log: not said here.
+      const text = `tools.${ref.capability} cannot be checked: upstream '${server}' is unavailable (Airlock could not connect to it); submit again once it answers`;
+      out.push(finding("tool_unavailable", text, ref.line, ref.column));
+    } else if (tool === undefined) {
+      out.push(finding("unknown_tool", unknownToolMessage(ref.capability, registry), ref.line, ref.column));
     } else if (tool.quarantined) {
       out.push(finding("quarantined_tool", `tools.${ref.capability} may not be called: ${quarantineText(tool.quarantineReason)}`, ref.line, ref.column));
     }
