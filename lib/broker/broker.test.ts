@@ -657,6 +657,13 @@ describe("hostile upstream", () => {
         expect(shown).toContain("quarantined");
         expect(shown).not.toContain("Version 2");
       }
+      // Its effect is unaccepted too: said to be quarantined and why, not labelled by what it claims (or by "destructive").
+      expect(changed.search("drifting", "summary").tools[0]?.summary).toBe(
+        "quarantined, internal: calls are refused; its definition changed, and it is quarantined until two admins accept the new one",
+      );
+      expect(changed.search("drifting", "full").declaration).toContain(
+        "@quarantined calls are refused: its definition changed, and it is quarantined until two admins accept the new one",
+      );
       const env = await runInSandbox({ code: `return await tools.hostile.drifting({});`, allowedTools: ["hostile.drifting"], callTool: changed.callTool });
       expect(env.error?.code).toBe("TOOL_ERROR");
       expect(env.error?.message).toMatch(/quarantined/);

@@ -40,7 +40,7 @@ import { previewHintsOf } from "@/lib/contracts/preview-hints";
 import { compileToolSchema, issuesText, type SchemaCheck, type SchemaIssue } from "./schema-check";
 import { generateDeclarations } from "./declarations";
 import { NEVER_ACCEPTED, type PinStore } from "./pins";
-import { effectOf, type ToolAnnotations } from "@/lib/contracts/tools";
+import { effectOf, quarantineText, type ToolAnnotations } from "@/lib/contracts/tools";
 import type { ToolInfo } from "./types";
 import { canonicalJson } from "@/lib/canonical-json";
 import { editDistance } from "@/lib/edit-distance";
@@ -184,14 +184,19 @@ export type SearchAnswer = { tools: SearchHit[]; declaration?: string };
 
 const EFFECT_LABEL: Record<ReturnType<typeof effectOf>, string> = { read_only: "read-only", write: "writes", destructive: "destructive" };
 
-/** `read-only, internal: List invoices, filtered by …` — the first sentence of the description, on one line. */
+/**
+ * `read-only, internal: List invoices, filtered by …` — the first sentence of the description, on
+ * one line. A quarantined tool's effect and description are no admin's (shownToAgents), so it is
+ * said to be quarantined and why, not what it claims to do.
+ */
 function summaryLine(tool: ToolInfo): string {
+  if (tool.quarantined) return `quarantined, ${tool.dataClass}: calls are refused; ${quarantineText(tool.quarantineReason)}`;
   const first =
     sanitizeText(tool.description, 2_000)
       .replace(/\s+/g, " ")
       .trim()
       .split(/(?<=\.)\s/)[0] ?? "";
-  const state = [EFFECT_LABEL[effectOf(tool.annotations)], tool.dataClass, ...(tool.quarantined ? ["quarantined"] : [])].join(", ");
+  const state = `${EFFECT_LABEL[effectOf(tool.annotations)]}, ${tool.dataClass}`;
   return first ? `${state}: ${first}` : state;
 }
 

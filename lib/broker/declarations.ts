@@ -13,6 +13,7 @@
  * names) is sanitized and escaped so it cannot close a comment or a string literal; recursion and
  * $ref chains are depth-limited. Only local `#/$defs/...` / `#/definitions/...` refs are followed.
  */
+import { quarantineText } from "@/lib/contracts/tools";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 import type { ToolInfo } from "./types";
 
@@ -136,7 +137,7 @@ function annotationTags(tool: ToolInfo): string[] {
     typeof value === "boolean" && !(readOnly && WRITE_HINTS.has(name)) ? [`@${name} ${value}`] : [],
   );
   const tags: string[] = [[`@dataClass ${tool.dataClass}`, ...hints].join(" ")];
-  if (tool.quarantined) tags.push("@quarantined calls are refused until an admin accepts the changed tool");
+  if (tool.quarantined) tags.push(`@quarantined calls are refused: ${quarantineText(tool.quarantineReason)}`);
   return tags;
 }
 
