@@ -6,8 +6,9 @@
  *    server's runtime) is unavailable: its calls are refused saying so (why, its own error text,
  *    is for operators: `unavailableServers`), and it is tried again
  *    every UNAVAILABLE_RETRY_MS (`retryUnavailable`), its tools pin-checked as at a start;
- *  - each upstream's tools are listed once at connect, within connectTimeoutMs in all and at most
- *    MAX_TOOL_PAGES pages; each tool is pinned by
+ *  - each upstream's tools are listed at connect, within connectTimeoutMs in all and at most
+ *    MAX_TOOL_PAGES pages, and again when it says they changed (notifications/tools/list_changed,
+ *    `relistChanged`); each tool is pinned by
  *    sha256(canonical(description, inputSchema, outputSchema, annotations)); a tool whose hash
  *    differs from its pin, a tool name listed twice by one server, or a name that is not a plain
  *    tool name is QUARANTINED: calls are refused until an admin accepts it (`accept`);
@@ -31,7 +32,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, ListToolsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, ListToolsResultSchema, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { toSafeJson, type JsonValue } from "@/lib/untrusted/safe-json";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 import { redactSecrets, redactSecretsInJson, redactSecretsInMessage } from "@/lib/untrusted/secrets";
@@ -103,7 +104,10 @@ function quoted(text: string, max: number): string {
 }
 
 /** A connected upstream, and a reconnect under way. */
-type Upstream = { name: string; config: ServerConfig; client: Client; transport: Transport; reconnecting?: Promise<void> };
+type Upstream = { name: string; config: ServerConfig; client: Client; transport: Transport; reconnecting?: Promise<void>; relisting?: boolean };
+
+/** Clients whose upstream said its tools changed (notifications/tools/list_changed) since they were last listed. */
+const listingChanged = new WeakSet<Client>();
 
 /** An upstream that could not be connected or listed: why, and when it is tried again. */
 type Unavailable = { config: ServerConfig; reason: string; retryAt: number; trying?: boolean };
@@ -164,6 +168,9 @@ async function connectUpstream(name: string, config: ServerConfig, timeoutMs: nu
     transport = new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
   }
   const client = new Client({ name: "airlock-broker", version: "0.1.0" });
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    listingChanged.add(client);
+  });
   try {
     await withTimeout(client.connect(transport), timeoutMs, `connecting to upstream '${name}'`);
   } catch (cause) {
@@ -407,6 +414,69 @@ export class ToolBroker {
       }),
     );
     return back.flat();
+  }
+
+  /**
+   * Lists again each connected upstream that said its tools changed, as at a start: a tool it added
+   * or whose definition changed is pin-checked (quarantined until two admins accept it), one it no
+   * longer lists is dropped (its calls refused as unknown), and an unchanged one is kept as it was
+   * (its acceptance and overrides with it). A listing that fails leaves the tools as they were and
+   * is tried again at the next check. Resolves with the names of the upstreams whose tools changed,
+   * whose tools the caller mirrors into the registry.
+   */
+  async relistChanged(): Promise<string[]> {
+    const due = [...this.upstreams.values()].filter((upstream) => listingChanged.has(upstream.client) && !upstream.relisting);
+    const changed = await Promise.all(
+      due.map(async (upstream) => {
+        upstream.relisting = true;
+        const { client } = upstream;
+        // Cleared first: a notification during the listing asks for another.
+        listingChanged.delete(client);
+        try {
+          const listed = await ToolBroker.listAll(upstream, this.limits);
+          const held = new Map(this.tools(upstream.name).map((tool) => [tool.name, tool]));
+          const fresh = listed.filter((tool) => held.get(tool.name)?.hash !== tool.hash);
+          const dropped = [...held.keys()].filter((name) => !listed.some((tool) => tool.name === name));
+          if (fresh.length === 0 && dropped.length === 0) return [];
+          await ToolBroker.checkPins(fresh, this.pins);
+          if (this.closing) return [];
+          this.replaceTools(
+            upstream.name,
+            listed.map((tool) => (fresh.includes(tool) ? tool : held.get(tool.name)!)),
+          );
+          return [upstream.name];
+        } catch (error) {
+          listingChanged.add(client);
+          console.error(
+            `airlock: upstream '${upstream.name}' said its tools changed, and listing them again failed (its tools stay as they were; tried again shortly): ${quoted((error as Error).message, 1500)}`,
+          );
+          return [];
+        } finally {
+          upstream.relisting = false;
+        }
+      }),
+    );
+    return changed.flat();
+  }
+
+  /** One server's tools replaced in the registry, where its tools were (the order declarations follow); their compiled schemas forgotten. */
+  private replaceTools(server: string, tools: readonly ToolInfo[]): void {
+    const entries: [string, ToolInfo][] = [];
+    let placed = false;
+    for (const [key, tool] of this.registry) {
+      if (tool.server !== server) entries.push([key, tool]);
+      else if (!placed) {
+        placed = true;
+        entries.push(...tools.map((t): [string, ToolInfo] => [`${t.server}.${t.name}`, t]));
+      }
+      if (tool.server === server) {
+        this.inputValidators.delete(key);
+        this.outputValidators.delete(key);
+      }
+    }
+    if (!placed) entries.push(...tools.map((t): [string, ToolInfo] => [`${t.server}.${t.name}`, t]));
+    this.registry.clear();
+    for (const [key, tool] of entries) this.registry.set(key, tool);
   }
 
   private static async listAll(upstream: Upstream, limits: BrokerLimits): Promise<ToolInfo[]> {

@@ -8,7 +8,8 @@
  */
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "@/lib/auth/agents";
 import type { Actor } from "@/lib/contracts/scopes";
@@ -36,6 +37,8 @@ const growing = (...args: string[]) => ({
 let db: TestDatabase;
 let runtime: Runtime;
 let ledgerState: string;
+/** The file whose creation makes the `live` upstream change its tools while connected. */
+let liveTrigger: string;
 let ada: Admin;
 let alan: Admin;
 let agents = 0;
@@ -76,7 +79,8 @@ async function admin(email: string): Promise<Admin> {
 beforeAll(async () => {
   db = await createTestDatabase();
   ledgerState = join(await mkdtemp(join(tmpdir(), "airlock-ledger-")), "state.json");
-  const initial = configWith({ growing: growing() });
+  liveTrigger = join(dirname(ledgerState), "live-trigger");
+  const initial = configWith({ growing: growing(), live: growing("--live", liveTrigger) });
   expect(await seedDemo(db.prisma, { password: "a long enough demo password", config: initial })).not.toBeNull();
   ada = await admin("admin@airlock.local");
   alan = await admin("admin2@airlock.local");
@@ -108,6 +112,38 @@ describe("first start", () => {
     await expect(new DbPinStore(db.prisma).set("growing", "status", "0".repeat(64))).rejects.toThrow(/two admins/);
     await expect(new DbPinStore(db.prisma).set("growing", "exportAll", "0".repeat(64))).rejects.toThrow(/two admins/);
     expect(await db.prisma.upstreamTool.count({ where: { name: "exportAll" } })).toBe(0);
+  });
+});
+
+describe("an upstream that changes its tools while connected (notifications/tools/list_changed)", () => {
+  it("is listed again by the runtime: an added tool and a changed one are quarantined, a dropped one is refused, an unchanged one stays accepted", async () => {
+    expect(runtime.broker.tool("live", "status")?.quarantined).toBe(false);
+    expect(await runtime.broker.callTool("live", "retired", {}, signal)).toBe("retired");
+    await writeFile(liveTrigger, "now");
+    // The runtime's own check (every few seconds) lists the upstream again and mirrors the registry.
+    await expect
+      .poll(() => db.prisma.upstreamTool.count({ where: { name: "exportAll", server: { name: "live" } } }), { timeout: 20_000, interval: 200 })
+      .toBe(1);
+    expect(runtime.broker.tool("live", "exportAll")).toMatchObject({ quarantined: true, quarantineReason: "new_tool" });
+    expect(runtime.broker.tool("live", "status")).toMatchObject({ quarantined: true, quarantineReason: "hash_changed" });
+    expect(runtime.broker.tool("live", "retired")).toBeUndefined();
+    expect(runtime.broker.tool("live", "steady")?.quarantined).toBe(false);
+    expect(await db.prisma.upstreamTool.findFirstOrThrow({ where: { name: "status", server: { name: "live" } } })).toMatchObject({
+      quarantined: true,
+      pinnedDefinition: { description: "Says the service is up." },
+    });
+
+    await expect(runtime.broker.callTool("live", "status", {}, signal)).rejects.toThrow(/quarantined/);
+    await expect(runtime.broker.callTool("live", "exportAll", {}, signal)).rejects.toThrow(/quarantined/);
+    await expect(runtime.broker.callTool("live", "retired", {}, signal)).rejects.toThrow(/unknown tool live\.retired/);
+    expect(await runtime.broker.callTool("live", "steady", {}, signal)).toBe("steady");
+    expect(await submit(`return await tools.live.status({});`)).toMatchObject({ decision: "deny", status: "denied" });
+    expect(await submit(`return await tools.live.exportAll({});`)).toMatchObject({ decision: "deny", status: "denied" });
+    const retired = await submit(`return await tools.live.retired({});`);
+    expect(retired.findings.map((f) => f.code)).toContain("unknown_tool");
+    expect(await submit(`return await tools.live.steady({});`)).toMatchObject({ decision: "allow", status: "queued" });
+    // Agents never see the text no admin accepted.
+    expect(runtime.broker.declarations("live")).not.toContain("audit-copy@example.com");
   });
 });
 

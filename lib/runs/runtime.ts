@@ -81,29 +81,31 @@ export function resolveConfig(): AirlockConfig {
   return path ? loadConfig(path) : demoConfig();
 }
 
-/** How often the runtime looks for an unavailable upstream whose retry is due (the broker spaces the retries). */
+/** How often the runtime looks for an unavailable upstream whose retry is due (the broker spaces the retries) and for changed tool lists. */
 const RETRY_CHECK_MS = 5_000;
 
 /**
- * What the runtime does every RETRY_CHECK_MS: tries the unavailable upstreams that are due, and
- * mirrors into the registry the tools of those that came back (a mirror that fails is tried again
- * at the next check, so their rows are never left missing).
+ * What the runtime does every RETRY_CHECK_MS: tries the unavailable upstreams that are due, lists
+ * again those that said their tools changed, and mirrors into the registry the tools of those that
+ * came back or changed (a mirror that fails is tried again at the next check, so their rows are
+ * never left missing or stale).
  */
 function upstreamRetry(db: Db, broker: ToolBroker): () => Promise<void> {
-  const returned = new Set<string>();
+  const pending = new Map<string, string>();
   return async () => {
     try {
-      for (const server of await broker.retryUnavailable()) returned.add(server);
-      if (returned.size === 0) return;
+      for (const server of await broker.retryUnavailable()) pending.set(server, "answers again");
+      for (const server of await broker.relistChanged()) pending.set(server, "changed its tools");
+      if (pending.size === 0) return;
       await syncRegistry(db, broker.tools());
-      for (const server of returned) {
+      for (const [server, what] of pending) {
         const tools = broker.tools(server);
         const quarantined = tools.filter((tool) => tool.quarantined).length;
         console.warn(
-          `airlock: upstream '${server}' answers again: ${tools.length} tool(s)${quarantined > 0 ? `, ${quarantined} quarantined until two admins accept them` : ""}.`,
+          `airlock: upstream '${server}' ${what}: ${tools.length} tool(s)${quarantined > 0 ? `, ${quarantined} quarantined until two admins accept them` : ""}.`,
         );
       }
-      returned.clear();
+      pending.clear();
     } catch (error) {
       console.error("airlock: retrying the unavailable upstreams failed (tried again shortly)", error);
     }
