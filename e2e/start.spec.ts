@@ -5,7 +5,7 @@
  * Runs after the build, so start.ts finds it current and does not rebuild.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { readFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -65,6 +65,11 @@ function postgresProcessesFor(clusterDir: string): Promise<string> {
       ),
     );
   });
+}
+
+/** A stopped start's data, its cluster with it (which may live under /var/lib/airlock, outside the data directory). */
+async function removeData(dataDir: string, clusterDir: string): Promise<void> {
+  await Promise.all([rm(dataDir, { recursive: true, force: true }), rm(clusterDir, { recursive: true, force: true })]);
 }
 
 test("npm start with a data directory it cannot make says which setting, in one line, and exits 1", async () => {
@@ -142,6 +147,7 @@ test("npm start: first start prints working credentials; SIGTERM stops everythin
   second.child.kill("SIGTERM");
   expect(await second.exited).toBe(0);
   expect(await postgresProcessesFor(clusterDir)).toBe("");
+  await removeData(dataDir, clusterDir);
 });
 
 /** Whether `pid` is a live process (an exited one its new parent has not reaped yet is a zombie, not live). */
@@ -207,4 +213,5 @@ test("a web server that dies stops npm start at once, database included; one who
   third.child.kill("SIGTERM");
   expect(await third.exited).toBe(0);
   expect(await postgresProcessesFor(clusterDir)).toBe("");
+  await removeData(dataDir, clusterDir);
 });

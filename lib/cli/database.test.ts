@@ -6,7 +6,7 @@
  * directory made a cluster and reported "OK: 0 event(s) verified".
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -19,6 +19,9 @@ import { databaseWithAgent, insertRun } from "@/lib/testing/run-rows";
 import { withAdminClient, withDatabase } from "@/lib/testing/database-url";
 
 const dir = mkdtempSync(join(tmpdir(), "airlock-cli-db-test-"));
+// Reachable by the postgres OS user (mkdtemp makes it 0700), so the clusters made here live under
+// it and go with it, instead of moving to /var/lib/airlock and staying there (lib/db/postgres-server.ts).
+chmodSync(dir, 0o711);
 const script = join(dir, "script.js");
 writeFileSync(script, "return 1;");
 const databases: TestDatabase[] = [];
