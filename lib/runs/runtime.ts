@@ -104,6 +104,8 @@ function upstreamRetry(db: Db, broker: ToolBroker): () => Promise<void> {
         console.warn(
           `airlock: upstream '${server}' ${what}: ${tools.length} tool(s)${quarantined > 0 ? `, ${quarantined} quarantined until two admins accept them` : ""}.`,
         );
+        // A misspelt `tools` key of an upstream that was down at start is seen only now.
+        for (const line of broker.unmatchedToolSettings().filter((l) => l.startsWith(`servers.${server}.tools.`))) console.warn(`airlock: warning: ${line}.`);
       }
       pending.clear();
     } catch (error) {
