@@ -119,7 +119,9 @@ test.describe("plan preview and bound apply", () => {
     const db = createPrismaClient(state.databaseUrl);
     try {
       const calls = await db.runToolCall.findMany({ where: { runId: submitted.runId }, orderBy: { seq: "asc" } });
-      expect(calls.filter((c) => c.phase === "preview").map((c) => c.outcome)).toEqual(["ok", "intercepted", "intercepted", "intercepted"]);
+      // Previewed twice (lib/runs/preview.ts): the writes did not change from one run of the script to the next.
+      const previewed = ["ok", "intercepted", "intercepted", "intercepted"];
+      expect(calls.filter((c) => c.phase === "preview").map((c) => c.outcome)).toEqual([...previewed, ...previewed]);
       expect(calls.filter((c) => c.phase === "apply").map((c) => `${c.tool}:${c.outcome}`)).toEqual([
         "listInvoices:ok",
         "issueRefund:ok",

@@ -100,9 +100,10 @@ describe("run evidence", () => {
     expect(evidence.content.policy).toMatchObject({ decision: "escalate", version: 1, text: defaultPolicyText() });
     expect(evidence.content.toolCalls.map((c) => [c.phase, c.tool, c.outcome])).toEqual([
       ["preview", "sendReminderEmail", "intercepted"],
+      ["preview", "sendReminderEmail", "intercepted"],
       ["apply", "sendReminderEmail", "ok"],
     ]);
-    expect(evidence.content.toolCalls[1]!.args).toEqual({ invoiceId: "inv_0001", message: "Please pay" });
+    expect(evidence.content.toolCalls[2]!.args).toEqual({ invoiceId: "inv_0001", message: "Please pay" });
     expect(evidence.content.outcomes).toEqual([expect.objectContaining({ action: "answered_user", detail: "Told the user the reminder went out." })]);
 
     const key = await loadSigningKey(checkpoints.keyFile);
@@ -112,7 +113,7 @@ describe("run evidence", () => {
 
     // The export is an audited read by the person, and a checkpoint covering the run was signed first.
     const exported = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "audit.evidence_exported", subjectId: runId } });
-    expect(exported).toMatchObject({ actorType: "user", actorId: compliance.id, data: { events: evidence.events.length, toolCalls: 2, reviews: 2 } });
+    expect(exported).toMatchObject({ actorType: "user", actorId: compliance.id, data: { events: evidence.events.length, toolCalls: 3, reviews: 2 } });
     expect(BigInt(evidence.proof.latestTreeHead.eventId)).toBeGreaterThanOrEqual(BigInt(evidence.events.at(-1)!.id));
   });
 
@@ -137,7 +138,7 @@ describe("run evidence", () => {
     };
     const refused = ["the file: its signature does not verify (a value was changed after it was exported)"];
     expect(signed((e) => (e.run.agentName = "someone-else")).problems).toEqual(refused);
-    expect(signed((e) => (e.content.toolCalls[1]!.durationMs += 1)).problems).toEqual(refused);
+    expect(signed((e) => (e.content.toolCalls[2]!.durationMs += 1)).problems).toEqual(refused);
     expect(signed((e) => (e.exportedBy = "auditor@example.com")).problems).toEqual(refused);
     // Formatting is not content: the same values, indented, still verify.
     expect(verifyRunEvidence(parseEvidence(JSON.stringify(evidence, null, 2)), key.publicKey)).toMatchObject({ status: "ok", problems: [] });
@@ -156,17 +157,17 @@ describe("run evidence", () => {
   });
 
   it("tamper: a changed tool argument is named by call", () => {
-    const verdict = changed((e) => ((e.content.toolCalls[1]!.args as { message: string }).message = "Pay double"));
+    const verdict = changed((e) => ((e.content.toolCalls[2]!.args as { message: string }).message = "Pay double"));
     expect(verdict.status).toBe("mismatch");
-    expect(verdict.problems).toEqual([`tool call ${evidence.content.toolCalls[1]!.seq} arguments: digest does not match the sealed digest`]);
+    expect(verdict.problems).toEqual([`tool call ${evidence.content.toolCalls[2]!.seq} arguments: digest does not match the sealed digest`]);
     // Changing the digest too breaks the seal instead.
     const both = changed((e) => {
-      const call = e.content.toolCalls[1]!;
+      const call = e.content.toolCalls[2]!;
       (call.args as { message: string }).message = "Pay double";
       call.argsDigest = "0".repeat(64);
     });
     expect(both.problems).toEqual([
-      expect.stringMatching(/^tool calls: the 2 call\(s\) do not match the digest sealed by event #\d+ \(run\.succeeded\)$/),
+      expect.stringMatching(/^tool calls: the 3 call\(s\) do not match the digest sealed by event #\d+ \(run\.succeeded\)$/),
       expect.any(String),
     ]);
   });
@@ -226,12 +227,12 @@ describe("run evidence", () => {
     // A payee smuggled into the applied call's arguments under __proto__ changes their digest, and the file's signature.
     const key = await loadSigningKey(checkpoints.keyFile);
     const smuggled = JSON.parse(text) as RunEvidence;
-    const args = smuggled.content.toolCalls[1]!.args as Record<string, unknown>;
+    const args = smuggled.content.toolCalls[2]!.args as Record<string, unknown>;
     Object.defineProperty(args, "__proto__", { value: { to: "attacker@example.com" }, enumerable: true });
     const verdict = verifyRunEvidence(parseEvidence(JSON.stringify(smuggled)), key.publicKey);
     expect(verdict.problems).toEqual([
       "the file: its signature does not verify (a value was changed after it was exported)",
-      "tool call 2 arguments: digest does not match the sealed digest",
+      "tool call 3 arguments: digest does not match the sealed digest",
     ]);
   });
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { previewHintsOf } from "@/lib/contracts/preview-hints";
 import type { RunPlan } from "@/lib/contracts/run-columns";
-import { MINOR_UNITS_UNSTATED, moneyOf, moneyTotals, planDigest, PlanFollower, previewAnswer, strayPlaceholder, unshownMoney } from "./plan";
+import { MINOR_UNITS_UNSTATED, moneyOf, moneyTotals, planDigest, PlanFollower, previewAnswer, strayPlaceholder, unshownMoney, unstablePlan } from "./plan";
 
 const REFUND_HINTS = previewHintsOf({
   "dev.airlock/preview": {
@@ -185,5 +185,33 @@ describe("following a plan", () => {
     expect(planDigest([a])).not.toBe(planDigest([refundWrite(1, "inv_0001", 101)]));
     const sameWriteOtherAnswer = { ...a, answer: "ignored", money: null };
     expect(planDigest([a])).toBe(planDigest([sameWriteOtherAnswer]));
+  });
+});
+
+describe("two previews of one script", () => {
+  const keyed = (seq: number, key: string) => ({
+    ...refundWrite(seq, "inv_0001", 100),
+    arguments: { ...refundWrite(seq, "inv_0001", 100).arguments, idempotencyKey: key },
+  });
+
+  it("that plan the same writes agree", () => {
+    expect(unstablePlan([refundWrite(2, "inv_0001", 100)], [refundWrite(2, "inv_0001", 100)])).toBeNull();
+    expect(unstablePlan([], [])).toBeNull();
+  });
+
+  it("that differ are told apart at the first argument that differs, with both values", () => {
+    expect(
+      unstablePlan([refundWrite(1, "inv_0002", 5), keyed(2, "key-1796475458299")], [refundWrite(1, "inv_0002", 5), keyed(2, "key-1796475458301")]),
+    ).toMatch(
+      /^PLAN_UNSTABLE: two previews of the same script planned different writes \(write 2 \(ledger\.issueRefund\) has "key-1796475458299" at \/idempotencyKey in one and "key-1796475458301" in the other\)\. .*Date\.now\(\) or Math\.random\(\)\.$/,
+    );
+    const nested = (note: string) => ({ ...refundWrite(1, "inv_0001", 1), arguments: { meta: { tags: ["a", note] } } });
+    expect(unstablePlan([nested("x")], [nested("y")])).toContain('has "x" at /meta/tags/1 in one and "y" in the other');
+    expect(unstablePlan([refundWrite(1, "inv_0001", 1)], [refundWrite(1, "inv_0001", 1), refundWrite(2, "inv_0002", 1)])).toContain(
+      "the first planned 1 write(s), the second 2",
+    );
+    expect(unstablePlan([refundWrite(1, "inv_0001", 1)], [refundWrite(3, "inv_0001", 1)])).toContain(
+      "write 1 (ledger.issueRefund) came after a different number of calls",
+    );
   });
 });

@@ -200,6 +200,49 @@ export function planDigest(writes: readonly Pick<PlanWrite, "seq" | "server" | "
 }
 
 /**
+ * Why two previews of one script planned different writes, or null when they planned the same:
+ * the first write that differs, and where. Such a run could never make the writes reviewers
+ * approve (the apply stops at the first that differs, PLAN_DIVERGED).
+ */
+export function unstablePlan(first: readonly PlanWrite[], second: readonly PlanWrite[]): string | null {
+  if (planDigest(first) === planDigest(second)) return null;
+  const differing = first.findIndex((write, i) => second[i] === undefined || planDigest([write]) !== planDigest([second[i]!]));
+  // None of the first's differs: the second planned more.
+  const at = differing < 0 ? first.length : differing;
+  const [a, b] = [first[at], second[at]];
+  let what: string;
+  if (!a || !b) what = `the first planned ${first.length} write(s), the second ${second.length}`;
+  else if (a.server !== b.server || a.tool !== b.tool) what = `write ${at + 1} was ${a.server}.${a.tool} in one and ${b.server}.${b.tool} in the other`;
+  else if (a.seq !== b.seq) what = `write ${at + 1} (${a.server}.${a.tool}) came after a different number of calls`;
+  else {
+    const difference = firstDifference(a.arguments, b.arguments, "");
+    const shown = (value: JsonValue | undefined) => (value === undefined ? "nothing" : JSON.stringify(value).slice(0, 80));
+    what = `write ${at + 1} (${a.server}.${a.tool}) has ${shown(difference.a)} at ${difference.path || "its arguments"} in one and ${shown(difference.b)} in the other`;
+  }
+  return (
+    `PLAN_UNSTABLE: two previews of the same script planned different writes (${what}). Its writes depend on the time, on randomness ` +
+    "or on data that changed between the two, so the run could never make the writes reviewers approve. Make each write's arguments " +
+    "depend only on what the script reads, e.g. an idempotencyKey built from the invoice id rather than Date.now() or Math.random()."
+  );
+}
+
+/** The first place (a JSON pointer) where two JSON values differ, and their values there. */
+function firstDifference(a: JsonValue | undefined, b: JsonValue | undefined, path: string): { path: string; a?: JsonValue; b?: JsonValue } {
+  const isObject = (v: JsonValue | undefined): v is Record<string, JsonValue> => v !== null && typeof v === "object" && !Array.isArray(v);
+  if (isObject(a) && isObject(b)) {
+    for (const key of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
+      if (canonicalJson(a[key] ?? null) === canonicalJson(b[key] ?? null) && Object.hasOwn(a, key) === Object.hasOwn(b, key)) continue;
+      return firstDifference(Object.hasOwn(a, key) ? a[key] : undefined, Object.hasOwn(b, key) ? b[key] : undefined, `${path}/${key}`);
+    }
+  }
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
+    const i = a.findIndex((item, k) => canonicalJson(item) !== canonicalJson(b[k]!));
+    if (i >= 0) return firstDifference(a[i], b[i], `${path}/${i}`);
+  }
+  return { path, a, b };
+}
+
+/**
  * Totals per currency, as reviewers see them: "3 refunds, 30.00 EUR, invoices inv_0001, …". A
  * total adds each amount's size, and says how many were negative.
  */

@@ -91,6 +91,9 @@ return r.refund.id;`,
     expect((await calls(view.runId)).map((c) => [c.phase, c.tool, c.outcome, c.readOnly])).toEqual([
       ["preview", "listInvoices", "ok", true],
       ["preview", "issueRefund", "intercepted", false],
+      // Previewed twice, to know the writes do not change from one run of the script to the next.
+      ["preview", "listInvoices", "ok", true],
+      ["preview", "issueRefund", "intercepted", false],
     ]);
 
     await approve(view.runId);
@@ -149,6 +152,26 @@ return n;`,
       ["listRefunds", "ok"],
       ["issueRefund", "refused"],
     ]);
+  });
+
+  it("attack (approving what can never run): a write whose arguments depend on the time or randomness is never offered to reviewers; the run fails PLAN_UNSTABLE naming the argument", async () => {
+    for (const [source, invoice] of [
+      ["Date.now()", paid[20]!],
+      ["Math.random()", paid[21]!],
+      ["new Date().toISOString()", paid[22]!],
+    ] as const) {
+      const view = await submitRun(runtime, agent, {
+        code: `await tools.ledger.issueRefund({ invoiceId: "${invoice.id}", amountMinor: 100, currency: "${invoice.currency}", reason: "goodwill", idempotencyKey: "key-" + ${source} });`,
+        purpose: "a refund keyed by the moment",
+      });
+      const done = await leaving(view.runId, ["previewing"]);
+      expect(done).toMatchObject({ status: "failed", error: { code: "PREVIEW_FAILED" } });
+      expect(done.error?.message).toMatch(
+        /PLAN_UNSTABLE: two previews of the same script planned different writes \(write 1 \(ledger\.issueRefund\) has "key-.+" at \/idempotencyKey in one and "key-.+" in the other\)/,
+      );
+      expect(await db.prisma.auditEvent.count({ where: { action: "run.pending_review", subjectId: view.runId } })).toBe(0);
+      expect(await refundsOf(invoice.id, "goodwill")).toBe(0);
+    }
   });
 
   it("a preview that fails ends the run with PREVIEW_FAILED and its error before any reviewer is asked", async () => {

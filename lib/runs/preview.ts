@@ -10,6 +10,9 @@
  *   symbolic placeholders for what only the real call can know (lib/runs/plan.ts);
  * - the plan is the ordered list of intercepted writes with their money; it is stored with its
  *   digest on the transition previewing → pending_review, which approvals then bind;
+ * - the script is previewed twice, and a plan the two runs do not agree on is never offered
+ *   (PLAN_UNSTABLE, naming the first argument that differs): writes that depend on the time or on
+ *   randomness could never be made as approved;
  * - a write whose arguments the screen would rewrite (a credential redacted, characters
  *   normalized, ./gate.ts `unreviewableArguments`) is never planned: reviewers would approve
  *   something other than what the upstream gets, so the preview fails (PLAN_UNREVIEWABLE); nor is
@@ -42,7 +45,7 @@ import { approvedRequest, startHeartbeat } from "./executor";
 import { insertToolCalls, storedJson } from "@/lib/audit/stored-calls";
 import { stagedDatasets } from "./staged-datasets";
 import { parseRunLimits } from "./limits";
-import { moneyOf, placeholderPointers, planDigest, previewAnswer, strayPlaceholder, unshownMoney } from "./plan";
+import { moneyOf, placeholderPointers, planDigest, previewAnswer, strayPlaceholder, unshownMoney, unstablePlan } from "./plan";
 import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease } from "./release-decision";
 import { transitionRun } from "./states";
 
@@ -104,99 +107,23 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   shutdown?.addEventListener("abort", onShutdown);
   const stopHeartbeat = startHeartbeat(db, fence, controller, deps.heartbeatMs ?? 1000, "previewing");
 
-  const calls: PreviewCall[] = [];
-  const writes: PlanWrite[] = [];
   const scope = tokenScope(run);
   const marked = new MarkedValues();
-  let exfiltration: string | null = null;
-  let unplannable: string | null = null;
-  let upstreamInstructions = false;
-  const callTool: CallTool = async (server, tool, args, signal) => {
-    const seq = calls.length + 1;
-    const normalized = normalizeContent(args);
-    const safeArgs = normalized.value as JsonValue;
-    // Recorded and planned screened (./gate.ts): the executor follows the plan in the same form.
-    const screened = screenJson(safeArgs, `toolCall[${seq}].arguments`);
-    const storedArgs = screened.value;
-    const readOnly = limits !== null && !Object.hasOwn(limits.writeCaps, `${server}.${tool}`);
-    const call: PreviewCall = { seq, server, tool, readOnly, args: storedArgs, result: null, outcome: "intercepted", error: null, durationMs: 0 };
-    calls.push(call);
-    const info = deps.tool(server, tool);
-    // The same token rules as the run itself (./pii-tokens.ts): a token given to a tool not classed pii ends the preview.
-    let tokens: TokenDecision;
-    try {
-      tokens = await decideTokens(db, scope, info && { dataClass: info.dataClass, name: `${server}.${tool}`, piiFields: info.piiFields }, safeArgs);
-    } catch (error) {
-      call.outcome = "refused";
-      call.error = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
-      throw error;
-    }
-    if (tokens.refused !== null) {
-      exfiltration ??= tokens.refused;
-      call.outcome = "refused";
-      call.error = tokens.refused.slice(0, 2000);
-      controller.abort();
-      throw new Error(`CAPABILITY_DENIED: ${tokens.refused}`);
-    }
-    marked.note(info?.piiFields, tokens.args);
-    if (!readOnly) {
-      // What the preview answers and the money the write moves, from its arguments or that answer.
-      const answer = previewAnswer(seq, storedArgs, info?.preview ?? null, info?.outputSchema ?? null);
-      const moneyHint = info?.preview?.money ?? null;
-      const money = moneyOf(moneyHint, storedArgs, answer);
-      const problem = unplannableWrite(deps, {
-        server,
-        tool,
-        args: tokens.restored ? tokens.args : args,
-        normalized: normalized.changed,
-        screened,
-        writes,
-        answer,
-        moneyHint,
-        money,
-      });
-      if (problem) {
-        unplannable ??= `${problem.kind}: write ${writes.length + 1} (${server}.${tool}): ${problem.why}`;
-        call.outcome = "refused";
-        call.error = unplannable.slice(0, 2000);
-        controller.abort();
-        throw new Error(unplannable);
-      }
-      writes.push({ seq, server, tool, arguments: storedArgs, answer, money });
-      call.result = answer;
-      return answer;
-    }
-    const started = performance.now();
-    try {
-      // Screened as in the run itself (./gate.ts): no secret an upstream returns reaches the script or the record.
-      const answer = await inSpan("airlock.tool_call", contextWith(span), { [RUN_ID]: runId, "airlock.tool": `${server}.${tool}`, "airlock.seq": seq }, () =>
-        deps.callTool(server, tool, tokens.restored ? tokens.args : args, signal),
-      );
-      const result = screenJson(answer, `toolCall[${seq}].result`).value;
-      marked.note(info?.piiFields, result);
-      upstreamInstructions ||= jsonLooksLikeInstructions(result);
-      call.outcome = "ok";
-      call.result = result;
-      return result;
-    } catch (error) {
-      const message = screenMessage(error, `toolCall[${seq}].error`);
-      upstreamInstructions ||= looksLikeInstructions(message.value);
-      call.outcome = "error";
-      call.error = message.value.slice(0, 2000);
-      throw message.redactions.length > 0 ? new Error(message.value) : error;
-    } finally {
-      call.durationMs = Math.round(performance.now() - started);
-    }
-  };
-
-  let envelope: Envelope | null = null;
+  const context = { run, span, limits, scope, marked, controller };
+  const first = previewRecorder(deps, context, 1);
+  let second: PreviewRecorder | null = null;
   let failure: string | null = null;
   try {
     const staged = await stagedDatasets(db, runColumn(run, "inputs") ?? []);
-    envelope = await deps.runScript(approvedRequest(run, staged, callTool, controller.signal));
-    if (exfiltration) failure = `CAPABILITY_DENIED: ${exfiltration}`;
-    else if (unplannable) failure = unplannable;
-    else if (envelope.status !== "succeeded") failure = `${envelope.error?.code ?? "SCRIPT_ERROR"}: ${envelope.error?.message ?? "the preview did not finish"}`;
+    failure = previewFailure(first, await deps.runScript(approvedRequest(run, staged, first.callTool, controller.signal)));
+    if (failure === null) {
+      // Run again: a write whose arguments differ between the two runs (they depend on the time,
+      // randomness, or data that changed meanwhile) could never be made as approved, so no
+      // reviewer is asked to approve it.
+      second = previewRecorder(deps, context, first.calls.length + 1);
+      const again = await deps.runScript(approvedRequest(run, staged, second.callTool, controller.signal));
+      failure = previewFailure(second, again) ?? unstablePlan(first.writes, second.writes);
+    }
   } catch (error) {
     failure = `SANDBOX_UNAVAILABLE: ${error instanceof Error ? error.message : String(error)}`;
   } finally {
@@ -206,6 +133,9 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   // A shutdown leaves the run previewing with a stale heartbeat: the sweep runs it again.
   if (shutdown?.aborted) return true;
 
+  const calls = [...first.calls, ...(second?.calls ?? [])];
+  const writes = first.writes;
+  const upstreamInstructions = first.state.upstreamInstructions || second?.state.upstreamInstructions === true;
   const plan = { digest: planDigest(writes), writes };
   // What the agent reads of the preview — the plan, or why it failed — screened, its personal data
   // as tokens (lib/runs/service.ts), assigned with the outcome.
@@ -251,6 +181,121 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   });
   if (ended && failureMessage === null) await deps.onPendingReview?.(runId);
   return true;
+}
+
+type PreviewContext = { run: Run; span: Span; limits: ReturnType<typeof parseRunLimits>; scope: string; marked: MarkedValues; controller: AbortController };
+
+/** One run of the script in preview: its calls (numbered from `firstSeq` in the record), the writes it planned, and why it must fail, if it must. */
+type PreviewRecorder = {
+  callTool: CallTool;
+  calls: PreviewCall[];
+  writes: PlanWrite[];
+  state: { exfiltration: string | null; unplannable: string | null; upstreamInstructions: boolean };
+};
+
+function previewRecorder(deps: PreviewDeps, { run, span, limits, scope, marked, controller }: PreviewContext, firstSeq: number): PreviewRecorder {
+  const { db } = deps;
+  const runId = run.id;
+  const calls: PreviewCall[] = [];
+  const writes: PlanWrite[] = [];
+  const state: PreviewRecorder["state"] = { exfiltration: null, unplannable: null, upstreamInstructions: false };
+  const callTool: CallTool = async (server, tool, args, signal) => {
+    // `seq` numbers this preview's calls (the plan and its placeholders); the record numbers both previews' in one sequence.
+    const seq = calls.length + 1;
+    const normalized = normalizeContent(args);
+    const safeArgs = normalized.value as JsonValue;
+    // Recorded and planned screened (./gate.ts): the executor follows the plan in the same form.
+    const screened = screenJson(safeArgs, `toolCall[${seq}].arguments`);
+    const storedArgs = screened.value;
+    const readOnly = limits !== null && !Object.hasOwn(limits.writeCaps, `${server}.${tool}`);
+    const call: PreviewCall = {
+      seq: firstSeq + seq - 1,
+      server,
+      tool,
+      readOnly,
+      args: storedArgs,
+      result: null,
+      outcome: "intercepted",
+      error: null,
+      durationMs: 0,
+    };
+    calls.push(call);
+    const info = deps.tool(server, tool);
+    // The same token rules as the run itself (./pii-tokens.ts): a token given to a tool not classed pii ends the preview.
+    let tokens: TokenDecision;
+    try {
+      tokens = await decideTokens(db, scope, info && { dataClass: info.dataClass, name: `${server}.${tool}`, piiFields: info.piiFields }, safeArgs);
+    } catch (error) {
+      call.outcome = "refused";
+      call.error = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
+      throw error;
+    }
+    if (tokens.refused !== null) {
+      state.exfiltration ??= tokens.refused;
+      call.outcome = "refused";
+      call.error = tokens.refused.slice(0, 2000);
+      controller.abort();
+      throw new Error(`CAPABILITY_DENIED: ${tokens.refused}`);
+    }
+    marked.note(info?.piiFields, tokens.args);
+    if (!readOnly) {
+      // What the preview answers and the money the write moves, from its arguments or that answer.
+      const answer = previewAnswer(seq, storedArgs, info?.preview ?? null, info?.outputSchema ?? null);
+      const moneyHint = info?.preview?.money ?? null;
+      const money = moneyOf(moneyHint, storedArgs, answer);
+      const problem = unplannableWrite(deps, {
+        server,
+        tool,
+        args: tokens.restored ? tokens.args : args,
+        normalized: normalized.changed,
+        screened,
+        writes,
+        answer,
+        moneyHint,
+        money,
+      });
+      if (problem) {
+        state.unplannable ??= `${problem.kind}: write ${writes.length + 1} (${server}.${tool}): ${problem.why}`;
+        call.outcome = "refused";
+        call.error = state.unplannable.slice(0, 2000);
+        controller.abort();
+        throw new Error(state.unplannable);
+      }
+      writes.push({ seq, server, tool, arguments: storedArgs, answer, money });
+      call.result = answer;
+      return answer;
+    }
+    const started = performance.now();
+    try {
+      // Screened as in the run itself (./gate.ts): no secret an upstream returns reaches the script or the record.
+      const answer = await inSpan("airlock.tool_call", contextWith(span), { [RUN_ID]: runId, "airlock.tool": `${server}.${tool}`, "airlock.seq": seq }, () =>
+        deps.callTool(server, tool, tokens.restored ? tokens.args : args, signal),
+      );
+      const result = screenJson(answer, `toolCall[${seq}].result`).value;
+      marked.note(info?.piiFields, result);
+      state.upstreamInstructions ||= jsonLooksLikeInstructions(result);
+      call.outcome = "ok";
+      call.result = result;
+      return result;
+    } catch (error) {
+      const message = screenMessage(error, `toolCall[${seq}].error`);
+      state.upstreamInstructions ||= looksLikeInstructions(message.value);
+      call.outcome = "error";
+      call.error = message.value.slice(0, 2000);
+      throw message.redactions.length > 0 ? new Error(message.value) : error;
+    } finally {
+      call.durationMs = Math.round(performance.now() - started);
+    }
+  };
+  return { callTool, calls, writes, state };
+}
+
+/** Why a preview run must fail the run, or null when it planned its writes. */
+function previewFailure({ state }: PreviewRecorder, envelope: Envelope): string | null {
+  if (state.exfiltration) return `CAPABILITY_DENIED: ${state.exfiltration}`;
+  if (state.unplannable) return state.unplannable;
+  if (envelope.status !== "succeeded") return `${envelope.error?.code ?? "SCRIPT_ERROR"}: ${envelope.error?.message ?? "the preview did not finish"}`;
+  return null;
 }
 
 /**

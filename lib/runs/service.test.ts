@@ -156,7 +156,10 @@ describe("submitRun → policy → sandbox", () => {
     const pending = await getRun(runtime, agent, { runId: view.runId, waitSeconds: 30 });
     expect(pending).toMatchObject({ status: "pending_review", plan: [{ server: "ledger", tool: "sendReminderEmail", arguments: { invoiceId: "inv_0001" } }] });
     const calls = await db.prisma.runToolCall.findMany({ where: { runId: view.runId } });
-    expect(calls.map((c) => [c.phase, c.outcome])).toEqual([["preview", "intercepted"]]);
+    expect(calls.map((c) => [c.phase, c.outcome])).toEqual([
+      ["preview", "intercepted"],
+      ["preview", "intercepted"],
+    ]);
   });
 
   it("denies eval-like code with the deciding policy's id and text", async () => {
