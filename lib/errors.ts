@@ -8,6 +8,8 @@
  * in a run's result envelope, not request failures.
  */
 
+import { editDistance } from "@/lib/edit-distance";
+
 export const APP_ERROR_STATUS = {
   bad_request: 400,
   unauthorized: 401,
@@ -47,14 +49,41 @@ export class AppError extends Error {
   }
 }
 
-/** `bad_request` naming the first argument a closed schema refused: `field.path: rule`, with `details.field`. */
-export function invalidArguments(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): AppError {
+type SchemaIssue = { path: readonly PropertyKey[]; message: string; code?: string; keys?: readonly string[] };
+
+/**
+ * `bad_request` naming the first argument a closed schema refused: `field.path: rule`, with
+ * `details.field`. An argument the schema does not take is named first, since a misspelt name also
+ * leaves the real one "required": `run_id: not an argument of this tool; did you mean runId?`.
+ */
+export function invalidArguments(error: { issues: readonly SchemaIssue[] }): AppError {
+  const unknown = unknownArgument(error.issues);
+  if (unknown) return new AppError("bad_request", unknown.message, { details: { field: unknown.field } });
   const issue = error.issues[0];
   const field = issue?.path.map(String).join(".") || null;
   // zod says "Invalid input: expected string, received undefined" of a missing field.
   const missing = /^Invalid input: expected (\w+), received undefined$/.exec(issue?.message ?? "");
   const problem = missing ? `required (${missing[1]})` : (issue?.message ?? "invalid");
   return new AppError("bad_request", `${field ?? "arguments"}: ${problem}`, { details: { field } });
+}
+
+/** The first argument a closed object refused as unknown, and the argument it likely meant among those that failed beside it. */
+function unknownArgument(issues: readonly SchemaIssue[]): { field: string; message: string } | null {
+  const unknown = issues.find((issue) => issue.code === "unrecognized_keys" && (issue.keys?.length ?? 0) > 0);
+  if (!unknown) return null;
+  const parent = unknown.path.map(String);
+  const key = String(unknown.keys![0]).slice(0, 100);
+  const field = [...parent, key].join(".");
+  // The object's other problems: its required arguments left out (the one the misspelling meant among them).
+  const beside = issues
+    .filter((issue) => issue !== unknown && issue.path.length === parent.length + 1 && parent.every((part, i) => String(issue.path[i]) === part))
+    .map((issue) => String(issue.path.at(-1)));
+  const plain = (name: string) => name.toLowerCase().replace(/[-_\s]/g, "");
+  const near = beside.find((name) => plain(name) === plain(key)) ?? beside.find((name) => editDistance(plain(name), plain(key)) <= 2);
+  const where = parent.length > 0 ? `an argument of ${parent.join(".")}` : "an argument of this tool";
+  if (near) return { field, message: `${field}: not ${where}; did you mean ${[...parent, near].join(".")}?` };
+  const required = beside.length > 0 ? `; ${beside.map((name) => [...parent, name].join(".")).join(", ")} ${beside.length === 1 ? "is" : "are"} required` : "";
+  return { field, message: `${field}: not ${where}${required}` };
 }
 
 export function isAppError(error: unknown): error is AppError {

@@ -23,7 +23,7 @@ import { UNAVAILABLE_RETRY_MS } from "@/lib/broker";
 import { canonicalJson } from "@/lib/canonical-json";
 import { requireScope } from "@/lib/contracts/scopes";
 import { directCallScript, toolArgumentsSchema } from "@/lib/contracts/direct-call";
-import { isReadOnly, quarantineText } from "@/lib/contracts/tools";
+import { isReadOnly, quarantineText, splitToolName } from "@/lib/contracts/tools";
 import { AppError, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
 import { DirectCallRefused, parseSubmit, recordingRefusals, submitProposal, type Lane, type SubmitOptions } from "./submit";
@@ -40,11 +40,26 @@ export const callToolSchema = z.strictObject({
 
 export type CallToolInput = z.input<typeof callToolSchema>;
 
+/** `{ tool: "ledger.listInvoices" }` without a server, said as what to send instead; null for other refusals. */
+function splitNameRefusal(raw: unknown): AppError | null {
+  const given = raw !== null && typeof raw === "object" ? (raw as Record<string, unknown>) : {};
+  if (given.server !== undefined || typeof given.tool !== "string") return null;
+  const { server, tool } = splitToolName(given.tool.replace(/^tools\./, ""));
+  if (!server || !tool || server.length > 64 || tool.length > 128) return null;
+  return new AppError(
+    "bad_request",
+    `server: required; tool ${JSON.stringify(given.tool)} names both: send server ${JSON.stringify(server)} and tool ${JSON.stringify(tool)}`,
+    {
+      details: { field: "server" },
+    },
+  );
+}
+
 export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: unknown, options: Pick<SubmitOptions, "wait" | "follow"> = {}): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
     const parsed = callToolSchema.safeParse(raw);
-    if (!parsed.success) throw invalidArguments(parsed.error);
+    if (!parsed.success) throw splitNameRefusal(raw) ?? invalidArguments(parsed.error);
     const { server, tool, arguments: args } = parsed.data;
 
     // An override two admins confirmed in another process counts here too.

@@ -335,6 +335,41 @@ describe("MCP tool contract", () => {
     });
   });
 
+  it("the mistakes agents make in names are answered with the name they meant", async () => {
+    const client = await connect(agent);
+    // An argument under another spelling: named, with the one it stands for (not "runId: required").
+    expect(await outcome(client.callTool({ name: "get_run", arguments: { run_id: "00000000-0000-4000-8000-000000000000" } }))).toEqual({
+      code: "BAD_REQUEST",
+      message: "run_id: not an argument of this tool; did you mean runId?",
+    });
+    expect(await outcome(client.callTool({ name: "submit_run", arguments: { script: "return 1;" } }))).toEqual({
+      code: "BAD_REQUEST",
+      message: "script: not an argument of this tool; code, purpose are required",
+    });
+    expect(
+      await outcome(client.callTool({ name: "submit_run", arguments: { code: "return 1;", purpose: "x", provenance: { conversation_id: "c" } } })),
+    ).toEqual({
+      code: "BAD_REQUEST",
+      message: "provenance.conversation_id: not an argument of provenance",
+    });
+    // call_tool given a script's spelling of the tool.
+    expect(await outcome(client.callTool({ name: "call_tool", arguments: { tool: "tools.ledger.listInvoices", arguments: {} } }))).toEqual({
+      code: "BAD_REQUEST",
+      message: 'server: required; tool "tools.ledger.listInvoices" names both: send server "ledger" and tool "listInvoices"',
+    });
+    // A tool of Airlock's, misspelt; an upstream's tool called as if it were Airlock's.
+    expect(await outcome(client.callTool({ name: "submit_runs", arguments: {} }))).toEqual({
+      protocol: ErrorCode.InvalidParams,
+      message: expect.stringContaining('Unknown tool "submit_runs"; did you mean submit_run?'),
+    });
+    expect(await outcome(client.callTool({ name: "listInvoices", arguments: {} }))).toEqual({
+      protocol: ErrorCode.InvalidParams,
+      message: expect.stringContaining(
+        "An upstream's tools (search_tools finds them) are called in a script given to submit_run, or one at a time with call_tool.",
+      ),
+    });
+  });
+
   it("a connection's URL may select fewer tools: only those are listed and callable, each still under its scope; a malformed selection is refused by name", async () => {
     const reader = await makeAgent("selected-reader", ["runs:read", "tools:read"]);
     const selection = selectTools(new URLSearchParams("tools=get_run,search_tools,submit_run"));

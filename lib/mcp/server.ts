@@ -41,6 +41,7 @@ import { prisma } from "@/lib/db";
 import { appRuntime } from "@/lib/runs/runtime";
 import type { Follow } from "@/lib/runs/service";
 import { submitRun } from "@/lib/intake/submit";
+import { editDistance } from "@/lib/edit-distance";
 import { AppError } from "@/lib/errors";
 import { structuredResult, type McpContext, type McpTool } from "./define";
 import { ProtocolError, requestRefusal, toolFailure } from "./errors";
@@ -153,6 +154,15 @@ function guardRequests(server: Server): void {
 }
 
 /** The server for one request, offering `offered` (every tool unless a selection narrows it). */
+/** Why a tools/call names no tool of Airlock's: the offered tool it likely meant, or where upstream tools are called. */
+function unknownToolText(name: string, offered: readonly McpTool[]): string {
+  const shown = JSON.stringify(name.slice(0, 64));
+  const plain = (text: string) => text.toLowerCase().replace(/[-_.\s]/g, "");
+  const near = offered.find((tool) => editDistance(plain(tool.name), plain(name)) <= 2);
+  if (near) return `Unknown tool ${shown}; did you mean ${near.name}?`;
+  return `Unknown tool ${shown}; tools/list shows Airlock's tools. An upstream's tools (search_tools finds them) are called in a script given to submit_run${offered.some((tool) => tool.name === "call_tool") ? ", or one at a time with call_tool" : ""}.`;
+}
+
 export function createMcpServer(connection: McpContext, offered: readonly McpTool[] = MCP_TOOLS): Server {
   const ctx: McpContext = { ...connection, follow: followOf(connection.agent, offered) };
   // Listed: the offered tools this agent's token may call. Calling another is still answered (FORBIDDEN, audited).
@@ -181,9 +191,9 @@ export function createMcpServer(connection: McpContext, offered: readonly McpToo
     try {
       if (!tool) {
         const why = BY_NAME.has(name)
-          ? `${name} is not offered on this connection, whose URL selects ${offered.map((t) => t.name).join(", ")} (?tools=)`
-          : `Unknown tool ${JSON.stringify(name)}; tools/list shows the tools`;
-        throw new ProtocolError(ErrorCode.InvalidParams, `${why}.`);
+          ? `${name} is not offered on this connection, whose URL selects ${offered.map((t) => t.name).join(", ")} (?tools=).`
+          : unknownToolText(name, offered);
+        throw new ProtocolError(ErrorCode.InvalidParams, why);
       }
       if (task) {
         if (tool !== submitRunTool) throw new ProtocolError(ErrorCode.InvalidParams, `${name} does not run as a task; only submit_run does.`);
