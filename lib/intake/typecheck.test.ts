@@ -87,6 +87,16 @@ describe("the type-check program", () => {
     expect(wrong?.message).not.toContain("…");
   });
 
+  it("gives no project advice an agent cannot follow, and says the sandbox has no network", () => {
+    const messages = (code: string) => typeCheckScript(parseScript(code, "typescript"), generateDeclarations(TOOLS)).map((d) => d.message);
+    expect(messages(`const r = await fetch("https://example.com"); return r.status;`)).toEqual([
+      "TS2304: Cannot find name 'fetch'. The sandbox has no network: upstream tools are called as `await tools.<server>.<tool>(args)`.",
+    ]);
+    for (const message of [...messages(`return Buffer.from("x").length;`), ...messages(`return document.title;`)]) {
+      expect(message).toMatch(/^TS\d+: Cannot find name '(Buffer|document)'\.$/);
+    }
+  });
+
   it("the sandbox bootstrap implements exactly the declared inputs methods", () => {
     const bootstrap = readFileSync(new URL("../sandbox/child/bootstrap.mjs", import.meta.url), "utf8");
     const body = /function makeInputs[\s\S]*?return freeze\(\{([\s\S]*?)\}\);/.exec(bootstrap)?.[1] ?? "";

@@ -180,12 +180,28 @@ export function typeCheckScript(submitted: ts.SourceFile, declarations: string):
       const offset = toOriginal(d.start ?? 0);
       const { line, character } = submitted.getLineAndCharacterOfPosition(offset);
       return {
-        message: shortened(`TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`),
+        message: shortened(`TS${d.code}: ${forScripts(ts.flattenDiagnosticMessageText(d.messageText, "\n"))}`),
         line: line + 1,
         column: character + 1,
         offset,
       };
     });
+}
+
+/** Names a script reaches for that the sandbox does not have: it has no network of its own. */
+const NETWORK_NAMES = new Set(["fetch", "XMLHttpRequest", "WebSocket", "EventSource", "navigator", "Request", "Response", "Headers"]);
+
+/**
+ * TypeScript's advice is for a project (`npm i --save-dev @types/node`, change the 'lib' compiler
+ * option), which an agent cannot follow: dropped. A network name says why it is missing instead.
+ */
+function forScripts(message: string): string {
+  const advice = / Do you need to (?:install type definitions|change your target library)[\s\S]*$/;
+  const name = /^Cannot find name '([^']+)'/.exec(message)?.[1];
+  const plain = message.replace(advice, "");
+  return name !== undefined && NETWORK_NAMES.has(name)
+    ? `${plain} The sandbox has no network: upstream tools are called as \`await tools.<server>.<tool>(args)\`.`
+    : plain;
 }
 
 /**

@@ -91,6 +91,10 @@ function stackFrames(stack: string, prefixColumns: number): string {
   return kept.join("\n");
 }
 
+/** What a script may reach, said when Node's permission model refused it something else. */
+const ACCESS_DENIED =
+  "the sandbox refused it. A script reads its inputs (inputs.*) and the files it writes under ./out; it has no other files, no network, no child processes and no workers. Upstream tools are called as `await tools.<server>.<tool>(args)`.";
+
 export class RpcSession {
   settle: (o: Outcome) => void = () => undefined;
   /** Set at the first outcome: later frames (even in the same chunk) are ignored, queued calls dropped. */
@@ -304,6 +308,8 @@ export class RpcSession {
         return fail("MEMORY_LIMIT", text, true, stack);
       }
       if (name === "ToolError" && this.failedCalls > 0) return fail("TOOL_ERROR", text, true, stack);
+      // Node's permission model refused: its text advises a command-line flag, which a script cannot use.
+      if (code === "ERR_ACCESS_DENIED") return fail("CAPABILITY_DENIED", `${name} [${code}]: ${ACCESS_DENIED}`, true, stack);
       return fail("SCRIPT_ERROR", text, true, stack);
     }
     if (frame.ok !== true) return fail("RPC_VIOLATION", "malformed done frame");
