@@ -426,7 +426,12 @@ describe("release policies", () => {
     expect(validatePolicyText(text)).toMatchObject({ ok: true, errors: [] });
     const prepared = preparePolicySet(text);
     expect([...prepared.policies.keys()]).not.toContain("release-results");
-    expect([...prepared.release!.policies.keys()]).toEqual(["release-results", "hold-upstream-instructions", "hold-large-regulated-results"]);
+    expect([...prepared.release!.policies.keys()]).toEqual([
+      "release-results",
+      "hold-upstream-instructions",
+      "hold-unreviewed-personal-data",
+      "hold-large-regulated-results",
+    ]);
     expect(decide(request(), prepared)).toMatchObject({ decision: "allow", reasons: [{ policyId: "allow-read-only-unregulated" }] });
   });
 

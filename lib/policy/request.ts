@@ -242,7 +242,8 @@ entity Agent = {
 
 entity Result = {
   // what the gate flagged: "upstream_instruction_like" (a tool returned text that reads like
-  // instructions to the model), "instruction_like_text" (the script's own logs or errors),
+  // instructions to the model), "unreviewed_personal_data" (a script no person reviewed read
+  // personal data from a tool), "instruction_like_text" (the script's own logs or errors),
   // "secret_redacted", "content_normalized", "rows_unaccounted", "tool_errors", "partial", …
   flags: Set<String>,
   // size of the result as JSON, in bytes

@@ -25,7 +25,8 @@
  *   arguments as sent; the envelope is flagged `content_normalized` / `secret_redacted`;
  * - every run that executed gets its release decision before the write that ends its execution
  *   (./release-decision.ts; flag `upstream_instruction_like` when a tool's answer reads like
- *   instructions to the model): one that succeeded ends succeeded, or `pending_release` when a
+ *   instructions to the model, `unreviewed_personal_data` when a script no person reviewed read
+ *   personal data from a tool, which it could hand over in a form the tokens do not catch): one that succeeded ends succeeded, or `pending_release` when a
  *   release policy holds the result for reviewers, or `withheld`; for any other, a decision that is
  *   not allow keeps its logs and error text from the agent (lib/runs/service.ts);
  * - the files the script wrote under ./out/ are stored with the terminal state, in its transaction
@@ -60,7 +61,7 @@ import { stagedDatasets } from "./staged-datasets";
 import { screenEnvelope, screenJson, screenMessage, unreviewableArguments, type Redaction } from "./gate";
 import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type PiiValue, type TokenDecision } from "./pii-tokens";
 import { PlanFollower, type PlanCheck } from "./plan";
-import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease, releaseOutcome, type ReleaseDecision } from "./release-decision";
+import { UNREVIEWED_PERSONAL_DATA_FLAG, UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease, releaseOutcome, type ReleaseDecision } from "./release-decision";
 import { transitionRun, transitionRunReturning } from "./states";
 import { inSubmittedPositions } from "@/lib/script-transpile";
 
@@ -163,6 +164,11 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   return true;
 }
 
+/** A script no person approved: policy allowed it, and it is not a published skill's reviewed code (a direct call runs no script). */
+function unreviewedScript(run: Pick<Run, "decision" | "kind" | "skills">): boolean {
+  return run.decision === "allow" && run.kind !== "direct" && !(Array.isArray(run.skills) && run.skills.length > 0);
+}
+
 /**
  * Runs a run this executor has claimed (`running` under its executorId) to its terminal state; its
  * calls are numbered after `seqBase`, the last one recorded (0 for a run intake stored claimed).
@@ -199,6 +205,9 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
   const marked = new MarkedValues();
   let exfiltration: string | null = null;
   let upstreamInstructions = false;
+  // What tools answered a script no person reviewed (policy allowed it, and it is not a published
+  // skill's code): scanned for personal data at the end (UNREVIEWED_PERSONAL_DATA_FLAG).
+  const unreviewedAnswers: JsonValue[] | null = unreviewedScript(run) ? [] : null;
   const callTool: CallTool = async (server, tool, args, signal) => {
     const seq = seqBase + ++calls;
     const started = performance.now();
@@ -288,6 +297,7 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
       toolRedactions.push(...result.redactions);
       upstreamInstructions ||= jsonLooksLikeInstructions(result.value);
       marked.note(info?.piiFields, result.value);
+      unreviewedAnswers?.push(result.value);
       row.result = storedJson(result.value);
       if (plannedSeq !== null) follower?.made(plannedSeq, result.value as JsonValue);
       return result.value;
@@ -365,6 +375,11 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
   }
   const screened = screenEnvelope(envelope, normalized, toolRedactions);
   if (upstreamInstructions) screened.flags.push(UPSTREAM_INSTRUCTIONS_FLAG);
+  // Tokens catch personal data handed over as read, not spelt as character codes, split or
+  // reversed: a script no person reviewed that read any has its result held for one.
+  if (unreviewedAnswers && unreviewedAnswers.length > 0 && (await personalData(unreviewedAnswers, marked)).length > 0) {
+    screened.flags.push(UNREVIEWED_PERSONAL_DATA_FLAG);
+  }
   // What the agent will read of this run, scanned once here; its tokens are assigned with the terminal write.
   const gate = screened.gate;
   const personal = await personalData(

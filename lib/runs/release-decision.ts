@@ -8,7 +8,8 @@
  * preview failed, reach the agent before the run executes. The published policy's
  * release policies decide (lib/policy/decide.ts decideRelease), on what the gate saw: the run's
  * flags (`upstream_instruction_like` when a tool returned text that reads like instructions to the
- * model), the result's size as JSON, and the run's data classes as intake decided them.
+ * model, `unreviewed_personal_data` when a script no person reviewed read personal data from a
+ * tool), the result's size as JSON, and the run's data classes as intake decided them.
  *
  * Guarantees:
  * - decided in the host, on the screened envelope, before the write that stores it; the
@@ -29,6 +30,7 @@ import { env } from "@/lib/env";
 import type { Envelope } from "@/lib/sandbox";
 
 export const UPSTREAM_INSTRUCTIONS_FLAG = "upstream_instruction_like";
+export const UNREVIEWED_PERSONAL_DATA_FLAG = "unreviewed_personal_data";
 
 /** When a result held now stops waiting for a reviewer: as long as a review waits. */
 export function releaseHoldEnds(from: Date): Date {

@@ -1,0 +1,91 @@
+/**
+ * Personal data a script no person reviewed read from a tool is never handed over unreviewed, on
+ * real parts (the demo ledger, whose refund ref_002 here carries an email and a card number in its
+ * free-text reason, in a tool classed internal; a strict sandbox; the shipped policies;
+ * PostgreSQL). Tokens replace personal data a script returns as read; a script can spell it
+ * otherwise (character codes, split, reversed), so the result of any unreviewed script that read
+ * some is held for a reviewer (hold-unreviewed-personal-data). Scripts that read none, and direct
+ * calls (no script, their answer tokenized as it is), are not held.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { submitDirectCall } from "@/lib/intake/direct";
+import { submitRun } from "@/lib/intake/submit";
+import { getRun, type RunView } from "@/lib/runs/service";
+import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
+
+const EMAIL = "jane.doe@example.org";
+const CARD = "4111 1111 1111 1111";
+const REASON = `customer asked by mail ${EMAIL}, card ${CARD}`;
+let ledger: LedgerRuntime;
+let refundId: string;
+
+/** The run once it has run (a held one waits for people, as the agent's get_run would). */
+async function ran(runId: string): Promise<RunView> {
+  for (let i = 0; i < 150; i++) {
+    const view = await getRun(ledger.runtime, ledger.agent, { runId });
+    if (!["submitted", "analyzed", "auto_approved", "queued", "running"].includes(view.status)) return view;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`run ${runId} did not finish running`);
+}
+
+async function script(code: string): Promise<{ view: RunView; flags: unknown }> {
+  const submitted = await submitRun(ledger.runtime, ledger.agent, { code, purpose: "read a refund", language: "javascript" });
+  expect(submitted.decision).toBe("allow");
+  const view = await ran(submitted.runId);
+  const row = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: submitted.runId } });
+  return { view, flags: (row.execution as { flags: string[] }).flags };
+}
+
+beforeAll(async () => {
+  ledger = await startLedgerRuntime("personal-data-bot", {
+    ledger: (data) => {
+      data.refunds[1]!.reason = REASON;
+      refundId = data.refunds[1]!.id;
+    },
+  });
+}, 90_000);
+afterAll(() => ledger?.close());
+
+const READ = `const { refunds } = await tools.ledger.listRefunds({ limit: 50 });
+const s = refunds.find((r) => r.id === "REFUND").reason;`;
+
+describe("a script no person reviewed that read personal data", () => {
+  it.each([
+    ["as character codes", "return { n: [...s].map((c) => c.charCodeAt(0)) };"],
+    ["split at the @", `const i = s.indexOf("@"); return { a: s.slice(0, i), b: s.slice(i + 1) };`],
+    ["reversed", `return { r: s.split("").reverse().join("") };`],
+    ["as read (tokens would hide it)", "return { s };"],
+  ])("attack: is held for a reviewer, whatever form it returns it in (%s)", async (_, tail) => {
+    const { view, flags } = await script(`${READ.replace("REFUND", refundId)}\n${tail}`);
+    expect(view.status).toBe("pending_release");
+    expect(flags).toContain("unreviewed_personal_data");
+    expect(view.result).toBeUndefined();
+    expect(JSON.stringify(view)).not.toContain(EMAIL);
+    expect(JSON.stringify(view)).not.toContain("jane");
+    const run = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } });
+    expect((run.releaseDecision as { reasons: { policyId: string }[] }).reasons.map((r) => r.policyId)).toContain("hold-unreviewed-personal-data");
+  });
+});
+
+describe("what is not held for it", () => {
+  it("a script that read no personal data is handed its result", async () => {
+    const { view, flags } = await script(`const { invoices } = await tools.ledger.listInvoices({ status: "paid", limit: 20 });
+return invoices.length;`);
+    expect(view).toMatchObject({ status: "succeeded", result: 20 });
+    expect(flags).not.toContain("unreviewed_personal_data");
+  });
+
+  it("a direct call (no script to spell it otherwise) gets the answer with the personal data as tokens", async () => {
+    const submitted = await submitDirectCall({ ...ledger.runtime, db: ledger.db.prisma }, ledger.agent, {
+      server: "ledger",
+      tool: "listRefunds",
+      arguments: { limit: 50 },
+    });
+    const view = await ran(submitted.runId);
+    expect(view.status).toBe("succeeded");
+    const text = JSON.stringify(view.result);
+    expect(text).toContain("customer asked by mail <EMAIL_");
+    expect(text).not.toContain(EMAIL);
+  });
+});
