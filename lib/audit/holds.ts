@@ -33,7 +33,8 @@ function parse<T>(schema: z.ZodType<T>, input: unknown): T {
   const parsed = schema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues.find((i) => i.code !== "invalid_union") ?? parsed.error.issues[0];
-    throw new AppError("bad_request", `${issue?.path.join(".") || "hold"}: ${issue?.message ?? "invalid"}`);
+    const field = issue?.path.join(".") || null;
+    throw new AppError("bad_request", `${field ?? "hold"}: ${issue?.message ?? "invalid"}`, { details: { field } });
   }
   return parsed.data;
 }

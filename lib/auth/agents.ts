@@ -37,15 +37,17 @@ export const newAgentSchema = z
 
 export type NewAgent = z.input<typeof newAgentSchema>;
 
-function firstIssue(error: z.ZodError): string {
+/** bad_request naming the first field the schema refused, with details.field. */
+function firstIssue(error: z.ZodError): AppError {
   const issue = error.issues[0];
-  return `${issue?.path.join(".") || "input"} ${issue?.message ?? "is invalid"}`;
+  const field = issue?.path.join(".") || null;
+  return new AppError("bad_request", `${field ?? "input"} ${issue?.message ?? "is invalid"}`, { details: { field } });
 }
 
 export async function createAgent(tx: Tx, actor: Actor, input: NewAgent): Promise<{ agentId: string; name: string; token: string; scopes: Scope[] }> {
   requireScope(actor, "agents:manage");
   const parsed = newAgentSchema.safeParse(input);
-  if (!parsed.success) throw new AppError("bad_request", firstIssue(parsed.error));
+  if (!parsed.success) throw firstIssue(parsed.error);
   const { name, ownerEmail, expiresAt } = parsed.data;
   const scopes = [...(parsed.data.scopes ?? DEFAULT_AGENT_SCOPES)];
   const owner = await tx.user.findUnique({ where: { email: ownerEmail }, select: { id: true } });

@@ -50,7 +50,8 @@ export async function createUser(tx: Tx, actor: Actor, input: NewUser): Promise<
   const parsed = newUserSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new AppError("bad_request", `${issue?.path.join(".") || "input"} ${issue?.message ?? "is invalid"}`);
+    const field = issue?.path.join(".") || null;
+    throw new AppError("bad_request", `${field ?? "input"} ${issue?.message ?? "is invalid"}`, { details: { field } });
   }
   const { email, role, password } = parsed.data;
   const existing = await tx.user.findUnique({ where: { email }, select: { id: true } });
