@@ -61,7 +61,7 @@ describe("who a CLI audit command records", () => {
     expect(lines.slice(1).filter((e) => String(e.action).startsWith("audit."))).toEqual([]);
   });
 
-  it("--as an unknown or disabled user is refused (exit 1, as every door refuses an unknown email), a blank one is a usage error; nothing exported", async () => {
+  it("--as an unknown or disabled user is refused (exit 1, as every door refuses an unknown email), a blank or malformed one is a usage error; nothing exported", async () => {
     const before = await db.prisma.auditEvent.count({ where: { action: "audit.exported" } });
     for (const [email, refusal] of [
       ["nobody@example.com", { code: "not_found", message: "--as nobody@example.com: no user has that email" }],
@@ -71,9 +71,11 @@ describe("who a CLI audit command records", () => {
       await expect(auditCommand(["export", "--format", "jsonl", "--as", email], io, deps)).rejects.toMatchObject(refusal);
       expect(out.stdout).toBe("");
     }
-    const { io, out } = capture();
-    expect(await auditCommand(["export", "--format", "jsonl", "--as", " "], io, deps)).toBe(2);
-    expect(out.stderr).toBe("airlock: --as needs the email of a user\n");
+    for (const email of [" ", "ops"]) {
+      const { io, out } = capture();
+      expect(await auditCommand(["export", "--format", "jsonl", "--as", email], io, deps)).toBe(2);
+      expect(out.stderr).toMatch(new RegExp(`^airlock: --as must be an email address, not "${email}"\n.*Usage:`, "s"));
+    }
     expect(await db.prisma.auditEvent.count({ where: { action: "audit.exported" } })).toBe(before);
     expect(await lastEvent("auth.forbidden")).toMatchObject({ actorType: "user", data: { door: "cli", reason: "user_disabled", scope: null } });
   });

@@ -20,7 +20,9 @@
  *                                                naming every value that does not match
  *
  * Arguments are parsed strictly (parseCliArgs); anything unknown or malformed prints usage and
- * exits 2. verify, checkpoint and export act as cliActor (lib/cli/person.ts: --as EMAIL, else
+ * exits 2: a value not of its flag's form (an id that is no UUID, an --as that is no email, a
+ * reversed --since/--until, a --public-key file that is no public key) is named with its flag; a
+ * --from past the log's last event is refused (exit 1) rather than reported as an empty log. verify, checkpoint and export act as cliActor (lib/cli/person.ts: --as EMAIL, else
  * `cli:<os user>@<host>`); every verification and export it runs is
  * itself an audit event (lib/audit/service.ts). A whole-chain verify that finds no problem also
  * signs a checkpoint; one that reports a problem never does.
@@ -29,7 +31,6 @@ import { createPublicKey, type KeyObject } from "node:crypto";
 import { constants } from "node:fs";
 import { access, readFile, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { z } from "zod";
 import { checkpointConfigFromEnv, loadSigningKey, type CheckpointConfig } from "@/lib/audit/checkpoints";
 import { EXPORT_FORMATS, type ExportFormat } from "@/lib/audit/export";
 import { auditFiltersSchema } from "@/lib/audit/filters";
@@ -43,7 +44,7 @@ import type { Actor } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import { withCliDatabase } from "./database";
-import { exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
+import { emailFlag, exitOnUsageError, namingFlags, parseCliArgs, typed, UsageError, uuidFlag, type CliIo } from "./io";
 import { cliActor } from "./person";
 import { loadCliConfig } from "./upstreams";
 
@@ -107,7 +108,7 @@ function printOutcome(io: CliIo, { report, checkpointFile }: VerificationOutcome
         (report.runsNotCovered
           ? `${report.runsNotCovered} run(s) stored before content digests existed: their content is not covered (chain and seals only).\n`
           : "") +
-        (report.head ? `Head: #${report.head.id} ${report.head.hash} (${report.head.at})\n` : "The log is empty.\n") +
+        (report.head ? `Head: #${report.head.id} ${report.head.hash} (${report.head.at})\n` : report.from ? "" : "The log is empty.\n") +
         (checkpointFile ? `Checkpoint written: ${checkpointFile}\n` : ""),
     );
   } else {
@@ -122,23 +123,39 @@ function printOutcome(io: CliIo, { report, checkpointFile }: VerificationOutcome
   return report.ok ? 0 : 1;
 }
 
+/** --as EMAIL, when given, must be an email (the person is looked up later: an unknown one is refused with exit 1). */
+const asEmail = (value: string | undefined) => (value === undefined ? undefined : emailFlag(value, "--as", AUDIT_USAGE));
+
+/** Refuses a verification from an id past the log's last event, which checked nothing. */
+async function refusePastEnd(db: Db, from: bigint): Promise<void> {
+  const { _max } = await db.auditEvent.aggregate({ _max: { id: true } });
+  const last = _max.id;
+  if (last !== null && from <= last) return;
+  throw new AppError("bad_request", `--from ${from} is past the log's last event (${last === null ? "the log is empty" : `#${last}`}); nothing was verified.`);
+}
+
 async function verify(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
   const { values } = parseCliArgs(args, { from: { type: "string" }, json: { type: "boolean" }, as: { type: "string" } }, AUDIT_USAGE);
   let from: bigint | undefined;
   if (values.from !== undefined) {
-    if (!/^[1-9]\d{0,18}$/.test(values.from)) throw new UsageError("--from must be an event id (a positive whole number)", AUDIT_USAGE);
+    if (!/^[1-9]\d{0,18}$/.test(values.from))
+      throw new UsageError(`--from must be an event id (a positive whole number), not ${typed(values.from)}`, AUDIT_USAGE);
     from = BigInt(values.from);
   }
-  const outcome = await deps.withDatabase((db) =>
-    asCliActor(db, values.as, "cli:audit verify", (actor) => runVerification(db, actor, deps.checkpoints(), { from })),
-  );
+  const as = asEmail(values.as);
+  const outcome = await deps.withDatabase(async (db) => {
+    const outcome = await asCliActor(db, as, "cli:audit verify", (actor) => runVerification(db, actor, deps.checkpoints(), { from }));
+    if (from !== undefined && outcome.report.ok && outcome.report.eventsChecked === 0) await refusePastEnd(db, from);
+    return outcome;
+  });
   return printOutcome(io, outcome, values.json === true);
 }
 
 async function checkpoint(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
   const { values } = parseCliArgs(args, { json: { type: "boolean" }, bootstrap: { type: "boolean" }, as: { type: "string" } }, AUDIT_USAGE);
+  const as = asEmail(values.as);
   const outcome = await deps.withDatabase((db) =>
-    asCliActor(db, values.as, "cli:audit checkpoint", (actor) => checkpointAudited(db, actor, deps.checkpoints(), { bootstrap: values.bootstrap === true })),
+    asCliActor(db, as, "cli:audit checkpoint", (actor) => checkpointAudited(db, actor, deps.checkpoints(), { bootstrap: values.bootstrap === true })),
   );
   return printOutcome(io, outcome, values.json === true);
 }
@@ -185,6 +202,11 @@ async function exportCommand(args: string[], io: CliIo, deps: AuditCommandDeps):
     const flag = (path: string) => `--${path.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
     throw new UsageError(parsed.error.issues.map((i) => `${flag(String(i.path[0]))} ${i.message}`).join("; "), AUDIT_USAGE);
   }
+  const { since, until } = parsed.data;
+  if (since && until && since > until) {
+    throw new UsageError(`--since ${values.since} is after --until ${values.until}: no time is in that range; give the earlier time to --since`, AUDIT_USAGE);
+  }
+  const as = asEmail(values.as);
   if (values["per-run"] && values["no-audit-reads"]) throw new UsageError("--no-audit-reads applies to event rows, not --per-run", AUDIT_USAGE);
   const options = {
     rows: values["per-run"] ? ("runs" as const) : ("events" as const),
@@ -198,7 +220,7 @@ async function exportCommand(args: string[], io: CliIo, deps: AuditCommandDeps):
     });
   }
   const manifest = await deps.withDatabase((db) =>
-    asCliActor(db, values.as, "cli:audit export", async (actor) => {
+    asCliActor(db, as, "cli:audit export", async (actor) => {
       const prepared = await exportAudited(db, actor, parsed.data, format as ExportFormat, options);
       for await (const chunk of prepared.rows) io.stdout(chunk);
       return prepared.manifest;
@@ -258,9 +280,10 @@ async function hold(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<
   if ((values.run === undefined) === (values.agent === undefined)) throw new UsageError("give exactly one of --run ID and --agent NAME", AUDIT_USAGE);
   if (!values.reason?.trim()) throw new UsageError("--reason is required", AUDIT_USAGE);
   const reason = values.reason;
-  const target = values.run !== undefined ? { runId: values.run, reason } : { agentName: values.agent!, reason };
-  const { holdId } = await deps.withDatabase((db) =>
-    asCliActor(db, values.as, "cli:audit hold", (actor) => db.$transaction((tx) => placeHold(tx, actor, target))),
+  const target = values.run !== undefined ? { runId: uuidFlag(values.run, "--run", "a run id", AUDIT_USAGE), reason } : { agentName: values.agent!, reason };
+  const as = asEmail(values.as);
+  const { holdId } = await namingFlags({ runId: "--run", agentName: "--agent", reason: "--reason" }, () =>
+    deps.withDatabase((db) => asCliActor(db, as, "cli:audit hold", (actor) => db.$transaction((tx) => placeHold(tx, actor, target)))),
   );
   io.stdout(`Legal hold ${holdId} placed on ${values.run !== undefined ? `run ${values.run}` : `agent ${values.agent}`}.\n`);
   return 0;
@@ -270,9 +293,11 @@ async function release(args: string[], io: CliIo, deps: AuditCommandDeps): Promi
   const { values } = parseCliArgs(args, { hold: { type: "string" }, reason: { type: "string" }, as: { type: "string" } }, AUDIT_USAGE);
   if (!values.hold) throw new UsageError("--hold ID is required", AUDIT_USAGE);
   if (!values.reason?.trim()) throw new UsageError("--reason is required", AUDIT_USAGE);
-  if (!z.uuid().safeParse(values.hold).success) throw new AppError("bad_request", `--hold: "${values.hold.slice(0, 100)}" is not a legal hold's id (a UUID)`);
-  const input = { holdId: values.hold, reason: values.reason };
-  await deps.withDatabase((db) => asCliActor(db, values.as, "cli:audit release", (actor) => db.$transaction((tx) => releaseHold(tx, actor, input))));
+  const input = { holdId: uuidFlag(values.hold, "--hold", "a legal hold's id", AUDIT_USAGE), reason: values.reason };
+  const as = asEmail(values.as);
+  await namingFlags({ holdId: "--hold", reason: "--reason" }, () =>
+    deps.withDatabase((db) => asCliActor(db, as, "cli:audit release", (actor) => db.$transaction((tx) => releaseHold(tx, actor, input)))),
+  );
   io.stdout(`Legal hold ${values.hold} released.\n`);
   return 0;
 }
@@ -280,9 +305,10 @@ async function release(args: string[], io: CliIo, deps: AuditCommandDeps): Promi
 async function evidence(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
   const { values, positionals } = parseCliArgs(args, { as: { type: "string" } }, AUDIT_USAGE, { allowPositionals: true });
   if (positionals.length !== 1) throw new UsageError("give exactly one RUN_ID", AUDIT_USAGE);
-  const runId = positionals[0]!;
+  const runId = uuidFlag(positionals[0]!, "RUN_ID", "a run id", AUDIT_USAGE);
+  const as = asEmail(values.as);
   const file = await deps.withDatabase((db) =>
-    asCliActor(db, values.as, "cli:audit evidence", (actor) => exportEvidenceAudited(db, actor, deps.checkpoints(), runId)),
+    asCliActor(db, as, "cli:audit evidence", (actor) => exportEvidenceAudited(db, actor, deps.checkpoints(), runId)),
   );
   io.stdout(JSON.stringify(file, null, 2) + "\n");
   const head = file.proof.treeHead;
@@ -307,7 +333,10 @@ async function publicKey(args: string[], io: CliIo, deps: AuditCommandDeps): Pro
   return 0;
 }
 
-/** The public key to check signatures with: --public-key, else the signing key's, when its file is here; null for none. */
+/**
+ * The public key to check signatures with: --public-key, else the signing key's, when its file is
+ * here; null for none. A --public-key file that is no Ed25519 public key is a UsageError naming it.
+ */
 async function evidenceKey(pemFile: string | undefined, deps: AuditCommandDeps): Promise<KeyObject | null> {
   const file = pemFile ?? deps.checkpoints().keyFile;
   let pem: string;
@@ -315,16 +344,21 @@ async function evidenceKey(pemFile: string | undefined, deps: AuditCommandDeps):
     pem = await readFile(file, "utf8");
   } catch (error) {
     if (pemFile === undefined && (error as NodeJS.ErrnoException).code === "ENOENT") return null;
-    // A file that cannot be read, or is not a key, is a refused value (exit 1), as in exec and policy validate.
+    // A file that cannot be read is a refused value (exit 1), as in exec and policy validate; one that is not a key is a wrong argument.
     throw new AppError("bad_request", `cannot read the public key ${file}: ${(error as Error).message}`);
   }
+  let key: KeyObject | null = null;
   try {
-    const key = createPublicKey(pem);
-    if (key.asymmetricKeyType !== "ed25519") throw new Error(`a ${key.asymmetricKeyType} key, not Ed25519`);
-    return key;
-  } catch (error) {
-    throw new AppError("bad_request", `${file} is not an Ed25519 key in PEM: ${(error as Error).message}`);
+    key = createPublicKey(pem);
+  } catch {
+    // OpenSSL's DECODER error says nothing an operator can act on: the file is named instead.
   }
+  if (key?.asymmetricKeyType === "ed25519") return key;
+  const is = key ? `is a ${key.asymmetricKeyType} key, not Ed25519` : "is not a public key (PEM)";
+  if (pemFile !== undefined) {
+    throw new UsageError(`the file given to --public-key, ${pemFile}, ${is}; give the one airlock audit public-key prints`, AUDIT_USAGE);
+  }
+  throw new AppError("bad_request", `the audit signing key ${file} (AIRLOCK_AUDIT_KEY_FILE) ${is}; restore the key file, or pass --public-key PEM`);
 }
 
 function printVerdict(io: CliIo, verdict: EvidenceVerdict): number {

@@ -43,7 +43,7 @@ import { createRuntime, demoConfig, resolveConfig, serverConfigPath, type Runtim
 import { getRun, type AgentActor, type RunView } from "@/lib/runs/service";
 import { ALLOWED_BUILTINS, ISOLATION_LEVELS, membersTornDown, runInSandbox, type Envelope, type IsolationLevel, type StagedInput } from "@/lib/sandbox";
 import { withCliDatabase } from "./database";
-import { CLI_ACTOR, exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
+import { CLI_ACTOR, emailFlag, exitOnUsageError, namingFlags, parseCliArgs, UsageError, wholeNumberFlag, type CliIo } from "./io";
 import { actingAs } from "./person";
 import { loadCliConfig, withDevBroker } from "./upstreams";
 
@@ -102,7 +102,7 @@ function parse(argv: string[]) {
   const common = { file, language: language as "typescript" | "javascript", json: values.json };
   if (values.agent !== undefined) {
     if (values.agent.trim() === "") throw badArgs("--agent needs an agent name");
-    if (values.as !== undefined && values.as.trim() === "") throw badArgs("--as needs an email");
+    if (values.as !== undefined) emailFlag(values.as, "--as", EXEC_USAGE, "exec");
     const datasets = values.input;
     const withPath = datasets.find((name) => name.includes("="));
     if (withPath) throw badArgs(`with --agent, --input names a dataset (list_inputs shows them), not NAME=PATH (got '${withPath}')`);
@@ -125,11 +125,7 @@ function parse(argv: string[]) {
   if (values.isolation !== undefined && !(ISOLATION_LEVELS as readonly string[]).includes(values.isolation)) {
     throw badArgs(`--isolation must be one of ${ISOLATION_LEVELS.join(", ")}`);
   }
-  let timeoutMs: number | undefined;
-  if (values["timeout-ms"] !== undefined) {
-    timeoutMs = Number(values["timeout-ms"]);
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 3_600_000) throw badArgs("--timeout-ms must be an integer between 1 and 3600000");
-  }
+  const timeoutMs = wholeNumberFlag(values["timeout-ms"], "--timeout-ms", { min: 1, max: 3_600_000 }, EXEC_USAGE, "exec");
   return {
     mode: "dev" as const,
     ...common,
@@ -207,11 +203,13 @@ async function execAsAgent(args: AgentArgs, code: string, io: CliIo): Promise<nu
       const submit = async (by: Actor) => {
         const runtime = await createRuntime(db, resolveConfig(), { databaseUrl: appUrl, execute: false });
         try {
-          const submitted = await submitRun(
-            runtime,
-            agent,
-            { code, language: args.language, purpose: args.purpose ?? `airlock exec ${basename(args.file)}`, inputs: args.datasets },
-            { via: { door: "cli:exec", by } },
+          const submitted = await namingFlags({ purpose: "--purpose", inputs: "--input" }, () =>
+            submitRun(
+              runtime,
+              agent,
+              { code, language: args.language, purpose: args.purpose ?? `airlock exec ${basename(args.file)}`, inputs: args.datasets },
+              { via: { door: "cli:exec", by } },
+            ),
           );
           return await follow(runtime, agent, submitted, args, io);
         } finally {

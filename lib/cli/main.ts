@@ -1,7 +1,9 @@
 /**
  * `airlock` command line. Every command validates its arguments (parseCliArgs: node:util parseArgs,
- * strict) and prints usage with exit code 2 when they are wrong (UsageError); typed failures print
- * one line and exit 1; success exits 0. Commands act as CLI_ACTOR (`system:cli`) — whoever can run
+ * strict; a flag's value against its form, ./io.ts) and prints its usage with exit code 2 when they
+ * are wrong (UsageError), naming the flag and what was typed; `--help` prints the command's usage
+ * and exits 0 (the global usage for no command); typed failures print one line (a service's field
+ * named as the flag, namingFlags) and exit 1; success exits 0. Commands act as CLI_ACTOR (`system:cli`) — whoever can run
  * this has the host's database credentials already — and every change they make is audited like
  * any other; the four-eyes commands (policy propose and approve, tools accept) act as the admin
  * named by --as EMAIL instead (./person.ts). The shared pieces are in ./io.ts.
@@ -14,7 +16,7 @@ import { createUser } from "@/lib/auth/users";
 import { AppError, isAppError } from "@/lib/errors";
 import { logOnlyWhenAsked } from "@/lib/log";
 import { withCliDatabase } from "./database";
-import { CLI_ACTOR, exitOnUsageError, parseCliArgs, processIo, requiredFlag, UsageError, type CliIo } from "./io";
+import { CLI_ACTOR, emailFlag, exitOnUsageError, namingFlags, parseCliArgs, processIo, requiredFlag, UsageError, wholeNumberFlag, type CliIo } from "./io";
 
 const USAGE = `Usage: airlock <command> [options]
 
@@ -56,11 +58,14 @@ const userAdd: Command = async (args, io) => {
     },
     usage,
   );
-  const email = requiredFlag(values.email, "--email", usage);
+  const email = emailFlag(requiredFlag(values.email, "--email", usage), "--email", usage);
   const role = requiredFlag(values.role, "--role", usage);
   if (!(ROLES as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(", ")}`, usage);
   const password = values["password-stdin"] ? (await io.readStdin()).replace(/\r?\n$/, "") : generatePassword();
-  const user = await withCliDatabase((db) => db.$transaction((tx) => createUser(tx, CLI_ACTOR, { email, role: role as Role, name: values.name, password })));
+  const flags = { email: "--email", role: "--role", name: "--name", password: "the password read by --password-stdin" };
+  const user = await namingFlags(flags, () =>
+    withCliDatabase((db) => db.$transaction((tx) => createUser(tx, CLI_ACTOR, { email, role: role as Role, name: values.name, password }))),
+  );
   io.stdout(`Added ${user.role} ${user.email}.\n`);
   if (!values["password-stdin"]) io.stdout(`Password (shown once): ${password}\n`);
   return 0;
@@ -79,21 +84,18 @@ const agentAdd: Command = async (args, io) => {
     usage,
   );
   const name = requiredFlag(values.name, "--name", usage);
-  const owner = requiredFlag(values.owner, "--owner", usage);
-  let expiresAt: Date | undefined;
-  if (values["expires-days"] !== undefined) {
-    const days = Number(values["expires-days"]);
-    if (!Number.isInteger(days) || days < 1 || days > 3650) throw new UsageError("--expires-days must be a whole number from 1 to 3650", usage);
-    expiresAt = new Date(Date.now() + days * 86_400_000);
-  }
+  const owner = emailFlag(requiredFlag(values.owner, "--owner", usage), "--owner", usage);
+  const days = wholeNumberFlag(values["expires-days"], "--expires-days", { min: 1, max: 3650 }, usage);
+  const expiresAt = days === undefined ? undefined : new Date(Date.now() + days * 86_400_000);
   const scopes = values.scopes
     ?.split(",")
     .map((s) => s.trim())
     .filter(Boolean);
   const unknown = scopes?.find((scope) => !(AGENT_SCOPES as readonly string[]).includes(scope));
   if (unknown !== undefined) throw new AppError("bad_request", `--scopes: "${unknown}" is not an agent's scope; they are ${AGENT_SCOPES.join(", ")}`);
-  const created = await withCliDatabase((db) =>
-    db.$transaction((tx) => createAgent(tx, CLI_ACTOR, { name, ownerEmail: owner, scopes: scopes as never, expiresAt })),
+  const flags = { name: "--name", ownerEmail: "--owner", scopes: "--scopes", expiresAt: "--expires-days" };
+  const created = await namingFlags(flags, () =>
+    withCliDatabase((db) => db.$transaction((tx) => createAgent(tx, CLI_ACTOR, { name, ownerEmail: owner, scopes: scopes as never, expiresAt }))),
   );
   io.stdout(`Added agent ${created.name} (scopes: ${created.scopes.join(", ")}).\n`);
   io.stdout(`Token (shown once, store it now): ${created.token}\n`);
@@ -167,11 +169,12 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   const [first, second, ...rest] = argv;
   const key = first && second && COMMANDS[`${first} ${second}`] ? `${first} ${second}` : first;
   const command = key ? COMMANDS[key] : undefined;
-  // `help` first, or `-h`/`--help` among the command's words before any other flag, asks for usage;
-  // after a flag it may be that flag's value (`--reason -h`).
+  // `help` first, or `-h`/`--help` among the words before any other flag with no command they
+  // name, asks for the global usage; a command's own `--help` is its parser's (its usage, exit 0),
+  // and after a flag it may be that flag's value (`--reason -h`).
   const firstFlag = argv.findIndex((arg) => arg.startsWith("-") && arg !== "-h" && arg !== "--help");
   const words = firstFlag === -1 ? argv : argv.slice(0, firstFlag);
-  if (first === "help" || words.some((arg) => arg === "--help" || arg === "-h")) {
+  if (first === "help" || (!command && words.some((arg) => arg === "--help" || arg === "-h"))) {
     io.stdout(USAGE);
     return 0;
   }

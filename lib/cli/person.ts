@@ -3,8 +3,8 @@
  *
  * `cliActor(db, asEmail?)`, for every command that records an actor (audit export, verify,
  * checkpoint…): with `--as EMAIL`, that person — an existing user who is not disabled, else
- * not_found or forbidden (exit 1, one line, as actingAs; a blank email is a UsageError, exit 2; a
- * disabled user's attempt is also recorded as `auth.forbidden`, door `cli`); without it, the
+ * not_found or forbidden (exit 1, one line, as actingAs; the command has checked that --as is an
+ * email, ./io.ts emailFlag; a disabled user's attempt is also recorded as `auth.forbidden`, door `cli`); without it, the
  * system actor `cli:<os user>@<host>` (os.userInfo(), os.hostname();
  * characters outside [A-Za-z0-9._-] become "_", each part at most 64 characters, "unknown" when
  * the system cannot say), so the log names the account that ran it rather than just "cli".
@@ -25,7 +25,6 @@ import { recordForbidden } from "@/lib/audit/access";
 import type { Actor } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
 import { AppError } from "@/lib/errors";
-import { UsageError } from "./io";
 
 function label(value: () => string): string {
   let text = "";
@@ -46,7 +45,6 @@ export function cliSystemActor(): Actor {
 export async function cliActor(db: Db, asEmail?: string): Promise<Actor> {
   if (asEmail === undefined) return cliSystemActor();
   const email = asEmail.trim().toLowerCase();
-  if (email === "") throw new UsageError("--as needs the email of a user", "");
   const user = await db.user.findUnique({ where: { email } });
   // A value the command refuses (exit 1), as actingAs refuses it: not wrong arguments.
   if (!user) throw new AppError("not_found", `--as ${email}: no user has that email`);

@@ -14,15 +14,14 @@ import { listPatterns } from "@/lib/review/patterns";
 import { listSkills } from "@/lib/skills/service";
 import { listStandingApprovals, revokeStandingApproval } from "@/lib/skills/standing";
 import { withCliDatabase } from "./database";
-import { CLI_ACTOR, parseCliArgs, requiredFlag, UsageError, type CliIo } from "./io";
+import { CLI_ACTOR, emailFlag, parseCliArgs, requiredFlag, uuidFlag, wholeNumberFlag, type CliIo } from "./io";
 import { actingAs } from "./person";
 
 const USAGE = "Usage: airlock skills patterns [--min N] [--json]\n";
 
 export async function skillsPatternsCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseCliArgs(args, { min: { type: "string" }, json: { type: "boolean" } }, USAGE);
-  const minRuns = values.min === undefined ? 2 : Number(values.min);
-  if (!Number.isInteger(minRuns) || minRuns < 1 || minRuns > 1_000_000) throw new UsageError("--min must be a whole number of runs, at least 1", USAGE);
+  const minRuns = wholeNumberFlag(values.min, "--min", { min: 1, max: 1_000_000 }, USAGE) ?? 2;
   const { patterns } = await withCliDatabase((db) => listPatterns(db, CLI_ACTOR, { minRuns }), { mustExist: true });
   if (values.json) {
     io.stdout(JSON.stringify({ patterns }, null, 2) + "\n");
@@ -71,8 +70,8 @@ const REVOKE_USAGE = "Usage: airlock skills revoke --standing ID --as ADMIN_EMAI
 
 export async function skillsRevokeCommand(args: string[], io: CliIo): Promise<number> {
   const { values } = parseCliArgs(args, { standing: { type: "string" }, as: { type: "string" } }, REVOKE_USAGE);
-  const id = requiredFlag(values.standing, "--standing", REVOKE_USAGE);
-  const as = requiredFlag(values.as, "--as", REVOKE_USAGE);
+  const id = uuidFlag(requiredFlag(values.standing, "--standing", REVOKE_USAGE), "--standing", "a standing approval's id", REVOKE_USAGE);
+  const as = emailFlag(requiredFlag(values.as, "--as", REVOKE_USAGE), "--as", REVOKE_USAGE);
   await withCliDatabase((db) => actingAs(db, as, "cli:skills revoke", (actor) => revokeStandingApproval(db, actor, { id })), { mustExist: true });
   io.stdout(`Revoked standing approval ${id}: the next call it covered is decided by policy again.\n`);
   return 0;

@@ -7,6 +7,8 @@
  * accepted — changed, added by its
  * upstream, or of a server added after first start — is quarantined (lib/broker/db-registry.ts);
  * like the server at start, it records what it listed in the tool registry; it calls no tool.
+ * `--detail` without `--search`, and `--json` with `--dts` (declarations have no JSON form), are
+ * refused rather than ignored.
  * `airlock tools accept` is one admin's acceptance (named with --as EMAIL, ./person.ts) of a
  * quarantined definition by its hash: the first asks, a second admin's pins it
  * (lib/broker/admin.ts); it connects no upstream. Exit 0, 1 when the config, an upstream or the
@@ -15,7 +17,7 @@
 import type { SearchDetail, ToolInfo } from "@/lib/broker";
 import { acceptTool } from "@/lib/broker/admin";
 import { withCliDatabase } from "./database";
-import { exitOnUsageError, parseCliArgs, UsageError, type CliIo } from "./io";
+import { emailFlag, exitOnUsageError, parseCliArgs, typed, UsageError, type CliIo } from "./io";
 import { actingAs } from "./person";
 import { loadCliConfig, withCliBroker } from "./upstreams";
 
@@ -49,6 +51,7 @@ async function acceptCommand(argv: string[], io: CliIo): Promise<number> {
   };
   const [server, tool, hash, as] = [required("server"), required("tool"), required("hash"), required("as")];
   if (!/^[0-9a-f]{64}$/.test(hash)) throw badArgs("--hash must be the tool's 64-character hash, as `airlock tools` lists it");
+  emailFlag(as, "--as", TOOLS_USAGE, "tools accept");
   const result = await withCliDatabase((db) => actingAs(db, as, "cli:tools accept", (actor) => acceptTool(db, actor, { server, tool, schemaHash: hash })));
   io.stdout(
     result.outcome === "accepted"
@@ -67,15 +70,19 @@ export async function toolsCommand(argv: string[], io: CliIo): Promise<number> {
         server: { type: "string" },
         dts: { type: "boolean", default: false },
         search: { type: "string" },
-        detail: { type: "string", default: "summary" },
+        detail: { type: "string" },
         json: { type: "boolean", default: false },
         config: { type: "string" },
       },
       TOOLS_USAGE,
       { command: "tools" },
     );
-    if (!(DETAILS as readonly string[]).includes(values.detail)) throw badArgs(`--detail must be one of ${DETAILS.join(", ")}`);
+    if (values.detail !== undefined && !(DETAILS as readonly string[]).includes(values.detail)) {
+      throw badArgs(`--detail must be one of ${DETAILS.join(", ")}, not ${typed(values.detail)}`);
+    }
     if (values.dts && values.search !== undefined) throw badArgs("use --dts or --search, not both");
+    if (values.detail !== undefined && values.search === undefined) throw badArgs("--detail says how much --search answers: it needs --search Q");
+    if (values.dts && values.json) throw badArgs("--dts prints TypeScript declarations, which have no JSON form: use --dts or --json, not both");
     const config = loadCliConfig(values.config, io, "tools");
     if (!config) return 1;
     if (values.server !== undefined && !(values.server in config.servers)) throw badArgs(`no server '${values.server}' in the config`);
@@ -83,7 +90,7 @@ export async function toolsCommand(argv: string[], io: CliIo): Promise<number> {
       if (values.dts) {
         io.stdout(broker.declarations(values.server));
       } else if (values.search !== undefined) {
-        const answer = broker.search(values.search, values.detail as SearchDetail, { server: values.server });
+        const answer = broker.search(values.search, (values.detail ?? "summary") as SearchDetail, { server: values.server });
         if (values.json) io.stdout(`${JSON.stringify(answer, null, 2)}\n`);
         else if (answer.tools.length === 0) io.stdout(`No tool matches ${JSON.stringify(values.search)}.\n`);
         else {
