@@ -141,7 +141,10 @@ describe("a traced run", () => {
     const preview = mine.find((s) => s.name === "airlock.preview")!;
     const calls = mine.filter((s) => s.name === "airlock.tool_call");
     expect(calls.filter((s) => s.parentSpanId === run.spanId).map((s) => attribute(s, "airlock.tool"))).toEqual(["ledger.listInvoices", "ledger.issueRefund"]);
-    expect(calls.filter((s) => s.parentSpanId === preview.spanId).map((s) => attribute(s, "airlock.tool"))).toEqual(["ledger.listInvoices", "ledger.listInvoices"]);
+    expect(calls.filter((s) => s.parentSpanId === preview.spanId).map((s) => attribute(s, "airlock.tool"))).toEqual([
+      "ledger.listInvoices",
+      "ledger.listInvoices",
+    ]);
     expect(attribute(run, "airlock.status")).toBe("succeeded");
     expect(mine.filter((s) => s.name === "airlock.review").map((s) => attribute(s, "airlock.verdict"))).toEqual(["approve", "approve"]);
     expect(
