@@ -137,7 +137,7 @@ describe("airlock tools", () => {
     expect(none.out.stdout).toBe('No tool matches "zzzz-nothing".\n');
     const bad = capture();
     expect(await toolsCommand(["--detail", "everything"], bad.io)).toBe(2);
-    expect(bad.out.stderr).toMatch(/^airlock tools: --detail must be one of name, summary, full\n\nUsage: airlock tools /);
+    expect(bad.out.stderr).toMatch(/^airlock tools: --detail must be one of name, summary, full, not "everything"\n\nUsage: airlock tools /);
     const noServer = capture();
     expect(await toolsCommand(["--server", "crm", "--config", config], noServer.io)).toBe(2);
     expect(noServer.out.stderr).toMatch(/^airlock tools: no server 'crm' in the config\n\nUsage: airlock tools /);

@@ -127,7 +127,7 @@ describe("airlock skills patterns", () => {
   it("refuses a bad --min with usage and exit 2", async () => {
     const io = capture();
     expect(await runCli(["skills", "patterns", "--min", "0"], io)).toBe(2);
-    expect(io.err).toMatch(/--min must be a whole number of runs, at least 1/);
+    expect(io.err).toMatch(/^airlock: --min must be a whole number from 1 to 1000000 \(got "0"\)\nUsage: airlock skills patterns /);
   });
 });
 
