@@ -19,10 +19,11 @@ import { compileToolSchema, issuesText } from "@/lib/broker/schema-check";
 import { toolArgumentsSchema } from "@/lib/contracts/direct-call";
 import { requireScope } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
+import { editDistance } from "@/lib/edit-distance";
 import { AppError, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
 import { skillRunScript } from "@/lib/skills/draft";
-import { publishedSkill } from "@/lib/skills/service";
+import { publishedSkill, publishedSkills } from "@/lib/skills/service";
 import { parseSubmit, recordingRefusals, submitProposal, type SubmitOptions } from "./submit";
 import { storableText } from "@/lib/untrusted/storable-text";
 
@@ -31,6 +32,12 @@ export const runSkillSchema = z.strictObject({
   version: z.number().int().min(1).max(10_000).optional(),
   arguments: toolArgumentsSchema,
 });
+
+/** The published skill a misspelt name most likely meant, if one is near. */
+function nearestSkill(name: string, skills: readonly { name: string }[]): string | null {
+  const plain = (text: string) => text.toLowerCase().replace(/[-_\s]/g, "");
+  return skills.map((skill) => skill.name).find((candidate) => editDistance(plain(candidate), plain(name)) <= 2) ?? null;
+}
 
 export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unknown, options: Pick<SubmitOptions, "wait" | "follow"> = {}): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
@@ -41,7 +48,8 @@ export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unkn
     const skill = await publishedSkill(deps.db, name, version);
     if (!skill) {
       const which = version === undefined ? `published skill ${JSON.stringify(name)}` : `published version ${version} of ${JSON.stringify(name)}`;
-      throw new AppError("bad_request", `There is no ${which}; search_tools lists the skills.`, {
+      const near = version === undefined ? nearestSkill(name, await publishedSkills(deps.db)) : null;
+      throw new AppError("bad_request", `There is no ${which}; ${near ? `did you mean ${near}? ` : ""}search_tools lists the skills.`, {
         details: { field: version === undefined ? "name" : "version" },
       });
     }
@@ -53,6 +61,7 @@ export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unkn
         `arguments do not fit ${name} v${skill.version}'s input schema: ${issuesText(issues).replaceAll("data", "arguments")}`.slice(0, 2_000),
         {
           details: { field: `arguments${issues[0]!.path.replaceAll("/", ".")}` },
+          next: `Fix the argument the message names and call again; search_tools (query "${name}", detail full) declares the skill's arguments.`,
         },
       );
     }

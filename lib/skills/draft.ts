@@ -9,7 +9,12 @@
  *   renamed when the script already says `args`;
  * - skillArguments(holes, inputs): the arguments a past run of the pattern passed, read from its
  *   holes, typed as the input schema says (integer, number, boolean, string);
- * - inputSchemaOf(inputs): the closed JSON Schema of those arguments, with the seen values as examples;
+ * - toolArgumentSites(code, language, inputs): where a bound literal is a tool call's argument
+ *   written out (`tools.ledger.listInvoices({ status: "paid" })`), and carriedConstraints: what
+ *   that tool's input schema requires of it (its allowed values, bounds and lengths), so run_skill
+ *   refuses arguments the tool would refuse before anything is stored;
+ * - inputSchemaOf(inputs, constraints): the closed JSON Schema of those arguments, with the seen
+ *   values as examples and each one's carried constraints;
  * - skillRunScript(code, args, language): the script run_skill runs, `return await (<code>)(<args JSON>);`,
  *   the arguments `as const` in TypeScript, so a string passed where a tool takes fixed values
  *   keeps its literal type.
@@ -20,6 +25,7 @@
  * inlined into other scripts, where an import cannot go).
  */
 import ts from "typescript";
+import { compileToolSchema } from "@/lib/broker/schema-check";
 import { canonicalJson } from "@/lib/canonical-json";
 import { holeSites, type Hole, type HoleSite } from "@/lib/script-fingerprint";
 
@@ -93,6 +99,76 @@ export function inputType(site: Pick<Hole, "type">, values: readonly string[]): 
   return site.type === "boolean" ? "boolean" : "string";
 }
 
+/** A value a hole took, as its argument's type reads it. */
+function valueOf(input: Pick<SkillInput, "type">, text: string): string | number | boolean {
+  return input.type === "string" ? text : input.type === "boolean" ? text === "true" : parseNumber(text);
+}
+
+/** Where a tool call written out takes a bound literal as one of its arguments: `tools.<server>.<tool>({ filter: { status: <hole> } })`. */
+export type ToolArgumentSite = { server: string; tool: string; path: string[] };
+
+/** The tool argument each input's literal is, by hole; a literal that is only part of one (a template's text), or no tool's argument, has none. */
+export function toolArgumentSites(code: string, language: string, inputs: readonly Pick<SkillInput, "hole">[]): Map<number, ToolArgumentSite> {
+  const sites = sitesOf(code, language);
+  const found = new Map<number, ToolArgumentSite>();
+  for (const input of inputs) {
+    const site = sites[input.hole];
+    const at = site && toolArgumentSite(site);
+    if (at) found.set(input.hole, at);
+  }
+  return found;
+}
+
+function toolArgumentSite(site: HoleSite): ToolArgumentSite | null {
+  let node: ts.Node = site.node;
+  if (ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) return null;
+  if (ts.isPrefixUnaryExpression(node.parent)) node = node.parent;
+  const path: string[] = [];
+  for (;;) {
+    const assignment = node.parent;
+    if (!ts.isPropertyAssignment(assignment) || assignment.initializer !== node) return null;
+    if (!ts.isIdentifier(assignment.name) && !ts.isStringLiteral(assignment.name)) return null;
+    path.unshift(assignment.name.text);
+    const object = assignment.parent;
+    const call = object.parent;
+    if (!ts.isCallExpression(call)) {
+      node = object;
+      continue;
+    }
+    if (call.arguments[0] !== object) return null;
+    const callee = call.expression;
+    const onTools =
+      ts.isPropertyAccessExpression(callee) &&
+      ts.isPropertyAccessExpression(callee.expression) &&
+      ts.isIdentifier(callee.expression.expression) &&
+      callee.expression.expression.text === "tools";
+    return onTools ? { server: callee.expression.name.text, tool: callee.name.text, path } : null;
+  }
+}
+
+/** The checks of a tool's argument schema a skill's argument carries: what it may be, and how big or long. */
+const CARRIED = ["enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength"] as const;
+
+/**
+ * What `toolSchema` (a tool's input schema) requires of the argument at `path` that an input of
+ * this type can carry; nothing when the schema does not say, or when a value the pattern's runs
+ * passed would break it (the tests replay those values).
+ */
+export function carriedConstraints(toolSchema: unknown, path: readonly string[], input: Pick<SkillInput, "type" | "values">): JsonSchema {
+  let schema: unknown = toolSchema;
+  for (const key of path) {
+    const properties = schema !== null && typeof schema === "object" ? (schema as { properties?: unknown }).properties : undefined;
+    schema = properties !== null && typeof properties === "object" && Object.hasOwn(properties, key) ? (properties as Record<string, unknown>)[key] : undefined;
+  }
+  if (schema === null || typeof schema !== "object") return {};
+  const carried: JsonSchema = {};
+  for (const keyword of CARRIED) if (Object.hasOwn(schema, keyword)) carried[keyword] = (schema as JsonSchema)[keyword];
+  if (Object.keys(carried).length === 0) return {};
+  const check = compileToolSchema({ type: input.type, ...carried });
+  if (check instanceof Error || input.values.some((text) => check(valueOf(input, text)).length > 0)) return {};
+  return carried;
+}
+
 /** A numeric literal's value as written (`1_000`, `0x1f`, `1e3`). */
 function parseNumber(text: string): number {
   return Number(text.replaceAll("_", ""));
@@ -160,11 +236,12 @@ export function skillArguments(holes: readonly Hole[], inputs: readonly Pick<Ski
   return args;
 }
 
-export function inputSchemaOf(inputs: readonly SkillInput[]): JsonSchema {
+export function inputSchemaOf(inputs: readonly SkillInput[], constraints: ReadonlyMap<number, JsonSchema> = new Map()): JsonSchema {
   const properties: Record<string, unknown> = {};
   for (const input of inputs) {
-    const examples = input.values.slice(0, 5).map((v) => (input.type === "string" ? v : input.type === "boolean" ? v === "true" : parseNumber(v)));
-    Object.defineProperty(properties, input.name, { value: { type: input.type, examples }, enumerable: true, writable: true, configurable: true });
+    const examples = input.values.slice(0, 5).map((v) => valueOf(input, v));
+    const value = { type: input.type, ...constraints.get(input.hole), examples };
+    Object.defineProperty(properties, input.name, { value, enumerable: true, writable: true, configurable: true });
   }
   return { type: "object", properties, required: inputs.map((i) => i.name), additionalProperties: false };
 }

@@ -37,6 +37,7 @@ import type { Hole } from "@/lib/script-fingerprint";
 import { inferSchema } from "./schema-infer";
 import {
   SkillDraftError,
+  carriedConstraints,
   inputSchemaOf,
   inputType,
   isInputName,
@@ -44,6 +45,7 @@ import {
   skillArguments,
   skillCode,
   suggestInputs,
+  toolArgumentSites,
   type JsonSchema,
   type SkillInput,
 } from "./draft";
@@ -279,12 +281,30 @@ async function buildProposal(db: Db, fingerprint: string, chosen?: { hole: numbe
     description: example.purpose,
     code,
     inputs,
-    inputSchema: inputSchemaOf(inputs),
+    inputSchema: inputSchemaOf(inputs, await toolConstraints(db, example.code, example.language, inputs)),
     outputSchema: inferSchema(results),
     tests,
     skipped,
     capabilitySet: strings(example.capabilitySet).sort(),
   };
+}
+
+/** What the tools the inputs are arguments of require of them (carriedConstraints), by hole; from the accepted tools in the registry. */
+async function toolConstraints(db: Db, code: string, language: string, inputs: readonly SkillInput[]): Promise<Map<number, JsonSchema>> {
+  const sites = toolArgumentSites(code, language, inputs);
+  if (sites.size === 0) return new Map();
+  const rows = await db.upstreamTool.findMany({
+    where: { quarantined: false, OR: [...sites.values()].map(({ server, tool }) => ({ name: tool, server: { name: server } })) },
+    select: { name: true, inputSchema: true, server: { select: { name: true } } },
+  });
+  const schemas = new Map(rows.map((row) => [`${row.server.name}.${row.name}`, row.inputSchema]));
+  const constraints = new Map<number, JsonSchema>();
+  for (const input of inputs) {
+    const site = sites.get(input.hole);
+    const schema = site && schemas.get(`${site.server}.${site.tool}`);
+    if (site && schema !== undefined) constraints.set(input.hole, carriedConstraints(schema, site.path, input));
+  }
+  return constraints;
 }
 
 export async function proposeSkill(db: Db, actor: Actor, fingerprint: unknown): Promise<SkillProposal> {

@@ -102,6 +102,11 @@ describe("promoting a pattern to a skill", () => {
     expect(proposal.code).toContain('invoiceId: args.invoiceId, amountMinor: args.amountMinor, currency: "EUR"');
     expect(proposal.code.startsWith("async (args) => {")).toBe(true);
     expect(proposal.inputSchema).toMatchObject({ additionalProperties: false, required: ["invoiceId", "amountMinor", "idempotencyKey"] });
+    // An argument carries what the tool it is passed to requires of it, so run_skill refuses what the tool would.
+    expect(proposal.inputSchema.properties).toMatchObject({
+      amountMinor: { type: "integer", exclusiveMinimum: 0 },
+      idempotencyKey: { type: "string", minLength: 8, maxLength: 100 },
+    });
     expect(proposal.outputSchema).toMatchObject({ type: "object", required: ["amountMinor", "refundId", "replayed"] });
     expect(proposal.tests).toHaveLength(3);
     expect(proposal.skipped).toEqual({ not_succeeded: 1 });
@@ -247,9 +252,19 @@ describe("run_skill and standing approvals", () => {
     ).rejects.toMatchObject({
       code: "bad_request",
     });
+    // What the tool requires of an argument is checked before anything is stored, saying where the skill's arguments are declared.
+    await expect(call("inv_0015", -5, "skills-bad-03")).rejects.toMatchObject({
+      code: "bad_request",
+      message: expect.stringMatching(/amountMinor must be > 0/),
+      next: expect.stringContaining('search_tools (query "refundInvoice", detail full)'),
+    });
     await expect(submitSkillRun(ledger.runtime, ledger.agent, { name: "noisyCount", arguments: {} })).rejects.toMatchObject({
       code: "bad_request",
       message: expect.stringContaining("search_tools"),
+    });
+    await expect(submitSkillRun(ledger.runtime, ledger.agent, { name: "refundInvoce", arguments: {} })).rejects.toMatchObject({
+      code: "bad_request",
+      message: 'There is no published skill "refundInvoce"; did you mean refundInvoice? search_tools lists the skills.',
     });
     await expect(submitSkillRun(ledger.runtime, ledger.agent, { name: "refundInvoice", version: 2, arguments: {} })).rejects.toMatchObject({
       code: "bad_request",
