@@ -206,7 +206,7 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
   let exfiltration: string | null = null;
   let upstreamInstructions = false;
   // What tools answered a script no person reviewed (policy allowed it, and it is not a published
-  // skill's code): scanned for personal data at the end (UNREVIEWED_PERSONAL_DATA_FLAG).
+  // skill's code), their errors included: scanned for personal data at the end (UNREVIEWED_PERSONAL_DATA_FLAG).
   const unreviewedAnswers: JsonValue[] | null = unreviewedScript(run) ? [] : null;
   const callTool: CallTool = async (server, tool, args, signal) => {
     const seq = seqBase + ++calls;
@@ -306,6 +306,7 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
       normalized ||= message.changed;
       toolRedactions.push(...message.redactions);
       upstreamInstructions ||= looksLikeInstructions(message.value);
+      unreviewedAnswers?.push(message.value);
       row.outcome = "error";
       row.error = message.value.slice(0, 2000);
       // The script gets the screened message: a secret in an upstream's error does not enter the sandbox either.
