@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { submitDirectCall } from "@/lib/intake/direct";
 import { submitRun } from "@/lib/intake/submit";
+import { unreviewedScript } from "@/lib/runs/executor";
 import { getRun, type RunView } from "@/lib/runs/service";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 
@@ -65,6 +66,51 @@ describe("a script no person reviewed that read personal data", () => {
     expect(JSON.stringify(view)).not.toContain("jane");
     const run = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } });
     expect((run.releaseDecision as { reasons: { policyId: string }[] }).reasons.map((r) => r.policyId)).toContain("hold-unreviewed-personal-data");
+  });
+});
+
+describe("a plan preview (no person has reviewed its script yet) that read personal data", () => {
+  const paid = () => ledger.runtime.broker.callTool("ledger", "listInvoices", { status: "paid", limit: 1 }, new AbortController().signal);
+
+  it("attack: keeps the plan's arguments from the agent, where the script spelt what it read", async () => {
+    const invoice = ((await paid()) as { invoices: { id: string }[] }).invoices[0]!.id;
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `${READ.replace("REFUND", refundId)}
+await tools.ledger.issueRefund({ invoiceId: "${invoice}", amountMinor: 1, reason: [...s.slice(23, 43)].map((c) => c.charCodeAt(0)).join(" "), idempotencyKey: "pii-preview-1" });`,
+      purpose: "a refund",
+      language: "javascript",
+    });
+    const view = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 30 });
+    expect(view.status).toBe("pending_review");
+    expect(view.plan).toEqual([expect.objectContaining({ tool: "issueRefund", arguments: "(withheld by release policy; reviewers see it in the console)" })]);
+    expect(JSON.stringify(view)).not.toContain("106 97 110 101"); // "jane", as codes
+  });
+
+  it("attack: keeps a failed preview's text from the agent, where the script threw what it read", async () => {
+    const submitted = await submitRun(ledger.runtime, ledger.agent, {
+      code: `${READ.replace("REFUND", refundId)}
+if (s) throw new Error([...s].map((c) => c.charCodeAt(0)).join(" "));
+await tools.ledger.issueRefund({ invoiceId: "inv_0001", amountMinor: 1, reason: "never", idempotencyKey: "pii-preview-2" });`,
+      purpose: "a refund",
+      language: "javascript",
+    });
+    const view = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 30 });
+    expect(view).toMatchObject({ status: "failed", error: { code: "PREVIEW_FAILED" } });
+    expect(view.error?.message).toMatch(
+      /^The run ended failed; release policy keeps its error text and logs from the agent: A script no person reviewed read personal data/,
+    );
+    expect(JSON.stringify(view)).not.toContain("106 97 110 101"); // "jane", as codes
+  });
+});
+
+describe("who counts as reviewed", () => {
+  it("a script policy allowed is unreviewed, also when it calls a published skill (the code around it is the agent's) or is a run_skill call", () => {
+    expect(unreviewedScript({ decision: "allow", kind: "script" })).toBe(true);
+    // A run's skills are those a run_skill call or the agent's script calls: neither makes the rest of the script reviewed.
+    const callsASkill = { decision: "allow", kind: "script", skills: [{ name: "countInvoices", version: 1, versionId: "v" }] } as const;
+    expect(unreviewedScript(callsASkill)).toBe(true);
+    expect(unreviewedScript({ decision: "escalate", kind: "script" })).toBe(false);
+    expect(unreviewedScript({ decision: "allow", kind: "direct" })).toBe(false);
   });
 });
 

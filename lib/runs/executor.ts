@@ -25,8 +25,9 @@
  *   arguments as sent; the envelope is flagged `content_normalized` / `secret_redacted`;
  * - every run that executed gets its release decision before the write that ends its execution
  *   (./release-decision.ts; flag `upstream_instruction_like` when a tool's answer reads like
- *   instructions to the model, `unreviewed_personal_data` when a script no person reviewed read
- *   personal data from a tool, which it could hand over in a form the tokens do not catch): one that succeeded ends succeeded, or `pending_release` when a
+ *   instructions to the model, `unreviewed_personal_data` when a script policy allowed without a
+ *   reviewer read personal data from a tool, which it could hand over in a form the tokens do not
+ *   catch): one that succeeded ends succeeded, or `pending_release` when a
  *   release policy holds the result for reviewers, or `withheld`; for any other, a decision that is
  *   not allow keeps its logs and error text from the agent (lib/runs/service.ts);
  * - the files the script wrote under ./out/ are stored with the terminal state, in its transaction
@@ -164,9 +165,13 @@ export async function executeRun(deps: ExecutorDeps, runId: string, shutdown?: A
   return true;
 }
 
-/** A script no person approved: policy allowed it, and it is not a published skill's reviewed code (a direct call runs no script). */
-function unreviewedScript(run: Pick<Run, "decision" | "kind" | "skills">): boolean {
-  return run.decision === "allow" && run.kind !== "direct" && !(Array.isArray(run.skills) && run.skills.length > 0);
+/**
+ * A script no person approved: policy allowed it. A direct call runs no script. A script that calls
+ * a published skill is the agent's own code around it, so it counts as unreviewed; so does a
+ * run_skill call policy allowed (its arguments were reviewed by nobody), which fails closed.
+ */
+export function unreviewedScript(run: Pick<Run, "decision" | "kind">): boolean {
+  return run.decision === "allow" && run.kind !== "direct";
 }
 
 /**
@@ -205,8 +210,8 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
   const marked = new MarkedValues();
   let exfiltration: string | null = null;
   let upstreamInstructions = false;
-  // What tools answered a script no person reviewed (policy allowed it, and it is not a published
-  // skill's code), their errors included: scanned for personal data at the end (UNREVIEWED_PERSONAL_DATA_FLAG).
+  // What tools answered a script no person reviewed (policy allowed it), their errors included:
+  // scanned for personal data at the end (UNREVIEWED_PERSONAL_DATA_FLAG).
   const unreviewedAnswers: JsonValue[] | null = unreviewedScript(run) ? [] : null;
   const callTool: CallTool = async (server, tool, args, signal) => {
     const seq = seqBase + ++calls;

@@ -12,7 +12,8 @@
  *   digest on the transition previewing → pending_review, which approvals then bind;
  * - the script is previewed twice, and a plan the two runs do not agree on is never offered
  *   (PLAN_UNSTABLE, naming the first argument that differs): writes that depend on the time or on
- *   randomness could never be made as approved;
+ *   randomness could never be made as approved. Its reads reach the upstreams twice, and a preview
+ *   may take twice the run's time limit;
  * - a write whose arguments the screen would rewrite (a credential redacted, characters
  *   normalized, ./gate.ts `unreviewableArguments`) is never planned: reviewers would approve
  *   something other than what the upstream gets, so the preview fails (PLAN_UNREVIEWABLE); nor is
@@ -46,7 +47,7 @@ import { insertToolCalls, storedJson } from "@/lib/audit/stored-calls";
 import { stagedDatasets } from "./staged-datasets";
 import { parseRunLimits } from "./limits";
 import { moneyOf, placeholderPointers, planDigest, previewAnswer, strayPlaceholder, unshownMoney, unstablePlan } from "./plan";
-import { UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease } from "./release-decision";
+import { UNREVIEWED_PERSONAL_DATA_FLAG, UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease } from "./release-decision";
 import { transitionRun } from "./states";
 
 export type PreviewDeps = {
@@ -136,6 +137,10 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   const calls = [...first.calls, ...(second?.calls ?? [])];
   const writes = first.writes;
   const upstreamInstructions = first.state.upstreamInstructions || second?.state.upstreamInstructions === true;
+  // No person has reviewed the script yet: personal data its reads returned could reach the agent
+  // spelt otherwise, in the plan's arguments or the failure's text (as for a result, ./executor.ts).
+  const answers = [...first.state.answers, ...(second?.state.answers ?? [])];
+  const personalRead = answers.length > 0 && (await personalData(answers, marked)).length > 0;
   const plan = { digest: planDigest(writes), writes };
   // What the agent reads of the preview — the plan, or why it failed — screened, its personal data
   // as tokens (lib/runs/service.ts), assigned with the outcome.
@@ -144,7 +149,8 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   const personal = await personalData([writes.map((w) => [w.arguments, w.answer, w.money?.subject ?? null]), failureMessage], marked);
   // Reads were real: whether the plan's arguments (or why the preview failed) reach the agent is the
   // release policies' to decide, as for a result (./release-decision.ts).
-  const release = await decideResultRelease(db, run, { flags: upstreamInstructions ? [UPSTREAM_INSTRUCTIONS_FLAG] : [], result: writes as JsonValue });
+  const flags = [...(upstreamInstructions ? [UPSTREAM_INSTRUCTIONS_FLAG] : []), ...(personalRead ? [UNREVIEWED_PERSONAL_DATA_FLAG] : [])];
+  const release = await decideResultRelease(db, run, { flags, result: writes as JsonValue });
   const ended = await db.$transaction(async (tx) => {
     const held = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM "Run" WHERE id = ${runId}::uuid AND status = 'previewing' AND "executorId" = ${deps.executorId} FOR UPDATE`;
@@ -174,7 +180,7 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
       from: "previewing",
       to: "pending_review",
       data: { plan: runColumnValue("plan", plan), releaseDecision: runColumnValue("releaseDecision", release) },
-      audit: { planDigest: plan.digest, writes: writes.length, reads: calls.length - writes.length, releaseDecision: release },
+      audit: { planDigest: plan.digest, writes: writes.length, reads: first.calls.length - writes.length, releaseDecision: release },
     });
     if (moved) await assignTokens(tx, scope, runId, personal);
     return moved;
@@ -190,7 +196,8 @@ type PreviewRecorder = {
   callTool: CallTool;
   calls: PreviewCall[];
   writes: PlanWrite[];
-  state: { exfiltration: string | null; unplannable: string | null; upstreamInstructions: boolean };
+  /** answers: what the reads answered, errors included, for the personal-data hold (no person reviewed the script yet). */
+  state: { exfiltration: string | null; unplannable: string | null; upstreamInstructions: boolean; answers: JsonValue[] };
 };
 
 function previewRecorder(deps: PreviewDeps, { run, span, limits, scope, marked, controller }: PreviewContext, firstSeq: number): PreviewRecorder {
@@ -198,7 +205,7 @@ function previewRecorder(deps: PreviewDeps, { run, span, limits, scope, marked, 
   const runId = run.id;
   const calls: PreviewCall[] = [];
   const writes: PlanWrite[] = [];
-  const state: PreviewRecorder["state"] = { exfiltration: null, unplannable: null, upstreamInstructions: false };
+  const state: PreviewRecorder["state"] = { exfiltration: null, unplannable: null, upstreamInstructions: false, answers: [] };
   const callTool: CallTool = async (server, tool, args, signal) => {
     // `seq` numbers this preview's calls (the plan and its placeholders); the record numbers both previews' in one sequence.
     const seq = calls.length + 1;
@@ -274,12 +281,14 @@ function previewRecorder(deps: PreviewDeps, { run, span, limits, scope, marked, 
       const result = screenJson(answer, `toolCall[${seq}].result`).value;
       marked.note(info?.piiFields, result);
       state.upstreamInstructions ||= jsonLooksLikeInstructions(result);
+      state.answers.push(result);
       call.outcome = "ok";
       call.result = result;
       return result;
     } catch (error) {
       const message = screenMessage(error, `toolCall[${seq}].error`);
       state.upstreamInstructions ||= looksLikeInstructions(message.value);
+      state.answers.push(message.value);
       call.outcome = "error";
       call.error = message.value.slice(0, 2000);
       throw message.redactions.length > 0 ? new Error(message.value) : error;
