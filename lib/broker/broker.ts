@@ -249,6 +249,9 @@ function shownToAgents(tool: ToolInfo): ToolInfo {
 /** A schema as agents are shown it: credentials redacted in its strings and keys, as in a tool's result. */
 const redacted = (schema: Record<string, unknown>) => redactSecretsInJson(schema as JsonValue).value as Record<string, unknown>;
 
+/** A tool's compiled schemas are its definition's: kept by name and hash, so a call racing a relist never checks against another definition. */
+const validatorKey = (tool: ToolInfo): string => `${tool.server}.${tool.name}@${tool.hash}`;
+
 export class ToolBroker {
   private readonly inputValidators = new Map<string, SchemaCheck | Error>();
   private readonly outputValidators = new Map<string, SchemaCheck | Error>();
@@ -435,7 +438,8 @@ export class ToolBroker {
         try {
           const listed = await ToolBroker.listAll(upstream, this.limits);
           const held = new Map(this.tools(upstream.name).map((tool) => [tool.name, tool]));
-          const fresh = listed.filter((tool) => held.get(tool.name)?.hash !== tool.hash);
+          // A tool the listing quarantines itself (its name now listed twice) is fresh too: the held, accepted copy must not stand for it.
+          const fresh = listed.filter((tool) => tool.quarantined || held.get(tool.name)?.hash !== tool.hash);
           const dropped = [...held.keys()].filter((name) => !listed.some((tool) => tool.name === name));
           if (fresh.length === 0 && dropped.length === 0) return [];
           await ToolBroker.checkPins(fresh, this.pins);
@@ -470,8 +474,8 @@ export class ToolBroker {
         entries.push(...tools.map((t): [string, ToolInfo] => [`${t.server}.${t.name}`, t]));
       }
       if (tool.server === server) {
-        this.inputValidators.delete(key);
-        this.outputValidators.delete(key);
+        this.inputValidators.delete(validatorKey(tool));
+        this.outputValidators.delete(validatorKey(tool));
       }
     }
     if (!placed) entries.push(...tools.map((t): [string, ToolInfo] => [`${t.server}.${t.name}`, t]));
@@ -640,7 +644,7 @@ export class ToolBroker {
     const tool = this.registry.get(key);
     if (!tool) return `unknown tool ${sanitizeText(key, 200)}`;
     if (args === null || typeof args !== "object" || Array.isArray(args)) return `arguments of ${key} must be an object`;
-    const input = this.validatorFor(this.inputValidators, key, tool.inputSchema);
+    const input = this.validatorFor(this.inputValidators, validatorKey(tool), tool.inputSchema);
     if (input instanceof Error) return input.message;
     const issues = ignore ? input(args).filter((issue) => !ignore(issue)) : input(args);
     return issues.length > 0 ? `invalid arguments for ${key}: ${quoted(issuesText(issues), 500)}` : null;
@@ -661,10 +665,12 @@ export class ToolBroker {
     if (tool.quarantined && !(await this.acceptedElsewhere(tool))) {
       return refuse(`tool ${key} is quarantined (${tool.quarantineReason}) until an admin accepts it`);
     }
+    // Listed again meanwhile (relistChanged): the call is made only under the definition the registry holds now.
+    if (this.registry.get(key) !== tool) return refuse(`tool ${key} changed while it was called; call it again`);
     const problem = this.argumentsProblem(server, name, args);
     if (problem) return refuse(problem);
     // A result could not be checked: the call is not made.
-    const output = tool.outputSchema ? this.validatorFor(this.outputValidators, key, tool.outputSchema) : null;
+    const output = tool.outputSchema ? this.validatorFor(this.outputValidators, validatorKey(tool), tool.outputSchema) : null;
     if (output instanceof Error) return refuse(output.message);
 
     // The SDK never removes the abort listener it puts on a request's signal: given the run's signal,

@@ -97,7 +97,7 @@ await tools.ledger.issueRefund({ invoiceId: "inv_0001", amountMinor: 1, reason: 
     const view = await getRun(ledger.runtime, ledger.agent, { runId: submitted.runId, waitSeconds: 30 });
     expect(view).toMatchObject({ status: "failed", error: { code: "PREVIEW_FAILED" } });
     expect(view.error?.message).toMatch(
-      /^The run ended failed; release policy keeps its error text and logs from the agent: A script no person reviewed read personal data/,
+      /^The plan preview failed \(SCRIPT_ERROR\), so no reviewer was asked; release policy keeps the rest of its error text from the agent: A script no person reviewed read personal data/,
     );
     expect(JSON.stringify(view)).not.toContain("106 97 110 101"); // "jane", as codes
   });

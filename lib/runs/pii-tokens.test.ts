@@ -107,7 +107,7 @@ describe("the tokens loop", () => {
 
   /**
    * A preview of personal data, once it ended: what the agent sees then (`held`: still previewing,
-   * since when it ended is the script's to choose) and after its time limit (`shown`, the clock
+   * since when it ended is the script's to choose) and after twice its time limit, one per preview run (`shown`, the clock
    * moved past it). Its run row is `row`.
    */
   async function afterPreview(runId: string): Promise<{ held: RunView; shown: RunView; row: { status: string } }> {
@@ -119,7 +119,7 @@ describe("the tokens loop", () => {
     const held = await getRun(ledger.runtime, ledger.agent, { runId });
     vi.useFakeTimers({ toFake: ["Date"] });
     try {
-      vi.setSystemTime(row.createdAt.getTime() + RUN_LIMIT_DEFAULTS.timeoutMs + 6_000);
+      vi.setSystemTime(row.createdAt.getTime() + 2 * RUN_LIMIT_DEFAULTS.timeoutMs + 6_000);
       return { held, shown: await getRun(ledger.runtime, ledger.agent, { runId }), row };
     } finally {
       vi.useRealTimers();
@@ -299,10 +299,10 @@ return customers.map((c) => ({ id: c.id, name: c.name, email: c.email }));`,
     expect(held.status).toBe("previewing");
     expect(held.approvals).toEqual({ approvedBy: [], required: 2 });
     expect(held.comments).toEqual([]);
-    // At the time limit, it shows as it is.
+    // Past the time limits of both preview runs, it shows as it is.
     vi.useFakeTimers({ toFake: ["Date"] });
     try {
-      vi.setSystemTime(row.createdAt.getTime() + RUN_LIMIT_DEFAULTS.timeoutMs + 6_000);
+      vi.setSystemTime(row.createdAt.getTime() + 2 * RUN_LIMIT_DEFAULTS.timeoutMs + 6_000);
       const shown = await getRun(ledger.runtime, ledger.agent, { runId: row.id });
       expect(shown).toMatchObject({ status: "pending_review", approvals: { approvedBy: [reviewers[0]!.email], required: 2 } });
       expect(shown.comments).toEqual([expect.objectContaining({ verdict: "approve", comment: "looks fine" })]);

@@ -228,20 +228,26 @@ export function previewHeldFromAgent(run: Run): boolean {
   return touchesRegulatedData([...(facts?.readOnlyDataClasses ?? facts?.dataClasses ?? []), ...inputs.map((input) => input.dataClass)]);
 }
 
+/** The kind of a failed preview's failure (PLAN_UNREVIEWABLE, SCRIPT_ERROR, …), which Airlock wrote first in its message. */
+function previewFailureKind(message: string): string | null {
+  return /^The plan preview failed, so no reviewer was asked\. ([A-Z_]+):/.exec(message)?.[1] ?? null;
+}
+
 /** Past its own time limit, a preview's end shows at once: it says only that the preview was slow. */
 const PREVIEW_SHOWN_AFTER_SLACK_MS = 5_000;
 
 /**
  * When the agent may see that a plan preview of regulated reads ended, or null when nothing about
  * the run is held back. The moment a preview ends is the script's to choose (it can wait as long as
- * a value it read says, or make as many calls), so until the preview's time limit has passed since
- * the run was submitted, the agent sees it still previewing, whether it ended in a plan or failed.
+ * a value it read says, or make as many calls), so until the time limits of both preview runs have
+ * passed since the run was submitted, the agent sees it still previewing, whether it ended in a plan or failed.
  */
 export function previewShownAt(run: Run): number | null {
   if (run.startedAt !== null || (run.status !== "pending_review" && run.status !== "failed")) return null;
   const ended = run.status === "pending_review" ? runColumn(run, "plan") !== null : runColumn(run, "error")?.code === "PREVIEW_FAILED";
   if (!ended || !previewHeldFromAgent(run)) return null;
-  return run.createdAt.getTime() + (runColumn(run, "limits")?.timeoutMs ?? RUN_LIMIT_DEFAULTS.timeoutMs) + PREVIEW_SHOWN_AFTER_SLACK_MS;
+  // The script is previewed twice (lib/runs/preview.ts), each run within the time limit.
+  return run.createdAt.getTime() + 2 * (runColumn(run, "limits")?.timeoutMs ?? RUN_LIMIT_DEFAULTS.timeoutMs) + PREVIEW_SHOWN_AFTER_SLACK_MS;
 }
 
 /**
@@ -338,7 +344,7 @@ export async function presentRun(db: Db, stored: Run, follow: Follow = "get_run"
   if (error?.code === "PREVIEW_FAILED" && previewHeldFromAgent(run)) {
     // Only the kind of failure, which Airlock wrote, stays: the agent can act on it. Which write
     // failed is the script's to choose (how many it made first), so it could count out what it read.
-    const cause = /^The plan preview failed, so no reviewer was asked\. ([A-Z_]+):/.exec(error.message)?.[1];
+    const cause = previewFailureKind(error.message);
     view.error = withNext({
       code: "PREVIEW_FAILED",
       message: `The plan preview failed${cause ? ` (${cause})` : ""}, so no reviewer was asked. The rest of its error text is withheld: the preview read regulated data that no reviewer has approved (reviewers and the audit log have it).`,
@@ -357,11 +363,16 @@ export async function presentRun(db: Db, stored: Run, follow: Follow = "get_run"
     // Held by release policy too, a failed check's label and message (text the script wrote from
     // what it read) stay with reviewers as the result does; the agent learns which kinds failed.
     const heldByRelease = run.status === "check_failed" && !run.releasedAt && release !== null && release.decision !== "allow";
-    if ((failedWithheld || heldByRelease) && view.error) {
+    // A failed preview already says only its kind of failure where its reads were regulated (above).
+    if ((failedWithheld || heldByRelease) && view.error && !(error?.code === "PREVIEW_FAILED" && previewHeldFromAgent(run))) {
       const why = release.reasons.map((r) => r.text).join(" ");
+      const cause = error?.code === "PREVIEW_FAILED" ? previewFailureKind(error.message) : null;
       view.error = withNext({
         code: view.error.code,
-        message: `The run ended ${run.status.replaceAll("_", " ")}; release policy keeps its error text and logs from the agent: ${why}`,
+        message:
+          error?.code === "PREVIEW_FAILED"
+            ? `The plan preview failed${cause ? ` (${cause})` : ""}, so no reviewer was asked; release policy keeps the rest of its error text from the agent: ${why}`
+            : `The run ended ${run.status.replaceAll("_", " ")}; release policy keeps its error text and logs from the agent: ${why}`,
         untrusted: false,
       });
     }
