@@ -9,6 +9,13 @@
  */
 
 import { editDistance } from "@/lib/edit-distance";
+import { sanitizeText } from "@/lib/untrusted/sanitize";
+import { redactSecrets } from "@/lib/untrusted/secrets";
+
+/** A caller's own text as a refusal quotes it back: control, bidi and invisible characters dropped, credentials redacted, at most `max` characters. */
+export function echoedText(text: string, max = 100): string {
+  return redactSecrets(sanitizeText(text, max)).text;
+}
 
 export const APP_ERROR_STATUS = {
   bad_request: 400,
@@ -71,18 +78,21 @@ export function invalidArguments(error: { issues: readonly SchemaIssue[] }): App
 function unknownArgument(issues: readonly SchemaIssue[]): { field: string; message: string } | null {
   const unknown = issues.find((issue) => issue.code === "unrecognized_keys" && (issue.keys?.length ?? 0) > 0);
   if (!unknown) return null;
-  const parent = unknown.path.map(String);
-  const key = String(unknown.keys![0]).slice(0, 100);
+  const parent = unknown.path.map((part) => echoedText(String(part)));
+  const key = echoedText(String(unknown.keys![0]));
   const field = [...parent, key].join(".");
-  // The object's other problems: its required arguments left out (the one the misspelling meant among them).
-  const beside = issues
-    .filter((issue) => issue !== unknown && issue.path.length === parent.length + 1 && parent.every((part, i) => String(issue.path[i]) === part))
-    .map((issue) => String(issue.path.at(-1)));
+  // The object's other problems: its required arguments left out, among them the one the misspelling meant.
+  const beside = issues.filter(
+    (issue) => issue !== unknown && issue.path.length === parent.length + 1 && unknown.path.every((part, i) => issue.path[i] === part),
+  );
+  const missing = beside.filter((issue) => / received undefined$/.test(issue.message)).map((issue) => String(issue.path.at(-1)));
+  const names = beside.map((issue) => String(issue.path.at(-1)));
   const plain = (name: string) => name.toLowerCase().replace(/[-_\s]/g, "");
-  const near = beside.find((name) => plain(name) === plain(key)) ?? beside.find((name) => editDistance(plain(name), plain(key)) <= 2);
+  const near = names.find((name) => plain(name) === plain(key)) ?? names.find((name) => editDistance(plain(name), plain(key)) <= 2);
   const where = parent.length > 0 ? `an argument of ${parent.join(".")}` : "an argument of this tool";
   if (near) return { field, message: `${field}: not ${where}; did you mean ${[...parent, near].join(".")}?` };
-  const required = beside.length > 0 ? `; ${beside.map((name) => [...parent, name].join(".")).join(", ")} ${beside.length === 1 ? "is" : "are"} required` : "";
+  const required =
+    missing.length > 0 ? `; ${missing.map((name) => [...parent, name].join(".")).join(", ")} ${missing.length === 1 ? "is" : "are"} required` : "";
   return { field, message: `${field}: not ${where}${required}` };
 }
 

@@ -24,7 +24,7 @@ import { canonicalJson } from "@/lib/canonical-json";
 import { requireScope } from "@/lib/contracts/scopes";
 import { directCallScript, toolArgumentsSchema } from "@/lib/contracts/direct-call";
 import { isReadOnly, quarantineText, splitToolName } from "@/lib/contracts/tools";
-import { AppError, invalidArguments } from "@/lib/errors";
+import { AppError, echoedText, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
 import { DirectCallRefused, parseSubmit, recordingRefusals, submitProposal, type Lane, type SubmitOptions } from "./submit";
 import { storableText } from "@/lib/untrusted/storable-text";
@@ -46,13 +46,10 @@ function splitNameRefusal(raw: unknown): AppError | null {
   if (given.server !== undefined || typeof given.tool !== "string") return null;
   const { server, tool } = splitToolName(given.tool.replace(/^tools\./, ""));
   if (!server || !tool || server.length > 64 || tool.length > 128) return null;
-  return new AppError(
-    "bad_request",
-    `server: required; tool ${JSON.stringify(given.tool)} names both: send server ${JSON.stringify(server)} and tool ${JSON.stringify(tool)}`,
-    {
-      details: { field: "server" },
-    },
-  );
+  const [named, serverPart, toolPart] = [given.tool, server, tool].map((text) => JSON.stringify(echoedText(text, 140)));
+  return new AppError("bad_request", `server: required; tool ${named} names both: send server ${serverPart} and tool ${toolPart}`, {
+    details: { field: "server" },
+  });
 }
 
 export async function submitDirectCall(deps: RunDeps, actor: AgentActor, raw: unknown, options: Pick<SubmitOptions, "wait" | "follow"> = {}): Promise<RunView> {

@@ -20,7 +20,7 @@ import { toolArgumentsSchema } from "@/lib/contracts/direct-call";
 import { requireScope } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
 import { editDistance } from "@/lib/edit-distance";
-import { AppError, invalidArguments } from "@/lib/errors";
+import { AppError, echoedText, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
 import { skillRunScript } from "@/lib/skills/draft";
 import { publishedSkill, publishedSkills } from "@/lib/skills/service";
@@ -47,7 +47,8 @@ export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unkn
     const { name, version, arguments: args } = parsed.data;
     const skill = await publishedSkill(deps.db, name, version);
     if (!skill) {
-      const which = version === undefined ? `published skill ${JSON.stringify(name)}` : `published version ${version} of ${JSON.stringify(name)}`;
+      const shown = JSON.stringify(echoedText(name, 64));
+      const which = version === undefined ? `published skill ${shown}` : `published version ${version} of ${shown}`;
       const near = version === undefined ? nearestSkill(name, await publishedSkills(deps.db)) : null;
       throw new AppError("bad_request", `There is no ${which}; ${near ? `did you mean ${near}? ` : ""}search_tools lists the skills.`, {
         details: { field: version === undefined ? "name" : "version" },

@@ -362,6 +362,14 @@ describe("MCP tool contract", () => {
       protocol: ErrorCode.InvalidParams,
       message: expect.stringContaining('Unknown tool "submit_runs"; did you mean submit_run?'),
     });
+    // What is quoted back is the agent's own text without control, bidi or invisible characters, and without a credential.
+    const hostile = await outcome(client.callTool({ name: "get_run", arguments: { ["run\u202eid\u001b[2J"]: "x" } }));
+    expect(hostile).toEqual({ code: "BAD_REQUEST", message: "runid: not an argument of this tool; did you mean runId?" });
+    const secret = `sk-ant-api03-${"A1b2C3d4".repeat(6)}`;
+    const named = await outcome(client.callTool({ name: secret, arguments: {} }));
+    expect(JSON.stringify(named)).not.toContain(secret.slice(14));
+    const bidi = await outcome(client.callTool({ name: "ledger\u202e.listInvoices", arguments: {} }));
+    expect(JSON.stringify(bidi)).not.toMatch(/\\u202e|\u202e/);
     expect(await outcome(client.callTool({ name: "listInvoices", arguments: {} }))).toEqual({
       protocol: ErrorCode.InvalidParams,
       message: expect.stringContaining(

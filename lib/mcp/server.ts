@@ -42,7 +42,7 @@ import { appRuntime } from "@/lib/runs/runtime";
 import type { Follow } from "@/lib/runs/service";
 import { submitRun } from "@/lib/intake/submit";
 import { editDistance } from "@/lib/edit-distance";
-import { AppError } from "@/lib/errors";
+import { AppError, echoedText } from "@/lib/errors";
 import { structuredResult, type McpContext, type McpTool } from "./define";
 import { ProtocolError, requestRefusal, toolFailure } from "./errors";
 import { runTaskStore, taskOf } from "./tasks";
@@ -156,7 +156,7 @@ function guardRequests(server: Server): void {
 /** The server for one request, offering `offered` (every tool unless a selection narrows it). */
 /** Why a tools/call names no tool of Airlock's: the offered tool it likely meant, or where upstream tools are called. */
 function unknownToolText(name: string, offered: readonly McpTool[]): string {
-  const shown = JSON.stringify(name.slice(0, 64));
+  const shown = JSON.stringify(echoedText(name, 64));
   const plain = (text: string) => text.toLowerCase().replace(/[-_.\s]/g, "");
   const near = offered.find((tool) => editDistance(plain(tool.name), plain(name)) <= 2);
   if (near) return `Unknown tool ${shown}; did you mean ${near.name}?`;
