@@ -91,15 +91,17 @@ describe("airlock audit", () => {
     expect(nowhere.out.stdout).toBe("");
   });
 
-  it("verify --from past the last event is refused naming the last one, never reported as an empty log", async () => {
-    const last = await db.prisma.auditEvent.findFirstOrThrow({ orderBy: { id: "desc" } });
-    const { io, out } = capture();
-    const refusal = await auditCommand(["verify", "--from", "999999"], io, deps).catch((error: unknown) => error);
-    expect(refusal).toMatchObject({ code: "bad_request" });
-    const named = /^--from 999999 is past the log's last event \(#(\d+)\); nothing was verified\.$/.exec((refusal as Error).message)?.[1];
-    // The verification it ran is recorded after the events it read: the last event is that one or the one before.
-    expect(BigInt(named!)).toBeGreaterThanOrEqual(last.id);
-    expect(out.stdout).toBe("");
+  it("verify --from past the last event is refused naming the last one, before anything is verified or recorded", async () => {
+    for (const past of [1n, 999_999n]) {
+      const last = await db.prisma.auditEvent.findFirstOrThrow({ orderBy: { id: "desc" } });
+      const from = String(last.id + past);
+      const { io, out } = capture();
+      const refusal = await auditCommand(["verify", "--from", from], io, deps).catch((error: unknown) => error);
+      expect(refusal).toMatchObject({ code: "bad_request", message: `--from ${from} is past the log's last event (#${last.id}); nothing was verified.` });
+      expect(out.stdout).toBe("");
+      // Just past the end too (its own audit.verified event would have been the event it asked for).
+      expect((await db.prisma.auditEvent.findFirstOrThrow({ orderBy: { id: "desc" } })).id).toBe(last.id);
+    }
   });
 
   it("verify: exit 1 naming the first broken event after tampering", async () => {

@@ -126,7 +126,7 @@ function printOutcome(io: CliIo, { report, checkpointFile }: VerificationOutcome
 /** --as EMAIL, when given, must be an email (the person is looked up later: an unknown one is refused with exit 1). */
 const asEmail = (value: string | undefined) => (value === undefined ? undefined : emailFlag(value, "--as", AUDIT_USAGE));
 
-/** Refuses a verification from an id past the log's last event, which checked nothing. */
+/** Refuses, before anything is verified (or recorded), a verification from an id past the log's last event, which would check nothing. */
 async function refusePastEnd(db: Db, from: bigint): Promise<void> {
   const { _max } = await db.auditEvent.aggregate({ _max: { id: true } });
   const last = _max.id;
@@ -144,9 +144,8 @@ async function verify(args: string[], io: CliIo, deps: AuditCommandDeps): Promis
   }
   const as = asEmail(values.as);
   const outcome = await deps.withDatabase(async (db) => {
-    const outcome = await asCliActor(db, as, "cli:audit verify", (actor) => runVerification(db, actor, deps.checkpoints(), { from }));
-    if (from !== undefined && outcome.report.ok && outcome.report.eventsChecked === 0) await refusePastEnd(db, from);
-    return outcome;
+    if (from !== undefined) await refusePastEnd(db, from);
+    return asCliActor(db, as, "cli:audit verify", (actor) => runVerification(db, actor, deps.checkpoints(), { from }));
   });
   return printOutcome(io, outcome, values.json === true);
 }

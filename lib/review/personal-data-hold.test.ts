@@ -69,6 +69,18 @@ describe("a script no person reviewed that read personal data", () => {
   });
 });
 
+describe("a held script that failed", () => {
+  it("attack: does not tell the agent how many rows each tool returned, which the script chose (a limit spelt from what it read)", async () => {
+    const { view, flags } = await script(`${READ.replace("REFUND", refundId)}
+await tools.ledger.listInvoices({ limit: s.charCodeAt(23) });
+throw new Error("done");`);
+    expect(flags).toContain("unreviewed_personal_data");
+    expect(view.status).toBe("failed");
+    expect(view).not.toHaveProperty("rows");
+    expect(view).not.toHaveProperty("stats");
+  });
+});
+
 describe("a plan preview (no person has reviewed its script yet) that read personal data", () => {
   const paid = () => ledger.runtime.broker.callTool("ledger", "listInvoices", { status: "paid", limit: 1 }, new AbortController().signal);
 

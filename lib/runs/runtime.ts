@@ -88,7 +88,7 @@ const RETRY_CHECK_MS = 5_000;
  * What the runtime does every RETRY_CHECK_MS: tries the unavailable upstreams that are due, lists
  * again those that said their tools changed, and mirrors into the registry the tools of those that
  * came back or changed (a mirror that fails is tried again at the next check, so their rows are
- * never left missing or stale).
+ * never left missing; a tool an upstream stops listing keeps its row, as across a restart).
  */
 function upstreamRetry(db: Db, broker: ToolBroker): () => Promise<void> {
   const pending = new Map<string, string>();
@@ -104,8 +104,10 @@ function upstreamRetry(db: Db, broker: ToolBroker): () => Promise<void> {
         console.warn(
           `airlock: upstream '${server}' ${what}: ${tools.length} tool(s)${quarantined > 0 ? `, ${quarantined} quarantined until two admins accept them` : ""}.`,
         );
-        // A misspelt `tools` key of an upstream that was down at start is seen only now.
-        for (const line of broker.unmatchedToolSettings().filter((l) => l.startsWith(`servers.${server}.tools.`))) console.warn(`airlock: warning: ${line}.`);
+        // A misspelt `tools` key of an upstream that was down at start is seen only now (once: a relist does not repeat it).
+        if (what === "answers again") {
+          for (const line of broker.unmatchedToolSettings().filter((l) => l.startsWith(`servers.${server}.tools.`))) console.warn(`airlock: warning: ${line}.`);
+        }
       }
       pending.clear();
     } catch (error) {
