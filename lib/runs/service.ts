@@ -399,8 +399,10 @@ export async function presentRun(db: Db, stored: Run, follow: Follow = "get_run"
         : forAgent(shown.map(({ kind, label, ok, message }) => ({ kind, label, ok, message })));
       view.assumptions = withheld ? [] : forAgent(gate.assumptions);
       if (gate.partial !== null && !withheld) view.partial = forAgent(gate.partial);
-      // How many rows a withheld result held, and how many each tool returned (its limit argument), are the script's to choose, so they could carry the result.
-      if (!withheld) view.rows = gate.rows;
+      // How many rows a withheld result held is the script's to choose, so it could carry the result; where
+      // release policy keeps what the run read from the agent, so is how many each tool returned (its limit argument).
+      const heldForWhatItRead = failedWithheld || heldByRelease || run.status === "withheld";
+      if (!heldForWhatItRead) view.rows = withheld ? { ...gate.rows, returned: null } : gate.rows;
     }
     if (run.releasedAt) {
       const releases = await db.resultRelease.findMany({
