@@ -60,7 +60,7 @@ import { CallRecorder, StorageRejected, type CallRow, type RunFence } from "./ca
 import { parseRunLimits } from "./limits";
 import { stagedDatasets } from "./staged-datasets";
 import { screenEnvelope, screenJson, screenMessage, unreviewableArguments, type Redaction } from "./gate";
-import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type PiiValue, type TokenDecision } from "./pii-tokens";
+import { MarkedValues, assignTokens, decideTokens, holdsPersonalData, personalData, tokenScope, type PiiValue, type TokenDecision } from "./pii-tokens";
 import { PlanFollower, type PlanCheck } from "./plan";
 import { UNREVIEWED_PERSONAL_DATA_FLAG, UPSTREAM_INSTRUCTIONS_FLAG, decideResultRelease, releaseOutcome, type ReleaseDecision } from "./release-decision";
 import { transitionRun, transitionRunReturning } from "./states";
@@ -383,7 +383,7 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
   if (upstreamInstructions) screened.flags.push(UPSTREAM_INSTRUCTIONS_FLAG);
   // Tokens catch personal data handed over as read, not spelt as character codes, split or
   // reversed: a script no person reviewed that read any has its result held for one.
-  if (unreviewedAnswers && unreviewedAnswers.length > 0 && (await personalData(unreviewedAnswers, marked)).length > 0) {
+  if (unreviewedAnswers && unreviewedAnswers.length > 0 && (await holdsPersonalData(unreviewedAnswers, marked))) {
     screened.flags.push(UNREVIEWED_PERSONAL_DATA_FLAG);
   }
   // What the agent will read of this run, scanned once here; its tokens are assigned with the terminal write.

@@ -177,6 +177,17 @@ export async function personalData(values: readonly unknown[], marked: MarkedVal
 }
 
 /**
+ * Whether `values` hold personal data: a value at a field the tools' piiFields mark (`marked`), or
+ * one the detector finds. One scan of each value's JSON text (what the hold on unreviewed scripts
+ * asks, ./executor.ts), not a lookup per string as tokenizing needs.
+ */
+export async function holdsPersonalData(values: readonly unknown[], marked: MarkedValues): Promise<boolean> {
+  if (marked.list().length > 0) return true;
+  await loadPiiDetector();
+  return values.some((value) => findPii(JSON.stringify(value) ?? "").length > 0);
+}
+
+/**
  * Gives every value its token in `scope` (new ones numbered after the scope's last) and records
  * that run `runId` uses them. In the caller's transaction, under the scope's lock, in one
  * statement; `lastUsedAt` (what retention counts from) is moved at most once an hour.

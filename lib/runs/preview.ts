@@ -38,7 +38,7 @@ import { jsonLooksLikeInstructions, looksLikeInstructions } from "@/lib/untruste
 import { normalizeContent } from "@/lib/untrusted/storable-text";
 import { RUN_ID, contextOf, contextWith, inSpan } from "@/lib/tracing";
 import { screenJson, screenMessage, unreviewableArguments } from "./gate";
-import { MarkedValues, assignTokens, decideTokens, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
+import { MarkedValues, assignTokens, decideTokens, holdsPersonalData, personalData, tokenScope, type TokenDecision } from "./pii-tokens";
 import type { ToolInfo } from "@/lib/broker/types";
 import type { SchemaIssue } from "@/lib/broker/schema-check";
 import type { MoneyHint } from "@/lib/contracts/preview-hints";
@@ -140,7 +140,7 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   // No person has reviewed the script yet: personal data its reads returned could reach the agent
   // spelt otherwise, in the plan's arguments or the failure's text (as for a result, ./executor.ts).
   const answers = [...first.state.answers, ...(second?.state.answers ?? [])];
-  const personalRead = answers.length > 0 && (await personalData(answers, marked)).length > 0;
+  const personalRead = answers.length > 0 && (await holdsPersonalData(answers, marked));
   const plan = { digest: planDigest(writes), writes };
   // What the agent reads of the preview — the plan, or why it failed — screened, its personal data
   // as tokens (lib/runs/service.ts), assigned with the outcome.
