@@ -19,6 +19,9 @@ const CARD = "4111 1111 1111 1111";
 const REASON = `customer asked by mail ${EMAIL}, card ${CARD}`;
 let ledger: LedgerRuntime;
 let refundId: string;
+/** An address in full-width forms, which reads as one (NFKC) though the plain detector does not see it. */
+const FULLWIDTH = "dave＠example.com";
+let fullwidthRefund: { id: string; invoiceId: string };
 
 /** The run once it has run (a held one waits for people, as the agent's get_run would). */
 async function ran(runId: string): Promise<RunView> {
@@ -43,6 +46,10 @@ beforeAll(async () => {
     ledger: (data) => {
       data.refunds[1]!.reason = REASON;
       refundId = data.refunds[1]!.id;
+      // On an invoice of its own, so a read of that invoice's refunds reads no plain address.
+      const other = data.refunds.find((r) => r.invoiceId !== data.refunds[1]!.invoiceId)!;
+      other.reason = `write to ${FULLWIDTH}`;
+      fullwidthRefund = { id: other.id, invoiceId: other.invoiceId };
     },
   });
 }, 90_000);
@@ -66,6 +73,16 @@ describe("a script no person reviewed that read personal data", () => {
     expect(JSON.stringify(view)).not.toContain("jane");
     const run = await ledger.db.prisma.run.findUniqueOrThrow({ where: { id: view.runId } });
     expect((run.releaseDecision as { reasons: { policyId: string }[] }).reasons.map((r) => r.policyId)).toContain("hold-unreviewed-personal-data");
+  });
+});
+
+describe("personal data in look-alike forms", () => {
+  it("attack: a full-width address is held as a plain one is", async () => {
+    const { view, flags } = await script(`const { refunds } = await tools.ledger.listRefunds({ invoiceId: "${fullwidthRefund.invoiceId}", limit: 50 });
+const s = refunds.find((r) => r.id === "${fullwidthRefund.id}").reason;
+return { n: [...s].map((c) => c.charCodeAt(0)) };`);
+    expect(flags).toContain("unreviewed_personal_data");
+    expect(view.status).toBe("pending_release");
   });
 });
 

@@ -178,13 +178,18 @@ export async function personalData(values: readonly unknown[], marked: MarkedVal
 
 /**
  * Whether `values` hold personal data: a value at a field the tools' piiFields mark (`marked`), or
- * one the detector finds. One scan of each value's JSON text (what the hold on unreviewed scripts
+ * one the detector finds, also in compatibility forms (full-width `＠`, digits). One scan of each value's JSON text (what the hold on unreviewed scripts
  * asks, ./executor.ts), not a lookup per string as tokenizing needs.
  */
 export async function holdsPersonalData(values: readonly unknown[], marked: MarkedValues): Promise<boolean> {
   if (marked.list().length > 0) return true;
   await loadPiiDetector();
-  return values.some((value) => findPii(JSON.stringify(value) ?? "").length > 0);
+  return values.some((value) => {
+    const text = JSON.stringify(value) ?? "";
+    // Full-width and other compatibility forms (`dave＠example.com`) read as what they look like.
+    const folded = text.normalize("NFKC");
+    return findPii(text).length > 0 || (folded !== text && findPii(folded).length > 0);
+  });
 }
 
 /**
