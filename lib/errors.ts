@@ -262,6 +262,10 @@ export const FINDING_RULES = {
   },
   unknown_tool: { severity: "critical", summary: "the script calls a tool the registry does not know" },
   quarantined_tool: { severity: "critical", summary: "the script calls a tool that is quarantined" },
+  undefined_name: {
+    severity: "critical",
+    summary: "the script uses a name defined nowhere it can reach (a misspelt variable, fetch: the sandbox has no network), so the run would fail there",
+  },
   tool_unavailable: {
     severity: "critical",
     summary: "the script calls a tool on an upstream Airlock cannot reach now, so the tool cannot be checked or called",
@@ -303,6 +307,7 @@ export const FINDINGS_THAT_FAIL_A_RUN: ReadonlySet<FindingCode> = new Set<Findin
   "unknown_tool",
   "quarantined_tool",
   "tool_unavailable",
+  "undefined_name",
 ]);
 
 /** docs/codes.md, rendered from the registries above (a test keeps the file in step). */

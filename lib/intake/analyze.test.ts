@@ -777,6 +777,19 @@ describe("findings an agent can act on", () => {
     expect(far.findings[0]!.message).toBe("tools.ledger.dropDatabase is not a tool; search_tools lists the tools that exist");
   });
 
+  it("a name defined nowhere the sandbox reaches is a critical finding (the run would fail there), not a type error for a reviewer", () => {
+    const misspelt = analyze("const invoices = await tools.ledger.listInvoices({});\nreturn invoicez.length;");
+    expect(misspelt.findings.map((f) => [f.code, f.severity, f.message])).toEqual([
+      ["undefined_name", "critical", "TS2552: Cannot find name 'invoicez'. Did you mean 'invoices'?"],
+    ]);
+    expect(analyze('const r = await fetch("https://example.com");\nreturn r.status;').findings.map((f) => f.code)).toEqual(["undefined_name"]);
+    // Names this Node defines, which the declarations lack, run: a reviewer judges them as before.
+    expect(analyze("return new TextEncoder().encode('x').length + performance.now();").findings.map((f) => f.code)).not.toContain("undefined_name");
+    // A missing name in a type is stripped before the script runs.
+    const typeOnly = analyze("const n: Invoicez | number = 1;\nreturn n;");
+    expect(typeOnly.findings.map((f) => f.code)).toEqual(["type_error"]);
+  });
+
   it("keeps a type error's message short, whatever the types involved", () => {
     const result = analyze('const c = await tools.ledger.getCustomer({ id: "c1" });\nconst n: number = c;\nreturn n;');
     const error = result.findings.find((f) => f.code === "type_error")!;

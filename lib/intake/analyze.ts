@@ -31,7 +31,7 @@ import { finding, type Finding, type ScriptFacts, type ToolCallSites } from "@/l
 import { FINDING_RULES } from "@/lib/errors";
 import { checkToolArguments } from "@/lib/intake/arguments";
 import { confusableIdentifierFindings, hiddenCharacterFindings } from "@/lib/intake/hidden-code";
-import { parseScript, transpileScript, typeCheckScript } from "@/lib/intake/typecheck";
+import { parseScript, transpileScript, typeCheckScript, unreachableName } from "@/lib/intake/typecheck";
 import { walkScript, type WalkResult } from "@/lib/intake/walk";
 import type { DataClass } from "@/lib/contracts/data-classes";
 import { bareSpecifier, packageName } from "@/lib/contracts/packages";
@@ -198,8 +198,11 @@ function analyze(input: AnalysisInput): Analysis {
     // An unknown tool is reported once, as unknown_tool with a suggestion, not again as a type dump.
     const unknownSpans = walk.toolRefs.filter((ref) => !registry.has(ref.capability)).map((ref) => [ref.pos, ref.end] as const);
     const typeErrors = typeCheckScript(submitted, input.declarations).filter((d) => !unknownSpans.some(([start, end]) => d.offset >= start && d.offset < end));
-    for (const d of typeErrors.slice(0, MAX_TYPE_ERRORS))
-      findings.push(finding(inArguments(d.offset) ? "argument_type_error" : "type_error", d.message, d.line, d.column));
+    for (const d of typeErrors.slice(0, MAX_TYPE_ERRORS)) {
+      // A name defined nowhere the script can reach fails the run for certain: no reviewer need judge it.
+      const code = unreachableName(submitted, d) !== null ? "undefined_name" : inArguments(d.offset) ? "argument_type_error" : "type_error";
+      findings.push(finding(code, d.message, d.line, d.column));
+    }
     if (typeErrors.length > MAX_TYPE_ERRORS) {
       const last = typeErrors[MAX_TYPE_ERRORS]!;
       findings.push(finding("type_error", `${typeErrors.length - MAX_TYPE_ERRORS} more type errors not shown`, last.line, last.column));

@@ -189,7 +189,33 @@ export function typeCheckScript(submitted: ts.SourceFile, declarations: string):
 }
 
 /** Names a script reaches for that the sandbox does not have: it has no network of its own. */
-const NETWORK_NAMES = new Set(["fetch", "XMLHttpRequest", "WebSocket", "EventSource", "navigator", "Request", "Response", "Headers"]);
+const NETWORK_NAMES = new Set(["fetch", "XMLHttpRequest", "WebSocket", "EventSource"]);
+
+/**
+ * The name a diagnostic says cannot be found (TS2304, TS2552), when the sandbox cannot reach it
+ * either: not a global of this Node (the sandbox's is the same), or a network one it has no
+ * permission for. The run would fail where the script uses it; null for anything else.
+ */
+export function unreachableName(submitted: ts.SourceFile, diagnostic: Pick<ScriptDiagnostic, "message" | "offset">): string | null {
+  const name = /^TS(?:2304|2552): Cannot find name '([^']+)'/.exec(diagnostic.message)?.[1];
+  if (name === undefined || inTypePosition(submitted, diagnostic.offset)) return null;
+  return NETWORK_NAMES.has(name) || !(name in globalThis) ? name : null;
+}
+
+/** Whether the code at `offset` is part of a type (stripped before the script runs: a name missing there fails nothing). */
+function inTypePosition(submitted: ts.SourceFile, offset: number): boolean {
+  let node: ts.Node | undefined = deepestAt(submitted, offset);
+  for (; node && !ts.isSourceFile(node); node = node.parent) {
+    if (ts.isTypeNode(node) && !ts.isExpressionWithTypeArguments(node)) return true;
+    if (ts.isTypeAliasDeclaration(node) || ts.isInterfaceDeclaration(node)) return true;
+  }
+  return false;
+}
+
+function deepestAt(node: ts.Node, offset: number): ts.Node | undefined {
+  const child = node.forEachChild((c) => (c.getStart() <= offset && offset < c.end ? c : undefined));
+  return child ? (deepestAt(child, offset) ?? child) : node;
+}
 
 /**
  * TypeScript's advice is for a project (`npm i --save-dev @types/node`, change the 'lib' compiler
