@@ -262,6 +262,11 @@ export const FINDING_RULES = {
   },
   unknown_tool: { severity: "critical", summary: "the script calls a tool the registry does not know" },
   quarantined_tool: { severity: "critical", summary: "the script calls a tool that is quarantined" },
+  clock_or_random: {
+    severity: "warning",
+    summary:
+      "a script that writes reads the clock or randomness: a write whose arguments depend on it is made only if the approved run computes the same value (the preview refuses plans two runs disagree on; a day or a time bucket can still change before approval)",
+  },
   undefined_name: {
     severity: "critical",
     summary: "the script uses a name defined nowhere it can reach (a misspelt variable, fetch: the sandbox has no network), so the run would fail there",

@@ -790,6 +790,19 @@ describe("findings an agent can act on", () => {
     expect(typeOnly.findings.map((f) => f.code)).toEqual(["type_error"]);
   });
 
+  it("a script that writes and reads the clock or randomness is warned about, where it first does; one that only reads is not", () => {
+    const keyed = analyze('const key = "note-" + Date.now();\nawait tools.ledger.addNote({ invoiceId: "inv_1", text: key });\nreturn 1;');
+    expect(keyed.findings.map((f) => [f.code, f.severity, f.line, f.column])).toEqual([["clock_or_random", "warning", 1, 23]]);
+    expect(keyed.findings[0]!.message).toMatch(/^the script reads Date\.now and calls tools that write/);
+    const stamped = analyze('await tools.ledger.addNote({ invoiceId: "inv_1", text: `at ${new Date().toISOString()}` });\nreturn 1;');
+    expect(stamped.findings.map((f) => [f.code, f.message.slice(0, 33)])).toEqual([["clock_or_random", "the script reads new Date() and c"]]);
+    const random = analyze('await tools.ledger.voidInvoice({ id: "inv_" + Math.floor(Math.random() * 9) });\nreturn 1;');
+    expect(random.findings.map((f) => f.code)).toEqual(["clock_or_random"]);
+    // A read, or a date built from a value, is not.
+    expect(analyze("const since = Date.now() - 86_400_000;\nreturn (await tools.ledger.listInvoices({})).length + since;").findings).toEqual([]);
+    expect(analyze('await tools.ledger.addNote({ invoiceId: "inv_1", text: new Date("2026-01-01").toISOString() });\nreturn 1;').findings).toEqual([]);
+  });
+
   it("keeps a type error's message short, whatever the types involved", () => {
     const result = analyze('const c = await tools.ledger.getCustomer({ id: "c1" });\nconst n: number = c;\nreturn n;');
     const error = result.findings.find((f) => f.code === "type_error")!;

@@ -31,6 +31,7 @@ import { finding, type Finding, type ScriptFacts, type ToolCallSites } from "@/l
 import { FINDING_RULES } from "@/lib/errors";
 import { checkToolArguments } from "@/lib/intake/arguments";
 import { confusableIdentifierFindings, hiddenCharacterFindings } from "@/lib/intake/hidden-code";
+import { clockOrRandomFindings } from "@/lib/intake/nondeterminism";
 import { parseScript, transpileScript, typeCheckScript, unreachableName } from "@/lib/intake/typecheck";
 import { walkScript, type WalkResult } from "@/lib/intake/walk";
 import type { DataClass } from "@/lib/contracts/data-classes";
@@ -193,6 +194,10 @@ function analyze(input: AnalysisInput): Analysis {
     ...toolArguments.findings,
     ...hiddenCharacterFindings(submitted),
     ...confusableIdentifierFindings(submitted),
+    ...clockOrRandomFindings(
+      submitted,
+      capabilitySet.some((capability) => !readOnlyTool(registry.get(capability))),
+    ),
   ];
   if (input.language === "typescript" && syntaxErrors.length === 0) {
     // An unknown tool is reported once, as unknown_tool with a suggestion, not again as a type dump.
