@@ -58,6 +58,8 @@ test("the run page previews a CSV as a table, JSON as a tree and SVGs as images;
   });
   await new RunPage(page).goto(runId);
   const title = await page.title();
+  // Tabs of several runs are told apart.
+  expect(title).toBe(`Run ${runId.slice(0, 8)} · Airlock`);
 
   const section = page.getByTestId("artifacts");
   const table = section.locator('[data-name="report.csv"]').getByTestId("artifact-table");

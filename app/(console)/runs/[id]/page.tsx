@@ -1,4 +1,5 @@
 import type { Metadata } from "next";
+import { runPageTitle } from "@/components/run/page-title";
 import { headers } from "next/headers";
 import { notFound } from "next/navigation";
 import { Artifacts } from "@/components/run/artifacts";
@@ -33,7 +34,10 @@ import { runDetail } from "@/lib/review/run-presenter";
 import { cancelAction, decideAction, releaseAction, withholdAction } from "./actions";
 import { Inert } from "@/components/ui/inert";
 
-export const metadata: Metadata = { title: "Run" };
+export async function generateMetadata({ params }: { params: Promise<{ id: string }> }): Promise<Metadata> {
+  return { title: runPageTitle("Run", (await params).id) };
+}
+
 export const dynamic = "force-dynamic";
 
 export default userPage("runs:read", async function RunPage(user, { params }: { params: Promise<{ id: string }> }) {

@@ -1,4 +1,5 @@
 /** A run's whole audited story: events, reviews and tool calls. Viewing it is audited ("audit.viewed"). */
+import { runPageTitle } from "@/components/run/page-title";
 import type { Metadata } from "next";
 import Link from "next/link";
 import { EvidenceDownload } from "@/components/audit/evidence-download";
@@ -12,7 +13,10 @@ import { hasScope } from "@/lib/contracts/scopes";
 import { prisma } from "@/lib/db";
 import { placeHoldAction, releaseHoldAction } from "./actions";
 
-export const metadata: Metadata = { title: "Run timeline" };
+export async function generateMetadata({ params }: { params: Promise<{ id: string }> }): Promise<Metadata> {
+  return { title: runPageTitle("Run timeline", (await params).id) };
+}
+
 export const dynamic = "force-dynamic";
 
 export default userPage("audit:read", async function RunTimelinePage(user, { params }: { params: Promise<{ id: string }> }) {
