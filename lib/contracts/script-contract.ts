@@ -94,6 +94,12 @@ export const SCRIPT_CONTRACT_DECLARATIONS = [
   "declare function setTimeout(callback: (...args: any[]) => void, ms?: number, ...args: any[]): unknown;",
   "declare function clearTimeout(handle: unknown): void;",
   "declare function structuredClone<T>(value: T): T;",
+  // Node's globals a script commonly reaches for, which the sandbox has (a name the declarations lack is a type error for a reviewer).
+  "declare const performance: { now(): number; readonly timeOrigin: number };",
+  "declare const crypto: { randomUUID(): string; getRandomValues<T extends ArrayBufferView>(array: T): T };",
+  "declare function atob(data: string): string;",
+  "declare function btoa(data: string): string;",
+  "declare function queueMicrotask(callback: () => void): void;",
   "declare class URL { constructor(url: string, base?: string | URL); readonly href: string; readonly origin: string; readonly protocol: string; readonly host: string; readonly hostname: string; readonly pathname: string; readonly search: string; readonly searchParams: URLSearchParams; readonly hash: string; toString(): string; }",
   "declare class URLSearchParams { constructor(init?: string | Record<string, string> | [string, string][]); get(name: string): string | null; getAll(name: string): string[]; has(name: string): boolean; set(name: string, value: string): void; append(name: string, value: string): void; toString(): string; }",
   "declare class TextEncoder { encode(input?: string): Uint8Array; }",

@@ -784,7 +784,9 @@ describe("findings an agent can act on", () => {
     ]);
     expect(analyze('const r = await fetch("https://example.com");\nreturn r.status;').findings.map((f) => f.code)).toEqual(["undefined_name"]);
     // Names this Node defines, which the declarations lack, run: a reviewer judges them as before.
-    expect(analyze("return new TextEncoder().encode('x').length + performance.now();").findings.map((f) => f.code)).not.toContain("undefined_name");
+    expect(analyze("return new AbortController().signal.aborted;").findings.map((f) => f.code)).toEqual(["type_error"]);
+    // Those scripts commonly use are declared: no finding at all.
+    expect(analyze("return [performance.now(), crypto.randomUUID(), atob(btoa('x'))];").findings).toEqual([]);
     // A missing name in a type is stripped before the script runs.
     const typeOnly = analyze("const n: Invoicez | number = 1;\nreturn n;");
     expect(typeOnly.findings.map((f) => f.code)).toEqual(["type_error"]);

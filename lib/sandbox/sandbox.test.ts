@@ -125,6 +125,15 @@ return {
     });
   });
 
+  it("has the Node globals the script contract declares beside the tools (lib/contracts/script-contract.ts)", async () => {
+    const env = await runInSandbox({
+      code: `return [typeof performance.now(), crypto.randomUUID().length, crypto.getRandomValues(new Uint8Array(4)).length, atob(btoa("hi")), typeof queueMicrotask, structuredClone({ a: 1 }).a, new URL("https://x.test/a").pathname, new TextDecoder().decode(new TextEncoder().encode("é"))];`,
+      allowedTools: [],
+      callTool: echo,
+    });
+    expect(env.result).toEqual(["number", 36, 4, "hi", "function", 1, "/a", "é"]);
+  });
+
   it("strips TypeScript types and keeps line numbers for errors", async () => {
     const ok = await runInSandbox({
       code: `interface Row { a: number }\nconst rows: Row[] = [{ a: 2 }];\nreturn rows.map((r): number => r.a * 2);`,
