@@ -25,6 +25,12 @@ describe("compileToolSchema", () => {
     expect(required({ toString: "a", constructor: "b" })).toEqual([]);
   });
 
+  it("names what an enum allows with its refusal, so a caller need not look the schema up", () => {
+    const status = compileToolSchema({ type: "object", properties: { status: { type: "string", enum: ["open", "paid", "void"] } } });
+    if (status instanceof Error) throw status;
+    expect(issuesText(status({ status: "overdu" }))).toBe('data/status must be equal to one of the allowed values: "open", "paid", "void"');
+  });
+
   it("does not check an absent optional key against the inherited member", () => {
     const optional = check({ type: "object", properties: { valueOf: { type: "number" } }, additionalProperties: false });
     expect(optional({})).toEqual([]);

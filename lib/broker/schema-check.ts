@@ -135,5 +135,13 @@ export function compileToolSchema(schema: Record<string, unknown>): SchemaCheck 
 }
 
 export function issuesText(issues: readonly SchemaIssue[]): string {
-  return issues.map((issue) => `data${issue.path} ${issue.message}`).join(", ");
+  return issues.map((issue) => `data${issue.path} ${issue.message}${allowedValues(issue)}`).join(", ");
+}
+
+/** What an enum allows, said with its refusal (`must be equal to one of the allowed values: "open", "paid"`), at most 20 of them. */
+function allowedValues(issue: SchemaIssue): string {
+  const allowed = issue.keyword === "enum" ? issue.params.allowedValues : undefined;
+  if (!Array.isArray(allowed)) return "";
+  const shown = allowed.slice(0, 20).map((value) => sanitizeText(JSON.stringify(value) ?? "", 80));
+  return `: ${shown.join(", ")}${allowed.length > 20 ? ", …" : ""}`;
 }

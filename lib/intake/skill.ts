@@ -52,6 +52,7 @@ export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unkn
       const near = version === undefined ? nearestSkill(name, await publishedSkills(deps.db)) : null;
       throw new AppError("bad_request", `There is no ${which}; ${near ? `did you mean ${near}? ` : ""}search_tools lists the skills.`, {
         details: { field: version === undefined ? "name" : "version" },
+        next: "Call search_tools to list the published skills, then call run_skill with one of their names.",
       });
     }
     const check = compileToolSchema(skill.inputSchema);

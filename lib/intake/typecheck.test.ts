@@ -87,6 +87,15 @@ describe("the type-check program", () => {
     expect(wrong?.message).not.toContain("…");
   });
 
+  it("says when a tool's answer is used without await, as TypeScript does beside the error", () => {
+    const invoices = tool("listInvoices", { type: "object", properties: {} }, { type: "object", properties: { invoices: { type: "array" } } });
+    const [forgot] = typeCheckScript(
+      parseScript(`const res = tools.ledger.listInvoices({});\nreturn res.invoices.length;`, "typescript"),
+      generateDeclarations([invoices]),
+    );
+    expect(forgot?.message).toMatch(/^TS2339: Property 'invoices' does not exist on type 'Promise<.*>'\. Did you forget to use 'await'\?$/);
+  });
+
   it("gives no project advice an agent cannot follow, and says the sandbox has no network", () => {
     const messages = (code: string) => typeCheckScript(parseScript(code, "typescript"), generateDeclarations(TOOLS)).map((d) => d.message);
     expect(messages(`const r = await fetch("https://example.com"); return r.status;`)).toEqual([

@@ -180,7 +180,7 @@ export function typeCheckScript(submitted: ts.SourceFile, declarations: string):
       const offset = toOriginal(d.start ?? 0);
       const { line, character } = submitted.getLineAndCharacterOfPosition(offset);
       return {
-        message: shortened(`TS${d.code}: ${forScripts(ts.flattenDiagnosticMessageText(d.messageText, "\n"))}`),
+        message: shortened(`TS${d.code}: ${forScripts(ts.flattenDiagnosticMessageText(d.messageText, "\n"))}${forgottenAwait(d)}`),
         line: line + 1,
         column: character + 1,
         offset,
@@ -215,6 +215,12 @@ function inTypePosition(submitted: ts.SourceFile, offset: number): boolean {
 function deepestAt(node: ts.Node, offset: number): ts.Node | undefined {
   const child = node.forEachChild((c) => (c.getStart() <= offset && offset < c.end ? c : undefined));
   return child ? (deepestAt(child, offset) ?? child) : node;
+}
+
+/** TypeScript's "Did you forget to use 'await'?", which it gives as related information, not in the message. */
+function forgottenAwait(d: ts.Diagnostic): string {
+  const related = (d.relatedInformation ?? []).map((info) => ts.flattenDiagnosticMessageText(info.messageText, " "));
+  return related.some((text) => text.includes("Did you forget to use 'await'?")) ? " Did you forget to use 'await'?" : "";
 }
 
 /**

@@ -342,6 +342,10 @@ describe("MCP tool contract", () => {
       code: "BAD_REQUEST",
       message: "run_id: not an argument of this tool; did you mean runId?",
     });
+    expect(await outcome(client.callTool({ name: "get_run", arguments: { id: "00000000-0000-4000-8000-000000000000" } }))).toEqual({
+      code: "BAD_REQUEST",
+      message: "id: not an argument of this tool; did you mean runId?",
+    });
     expect(await outcome(client.callTool({ name: "submit_run", arguments: { script: "return 1;" } }))).toEqual({
       code: "BAD_REQUEST",
       message: "script: not an argument of this tool; code, purpose are required",
