@@ -8,7 +8,7 @@
  * in a run's result envelope, not request failures.
  */
 
-import { editDistance } from "@/lib/edit-distance";
+import { nearestName } from "@/lib/edit-distance";
 import { sanitizeText } from "@/lib/untrusted/sanitize";
 import { redactSecrets } from "@/lib/untrusted/secrets";
 
@@ -87,12 +87,8 @@ function unknownArgument(issues: readonly SchemaIssue[]): { field: string; messa
   );
   const missing = beside.filter((issue) => / received undefined$/.test(issue.message)).map((issue) => String(issue.path.at(-1)));
   const names = beside.map((issue) => String(issue.path.at(-1)));
-  const plain = (name: string) => name.toLowerCase().replace(/[-_\s]/g, "");
   // The same name spelt otherwise (run_id), near it (runid), or a part of it (id for runId).
-  const near =
-    names.find((name) => plain(name) === plain(key)) ??
-    names.find((name) => editDistance(plain(name), plain(key)) <= 2) ??
-    names.find((name) => plain(key).length >= 2 && (plain(name).endsWith(plain(key)) || plain(name).startsWith(plain(key))));
+  const near = nearestName(key, names, { parts: true });
   const where = parent.length > 0 ? `an argument of ${parent.join(".")}` : "an argument of this tool";
   if (near) return { field, message: `${field}: not ${where}; did you mean ${[...parent, near].join(".")}?` };
   const required =

@@ -44,7 +44,7 @@ import { NEVER_ACCEPTED, type PinStore } from "./pins";
 import { effectOf, quarantineText, type ToolAnnotations } from "@/lib/contracts/tools";
 import type { ToolInfo } from "./types";
 import { canonicalJson } from "@/lib/canonical-json";
-import { editDistance } from "@/lib/edit-distance";
+import { nearestName } from "@/lib/edit-distance";
 
 export class ToolCallError extends Error {
   constructor(
@@ -374,7 +374,7 @@ export class ToolBroker {
       return Object.keys(this.config.servers[server]?.tools ?? {})
         .filter((name) => !listed.includes(name))
         .map((name) => {
-          const near = listed.find((tool) => editDistance(tool.toLowerCase(), name.toLowerCase()) <= 2);
+          const near = nearestName(name, listed);
           return `servers.${server}.tools.${name} names no tool '${server}' lists${near ? ` (did you mean ${near}?)` : ""}; the settings apply to nothing`;
         });
     });

@@ -19,7 +19,7 @@ import { compileToolSchema, issuesText } from "@/lib/broker/schema-check";
 import { toolArgumentsSchema } from "@/lib/contracts/direct-call";
 import { requireScope } from "@/lib/contracts/scopes";
 import { canonicalJson } from "@/lib/canonical-json";
-import { editDistance } from "@/lib/edit-distance";
+import { nearestName } from "@/lib/edit-distance";
 import { AppError, echoedText, invalidArguments } from "@/lib/errors";
 import type { AgentActor, RunDeps, RunView } from "@/lib/runs/service";
 import { skillRunScript } from "@/lib/skills/draft";
@@ -33,12 +33,6 @@ export const runSkillSchema = z.strictObject({
   arguments: toolArgumentsSchema,
 });
 
-/** The published skill a misspelt name most likely meant, if one is near. */
-function nearestSkill(name: string, skills: readonly { name: string }[]): string | null {
-  const plain = (text: string) => text.toLowerCase().replace(/[-_\s]/g, "");
-  return skills.map((skill) => skill.name).find((candidate) => editDistance(plain(candidate), plain(name)) <= 2) ?? null;
-}
-
 export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unknown, options: Pick<SubmitOptions, "wait" | "follow"> = {}): Promise<RunView> {
   return recordingRefusals(deps.db, actor, raw, async () => {
     requireScope(actor, "runs:submit");
@@ -49,7 +43,13 @@ export async function submitSkillRun(deps: RunDeps, actor: AgentActor, raw: unkn
     if (!skill) {
       const shown = JSON.stringify(echoedText(name, 64));
       const which = version === undefined ? `published skill ${shown}` : `published version ${version} of ${shown}`;
-      const near = version === undefined ? nearestSkill(name, await publishedSkills(deps.db)) : null;
+      const near =
+        version === undefined
+          ? nearestName(
+              name,
+              (await publishedSkills(deps.db)).map((skill) => skill.name),
+            )
+          : null;
       throw new AppError("bad_request", `There is no ${which}; ${near ? `did you mean ${near}? ` : ""}search_tools lists the skills.`, {
         details: { field: version === undefined ? "name" : "version" },
         next: "Call search_tools to list the published skills, then call run_skill with one of their names.",

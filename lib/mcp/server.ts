@@ -41,7 +41,7 @@ import { prisma } from "@/lib/db";
 import { appRuntime } from "@/lib/runs/runtime";
 import type { Follow } from "@/lib/runs/service";
 import { submitRun } from "@/lib/intake/submit";
-import { editDistance } from "@/lib/edit-distance";
+import { nearestName } from "@/lib/edit-distance";
 import { AppError, echoedText } from "@/lib/errors";
 import { structuredResult, type McpContext, type McpTool } from "./define";
 import { ProtocolError, requestRefusal, toolFailure } from "./errors";
@@ -157,9 +157,11 @@ function guardRequests(server: Server): void {
 /** Why a tools/call names no tool of Airlock's: the offered tool it likely meant, or where upstream tools are called. */
 function unknownToolText(name: string, offered: readonly McpTool[]): string {
   const shown = JSON.stringify(echoedText(name, 64));
-  const plain = (text: string) => text.toLowerCase().replace(/[-_.\s]/g, "");
-  const near = offered.find((tool) => editDistance(plain(tool.name), plain(name)) <= 2);
-  if (near) return `Unknown tool ${shown}; did you mean ${near.name}?`;
+  const near = nearestName(
+    name,
+    offered.map((tool) => tool.name),
+  );
+  if (near) return `Unknown tool ${shown}; did you mean ${near}?`;
   return `Unknown tool ${shown}; tools/list shows Airlock's tools. An upstream's tools (search_tools finds them) are called in a script given to submit_run${offered.some((tool) => tool.name === "call_tool") ? ", or one at a time with call_tool" : ""}.`;
 }
 
