@@ -169,6 +169,7 @@ return n;`,
       expect(done.error?.message).toMatch(
         /PLAN_UNSTABLE: two previews of the same script planned different writes \(write 1 \(ledger\.issueRefund\) has "key-.+" at \/idempotencyKey in one and "key-.+" in the other\)/,
       );
+      expect(done.error?.next).toMatch(/^Make each write's arguments depend only on what the script reads/);
       expect(await db.prisma.auditEvent.count({ where: { action: "run.pending_review", subjectId: view.runId } })).toBe(0);
       expect(await refundsOf(invoice.id, "goodwill")).toBe(0);
     }

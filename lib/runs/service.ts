@@ -233,6 +233,14 @@ function previewFailureKind(message: string): string | null {
   return /^The plan preview failed, so no reviewer was asked\. ([A-Z_]+):/.exec(message)?.[1] ?? null;
 }
 
+/** What to do next after a failed preview, by its kind where the code's general advice (credentials) would mislead. */
+const PREVIEW_NEXT: Partial<Record<string, string>> = {
+  PLAN_UNSTABLE:
+    "Make each write's arguments depend only on what the script reads (not on the time or randomness, e.g. an idempotencyKey built from the invoice id), then submit a new run.",
+  INVALID_ARGUMENTS: "Make the write's arguments fit its tool's input schema (search_tools with detail full declares it), then submit a new run.",
+  SCRIPT_ERROR: "Fix the error the message names, then submit a new run.",
+};
+
 /** Past its own time limit, a preview's end shows at once: it says only that the preview was slow. */
 const PREVIEW_SHOWN_AFTER_SLACK_MS = 5_000;
 
@@ -340,7 +348,7 @@ export async function presentRun(db: Db, stored: Run, follow: Follow = "get_run"
     });
   }
   const error = runColumn(run, "error");
-  if (error) view.error = withNext(forAgent(error));
+  if (error) view.error = withNext(forAgent(error), error.code === "PREVIEW_FAILED" ? PREVIEW_NEXT[previewFailureKind(error.message) ?? ""] : undefined);
   if (error?.code === "PREVIEW_FAILED" && previewHeldFromAgent(run)) {
     // Only the kind of failure, which Airlock wrote, stays: the agent can act on it. Which write
     // failed is the script's to choose (how many it made first), so it could count out what it read.
