@@ -32,7 +32,7 @@ import { FINDING_RULES } from "@/lib/errors";
 import { checkToolArguments } from "@/lib/intake/arguments";
 import { confusableIdentifierFindings, hiddenCharacterFindings } from "@/lib/intake/hidden-code";
 import { clockOrRandomFindings } from "@/lib/intake/nondeterminism";
-import { parseScript, transpileScript, typeCheckScript, unreachableName } from "@/lib/intake/typecheck";
+import { parseScript, transpileScript, typeCheckScript } from "@/lib/intake/typecheck";
 import { walkScript, type WalkResult } from "@/lib/intake/walk";
 import type { DataClass } from "@/lib/contracts/data-classes";
 import { bareSpecifier, packageName } from "@/lib/contracts/packages";
@@ -205,7 +205,7 @@ function analyze(input: AnalysisInput): Analysis {
     const typeErrors = typeCheckScript(submitted, input.declarations).filter((d) => !unknownSpans.some(([start, end]) => d.offset >= start && d.offset < end));
     for (const d of typeErrors.slice(0, MAX_TYPE_ERRORS)) {
       // A name defined nowhere the script can reach fails the run for certain: no reviewer need judge it.
-      const code = unreachableName(submitted, d) !== null ? "undefined_name" : inArguments(d.offset) ? "argument_type_error" : "type_error";
+      const code = d.unreachable ? "undefined_name" : inArguments(d.offset) ? "argument_type_error" : "type_error";
       findings.push(finding(code, d.message, d.line, d.column));
     }
     if (typeErrors.length > MAX_TYPE_ERRORS) {

@@ -85,7 +85,8 @@ function libSourceFile(fileName: string): ts.SourceFile | undefined {
 }
 
 /** `offset`: where in the submitted code (UTF-16 units), for telling which construct it is about. */
-export type ScriptDiagnostic = { message: string; line: number; column: number; offset: number };
+/** `unreachable`: a name defined nowhere the sandbox reaches, used as a value (the run would fail there). */
+export type ScriptDiagnostic = { message: string; line: number; column: number; offset: number; unreachable?: true };
 
 /**
  * A script is always a module (imports, top-level await); TypeScript only parses `await (x)`
@@ -179,27 +180,31 @@ export function typeCheckScript(submitted: ts.SourceFile, declarations: string):
     .map((d) => {
       const offset = toOriginal(d.start ?? 0);
       const { line, character } = submitted.getLineAndCharacterOfPosition(offset);
+      const text = ts.flattenDiagnosticMessageText(d.messageText, "\n");
+      const missing = MISSING_NAME_CODES.has(d.code) ? /^Cannot find name '([^']+)'/.exec(text)?.[1] : undefined;
       return {
-        message: shortened(`TS${d.code}: ${forScripts(ts.flattenDiagnosticMessageText(d.messageText, "\n"))}${forgottenAwait(d)}`),
+        message: shortened(`TS${d.code}: ${forScripts(text, missing)}${forgottenAwait(d)}`),
         line: line + 1,
         column: character + 1,
         offset,
+        ...(missing !== undefined && unreachable(missing, submitted, offset) ? { unreachable: true as const } : {}),
       };
     });
 }
+
+/** "Cannot find name 'x'." and "…. Did you mean 'y'?" */
+const MISSING_NAME_CODES = new Set([2304, 2552]);
 
 /** Names a script reaches for that the sandbox does not have: it has no network of its own. */
 const NETWORK_NAMES = new Set(["fetch", "XMLHttpRequest", "WebSocket", "EventSource"]);
 
 /**
- * The name a diagnostic says cannot be found (TS2304, TS2552), when the sandbox cannot reach it
- * either: not a global of this Node (the sandbox's is the same), or a network one it has no
- * permission for. The run would fail where the script uses it; null for anything else.
+ * Whether a name TypeScript cannot find is out of the sandbox's reach too: not a global of this
+ * Node (the sandbox's is the same), or a network one it has no permission for, and used as a value
+ * (a name in a type is stripped before the script runs). The run would fail where the script uses it.
  */
-export function unreachableName(submitted: ts.SourceFile, diagnostic: Pick<ScriptDiagnostic, "message" | "offset">): string | null {
-  const name = /^TS(?:2304|2552): Cannot find name '([^']+)'/.exec(diagnostic.message)?.[1];
-  if (name === undefined || inTypePosition(submitted, diagnostic.offset)) return null;
-  return NETWORK_NAMES.has(name) || !(name in globalThis) ? name : null;
+function unreachable(name: string, submitted: ts.SourceFile, offset: number): boolean {
+  return !inTypePosition(submitted, offset) && (NETWORK_NAMES.has(name) || !(name in globalThis));
 }
 
 /** Whether the code at `offset` is part of a type (stripped before the script runs: a name missing there fails nothing). */
@@ -212,9 +217,9 @@ function inTypePosition(submitted: ts.SourceFile, offset: number): boolean {
   return false;
 }
 
-function deepestAt(node: ts.Node, offset: number): ts.Node | undefined {
+function deepestAt(node: ts.Node, offset: number): ts.Node {
   const child = node.forEachChild((c) => (c.getStart() <= offset && offset < c.end ? c : undefined));
-  return child ? (deepestAt(child, offset) ?? child) : node;
+  return child ? deepestAt(child, offset) : node;
 }
 
 /** TypeScript's "Did you forget to use 'await'?", which it gives as related information, not in the message. */
@@ -227,11 +232,10 @@ function forgottenAwait(d: ts.Diagnostic): string {
  * TypeScript's advice is for a project (`npm i --save-dev @types/node`, change the 'lib' compiler
  * option), which an agent cannot follow: dropped. A network name says why it is missing instead.
  */
-function forScripts(message: string): string {
+function forScripts(message: string, missing: string | undefined): string {
   const advice = / Do you need to (?:install type definitions|change your target library)[\s\S]*$/;
-  const name = /^Cannot find name '([^']+)'/.exec(message)?.[1];
   const plain = message.replace(advice, "");
-  return name !== undefined && NETWORK_NAMES.has(name)
+  return missing !== undefined && NETWORK_NAMES.has(missing)
     ? `${plain} The sandbox has no network: upstream tools are called as \`await tools.<server>.<tool>(args)\`.`
     : plain;
 }
