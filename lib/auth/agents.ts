@@ -13,6 +13,7 @@ import { recordAudit } from "@/lib/audit/record";
 import { AppError } from "@/lib/errors";
 import type { Db, Tx } from "@/lib/db";
 import { DEFAULT_AGENT_SCOPES, isScope, requireScope, type Actor, type Scope } from "@/lib/contracts/scopes";
+import type { TokenCache } from "./token-cache";
 import { generateAgentToken, hashAgentToken, looksLikeAgentToken } from "./tokens";
 import { emailSchema } from "./users";
 
@@ -107,21 +108,39 @@ export async function revokeAgent(tx: Tx, actor: Actor, name: string): Promise<{
   return { agentId: agent.id, revokedTokens: tokens.count };
 }
 
-/** The agent behind a bearer token, or null when the token is unknown, revoked or expired. */
-export async function authenticateAgentToken(db: Db, token: string): Promise<Extract<Actor, { type: "agent" }> | null> {
+/**
+ * The agent behind a bearer token, or null when the token is unknown, revoked or expired. With
+ * `cache` (the MCP door's, ./token-cache.ts), an accepted token is remembered and recalled until
+ * anything about tokens or agents changes.
+ */
+export async function authenticateAgentToken(db: Db, token: string, cache?: TokenCache): Promise<Extract<Actor, { type: "agent" }> | null> {
   if (!looksLikeAgentToken(token)) return null;
-  // The token and its agent in one round trip: every MCP request starts here.
-  const [row] = await db.$queryRaw<TokenRow[]>`
-    SELECT t.id, t.scopes, t."expiresAt", t."lastUsedAt", t."revokedAt", a.id AS "agentId", a.name, a."ownerId", a."revokedAt" AS "agentRevokedAt"
-    FROM "AgentToken" t JOIN "Agent" a ON a.id = t."agentId"
-    WHERE t."tokenHash" = ${hashAgentToken(token)}`;
-  const now = new Date();
-  if (!row || row.revokedAt || row.agentRevokedAt || (row.expiresAt && row.expiresAt <= now)) return null;
-  // Last use is informational; refresh it at most once a minute to keep the hot path a read.
-  if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > 60_000) {
-    await db.agentToken.update({ where: { id: row.id }, data: { lastUsedAt: now } });
+  const tokenHash = hashAgentToken(token);
+  let accepted = cache?.recall(tokenHash, new Date());
+  if (!accepted) {
+    const since = cache?.epoch() ?? null;
+    // The token and its agent in one round trip: every MCP request not served from the cache starts here.
+    const [row] = await db.$queryRaw<TokenRow[]>`
+      SELECT t.id, t.scopes, t."expiresAt", t."lastUsedAt", t."revokedAt", a.id AS "agentId", a.name, a."ownerId", a."revokedAt" AS "agentRevokedAt"
+      FROM "AgentToken" t JOIN "Agent" a ON a.id = t."agentId"
+      WHERE t."tokenHash" = ${tokenHash}`;
+    if (!row || row.revokedAt || row.agentRevokedAt || (row.expiresAt && row.expiresAt <= new Date())) return null;
+    accepted = {
+      actor: { type: "agent", id: row.agentId, name: row.name, ownerId: row.ownerId, scopes: row.scopes.filter(isScope) },
+      tokenId: row.id,
+      expiresAt: row.expiresAt,
+      lastUsedAt: row.lastUsedAt,
+    };
+    cache?.remember(since, tokenHash, accepted);
   }
-  return { type: "agent", id: row.agentId, name: row.name, ownerId: row.ownerId, scopes: row.scopes.filter(isScope) };
+  // Last use is informational; refresh it at most once a minute to keep the hot path a read.
+  const now = new Date();
+  if (!accepted.lastUsedAt || now.getTime() - accepted.lastUsedAt.getTime() > 60_000) {
+    // updateMany: a token deleted since it was read is no error here (it is refused from the next request on).
+    await db.agentToken.updateMany({ where: { id: accepted.tokenId }, data: { lastUsedAt: now } });
+    accepted.lastUsedAt = now;
+  }
+  return { ...accepted.actor, scopes: [...accepted.actor.scopes] };
 }
 
 type TokenRow = {

@@ -7,7 +7,8 @@
  *  1. DNS-rebinding guard: the Host header (exactly `name[:port]`) and the Origin, when sent, must
  *     name this deployment — loopback names, AIRLOCK_HOST, AIRLOCK_PUBLIC_URL's host, or
  *     AIRLOCK_ALLOWED_HOSTS (lib/auth/hosts.ts, as for the console) — else 403;
- *  2. bearer authentication: 401 with `WWW-Authenticate: Bearer resource_metadata=…` (RFC 9728).
+ *  2. bearer authentication (an accepted token remembered while nothing about tokens or agents
+ *     changes: lib/auth/token-cache.ts): 401 with `WWW-Authenticate: Bearer resource_metadata=…` (RFC 9728).
  *     A missing token, a header that is not `Bearer <one token>` and a refused token are told
  *     apart (send a token / send it so / this token is not accepted); an unknown, revoked, expired or malformed token gets one and the same answer, so
  *     callers cannot tell which;
@@ -31,6 +32,7 @@ import { prisma } from "@/lib/db";
 import { env } from "@/lib/env";
 import { isAppError } from "@/lib/errors";
 import { readJsonBody } from "@/lib/json-body";
+import { readyTokenCache } from "@/lib/runs/runtime";
 import { createMcpServer, selectTools } from "./server";
 
 export const MAX_MCP_BODY_BYTES = 1024 * 1024;
@@ -113,7 +115,7 @@ export async function handleMcpRequest(request: Request): Promise<Response> {
 
   const header = request.headers.get("authorization") ?? "";
   const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
-  const agent = token ? await authenticateAgentToken(prisma(), token) : null;
+  const agent = token ? await authenticateAgentToken(prisma(), token, readyTokenCache()) : null;
   if (!agent) {
     if (token) await tokenRejections().reject(token);
     const metadata = `${publicBaseUrl(request)}/.well-known/oauth-protected-resource`;

@@ -18,10 +18,10 @@
  * - nothing is missed while the connection is down: waits poll every POLL_MS until it is back,
  *   every wait is woken when it comes back, and even while it is up a wait reads again at least
  *   every SAFETY_MS;
- * - the connection opens at once; a lost one is reopened with backoff (up to 5 s); `close` ends it
- *   and every wait.
+ * - the connection (lib/db/listener.ts) opens at once; a lost one is reopened with backoff (up to
+ *   5 s); `close` ends it and every wait.
  */
-import pg from "pg";
+import { listen } from "@/lib/db/listener";
 import type { Run } from "@/lib/generated/prisma/client";
 
 export const CHANNEL = "airlock_run_changed";
@@ -29,8 +29,6 @@ export const CHANNEL = "airlock_run_changed";
 export const POLL_MS = 250;
 /** How often a wait reads again while pushes arrive: a bound, not the expected path. */
 export const SAFETY_MS = 5_000;
-
-const MAX_BACKOFF_MS = 5_000;
 
 export type ArmedWait = {
   /**
@@ -52,65 +50,21 @@ export type RunChanges = {
 
 export function listenRunChanges(connectionString: string): RunChanges {
   const waiters = new Map<string, Set<(run: Run | null) => void>>();
-  let client: pg.Client | null = null;
-  let listening = false;
-  let failing = false;
-  let closed = false;
-  let backoff = 100;
-  let retry: NodeJS.Timeout | null = null;
-
   const wakeAll = () => {
     for (const set of waiters.values()) for (const wake of set) wake(null);
   };
+  // The pushes missed while it was down are made up for: every wait reads again when it is lost and when it is back.
+  const listener = listen(
+    { connectionString, channel: CHANNEL, applicationName: "airlock-run-changes", whileDown: "waits poll until it is back" },
+    {
+      onNotification(runId) {
+        for (const wake of waiters.get(runId) ?? []) wake(null);
+      },
+      onUp: wakeAll,
+      onDown: wakeAll,
+    },
+  );
 
-  const connect = async () => {
-    if (closed) return;
-    // keepAlive: a connection that died silently is found by the OS, not left "listening".
-    const next = new pg.Client({ connectionString, application_name: "airlock-run-changes", keepAlive: true });
-    const lost = () => {
-      if (client !== next) return;
-      client = null;
-      listening = false;
-      next.end().catch(() => undefined);
-      // The pushes missed while it was down are made up for: every wait reads again.
-      wakeAll();
-      schedule();
-    };
-    next.on("error", lost);
-    next.on("end", lost);
-    next.on("notification", (message) => {
-      if (message.channel !== CHANNEL || !message.payload) return;
-      for (const wake of waiters.get(message.payload) ?? []) wake(null);
-    });
-    client = next;
-    try {
-      await next.connect();
-      await next.query(`LISTEN ${CHANNEL}`);
-      if (client !== next || closed) return void next.end().catch(() => undefined);
-      listening = true;
-      failing = false;
-      backoff = 100;
-      wakeAll();
-    } catch (error) {
-      if (client !== next) return;
-      // Once an outage, not at every retry.
-      if (!failing) console.error(`run changes: listening failed (${error instanceof Error ? error.message : String(error)}); waits poll until it is back`);
-      failing = true;
-      lost();
-    }
-  };
-
-  const schedule = () => {
-    if (closed || retry) return;
-    retry = setTimeout(() => {
-      retry = null;
-      void connect();
-    }, backoff);
-    retry.unref();
-    backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
-  };
-
-  void connect();
   return {
     arm(id) {
       // Notifications carry the id as PostgreSQL prints a uuid: lower case.
@@ -132,7 +86,7 @@ export function listenRunChanges(connectionString: string): RunChanges {
             return await Promise.race([
               changed,
               new Promise<null>((resolve) => {
-                timer = setTimeout(() => resolve(null), Math.max(0, Math.min(ms, listening ? SAFETY_MS : POLL_MS)));
+                timer = setTimeout(() => resolve(null), Math.max(0, Math.min(ms, listener.listening() ? SAFETY_MS : POLL_MS)));
                 onAbort = () => resolve(null);
                 signal?.addEventListener("abort", onAbort, { once: true });
               }),
@@ -150,13 +104,9 @@ export function listenRunChanges(connectionString: string): RunChanges {
       for (const wake of waiters.get(run.id.toLowerCase()) ?? []) wake(run);
     },
     async close() {
-      closed = true;
-      if (retry) clearTimeout(retry);
-      const current = client;
-      client = null;
-      listening = false;
+      const closing = listener.close();
       wakeAll();
-      await current?.end().catch(() => undefined);
+      await closing;
     },
   };
 }

@@ -24,12 +24,13 @@ import { quickAddJob, runMigrations as migrateQueue } from "graphile-worker";
 import { notifyEscalation } from "./notify";
 import { checkIsolation, type IsolationCheck } from "./isolation";
 import { listenRunChanges, type RunChanges } from "./run-changes";
+import { listenTokenChanges, type TokenCache } from "@/lib/auth/token-cache";
 import { startAuditSequencer } from "@/lib/audit/sequencer";
 import { EXECUTE_RUN, PREVIEW_RUN, startRunQueue, type MaintenanceOptions, type RunQueue } from "./queue";
 import { quietQueueLogger } from "@/lib/db/queue-logger";
 import type { RunDeps } from "./service";
 
-export type Runtime = RunDeps & { broker: ToolBroker; config: AirlockConfig; sandbox: IsolationCheck; close(): Promise<void> };
+export type Runtime = RunDeps & { broker: ToolBroker; config: AirlockConfig; sandbox: IsolationCheck; tokens: TokenCache; close(): Promise<void> };
 
 export type RuntimeOptions = {
   databaseUrl: string;
@@ -176,6 +177,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
   const retry = upstreamRetry(db, broker);
   const retrying = setInterval(() => void retry(), RETRY_CHECK_MS).unref();
   changes = listenRunChanges(options.databaseUrl);
+  const tokens = listenTokenChanges(options.databaseUrl);
   /** A job for another process's queue, when this one does not execute. */
   const addJob = (task: string, jobKey: string, runId: string) =>
     quickAddJob({ connectionString: options.databaseUrl, logger: quietQueueLogger }, task, { runId }, { jobKey, maxAttempts: 3 }).then(() => undefined);
@@ -186,6 +188,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
     broker,
     config,
     sandbox,
+    tokens,
     isolation: sandbox.level,
     registry: {
       toolFacts: () =>
@@ -225,13 +228,14 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       await pool?.close();
       await broker.close();
       await changes.close();
+      await tokens.close();
       await auditSequencer.close();
     },
   };
   return runtime;
 }
 
-const cache = globalThis as typeof globalThis & { __airlockRuntime?: Promise<Runtime> };
+const cache = globalThis as typeof globalThis & { __airlockRuntime?: Promise<Runtime>; __airlockRuntimeReady?: Runtime };
 
 /** The web process's runtime if it was started (at boot or by a request); never starts one. */
 export function startedAppRuntime(): Promise<Runtime> | undefined {
@@ -250,6 +254,14 @@ export async function startedRunChanges(): Promise<RunChanges | undefined> {
   );
 }
 
+/**
+ * The started runtime's remembered agent tokens (lib/auth/token-cache.ts), once the runtime is up;
+ * never waits for it or starts it: until then every token is read.
+ */
+export function readyTokenCache(): TokenCache | undefined {
+  return cache.__airlockRuntimeReady?.tokens;
+}
+
 /** The web process's runtime, created on first use. A failed start is retried on the next call. */
 export function appRuntime(db: Db): Promise<Runtime> {
   const config = env();
@@ -260,9 +272,12 @@ export function appRuntime(db: Db): Promise<Runtime> {
     executorId: `web-${hostname()}-${process.pid}`,
     // Shorter than npm start's 45 s stop timeout, so runs past it still get their terminal state.
     drainMs: 30_000,
-  }).catch((error: unknown) => {
-    cache.__airlockRuntime = undefined;
-    throw error;
-  });
+  }).then(
+    (runtime) => (cache.__airlockRuntimeReady = runtime),
+    (error: unknown) => {
+      cache.__airlockRuntime = undefined;
+      throw error;
+    },
+  );
   return cache.__airlockRuntime;
 }
