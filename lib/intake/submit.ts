@@ -420,7 +420,7 @@ async function storeProposal(
           return db.dataset.findMany({ where: { name: { in: input.inputs } }, select: { id: true, name: true, sha256: true, dataClass: true } });
         }),
     deps.registry.refresh(),
-    publishedPolicy(db),
+    publishedPolicy(db, deps.remembered),
   ] as const);
   const missing = input.inputs.filter((name) => !datasets.some((d) => d.name === name));
   if (missing.length > 0) {

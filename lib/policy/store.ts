@@ -5,7 +5,7 @@
  * the same transaction, audited); publishing marks every other waiting proposal `superseded` (it
  * was written against an older policy: approved, it would undo the newer one), named in the
  * `policy.published` event; a prepared Cedar set (with its text's sha256) is cached per
- * version id, so deciding costs one indexed read of the id; with no published version every
+ * version id, so deciding costs one indexed read of the id (none while it is remembered); with no published version every
  * proposal is denied with a reason (fail closed).
  * Four eyes: a person never publishes alone. An admin proposes a version (`policy.proposed`); a
  * different admin approves it, which publishes it (`policy.published`, naming both).
@@ -21,6 +21,7 @@ import { recordAudit } from "@/lib/audit/record";
 import type { Actor } from "@/lib/contracts/scopes";
 import { requireScope } from "@/lib/contracts/scopes";
 import type { Db, Tx } from "@/lib/db";
+import type { Remembered } from "@/lib/db/remembered";
 import { sha256Hex } from "@/lib/digest";
 import { AppError } from "@/lib/errors";
 import { preparePolicySet, type PreparedPolicySet } from "./policy-set";
@@ -30,8 +31,14 @@ export type PublishedPolicy = { id: string; version: number; prepared: PreparedP
 
 const prepared = new Map<string, { set: PreparedPolicySet; textDigest: string }>();
 
-export async function publishedPolicy(db: Db | Tx): Promise<PublishedPolicy | null> {
-  const row = await db.policyVersion.findFirst({ where: { status: "published" }, orderBy: { version: "desc" }, select: { id: true, version: true } });
+/**
+ * The published version. With `remembered` (never inside a transaction, whose snapshot it would
+ * not share), which version it is is remembered until the policy versions change
+ * (lib/db/remembered.ts).
+ */
+export async function publishedPolicy(db: Db | Tx, remembered?: Remembered): Promise<PublishedPolicy | null> {
+  const current = () => db.policyVersion.findFirst({ where: { status: "published" }, orderBy: { version: "desc" }, select: { id: true, version: true } });
+  const row = remembered ? await remembered.read("policy:published", current) : await current();
   if (!row) return null;
   let cached = prepared.get(row.id);
   if (!cached) {

@@ -44,6 +44,7 @@
  */
 import type { Span } from "@opentelemetry/api";
 import { afterCommit, type Db } from "@/lib/db";
+import type { Remembered } from "@/lib/db/remembered";
 import { runColumn, runColumnValue } from "@/lib/contracts/run-columns";
 import { jsonDigest } from "@/lib/digest";
 import type { Prisma, Run } from "@/lib/generated/prisma/client";
@@ -80,6 +81,8 @@ export type ExecutorDeps = {
   tool(server: string, name: string): Pick<ToolInfo, "dataClass" | "piiFields"> | undefined;
   /** Given the row of a run whose execution this executor ended, once that write committed: waits in this process end with it (./run-changes.ts). */
   handOver?(run: Run): void;
+  /** Settings remembered until they change (lib/db/remembered.ts): the published policy release decides on. */
+  remembered?: Remembered;
   heartbeatMs?: number;
 };
 
@@ -394,7 +397,7 @@ async function executeClaimed(deps: ExecutorDeps, run: Run, seqBase: number, spa
   );
   // Whether the agent gets what the run produced now, after reviewers release it, or not at all (release
   // policies): a result, and as much the logs and errors of a run that failed, which can carry the same data.
-  const release = await decideResultRelease(db, run, screened);
+  const release = await decideResultRelease(db, run, screened, deps.remembered);
   await finish(deps, fence, screened, { scope, personal }, release);
   span.setAttribute("airlock.status", screened.status);
 }

@@ -31,6 +31,7 @@
  */
 import type { Span } from "@opentelemetry/api";
 import type { Db } from "@/lib/db";
+import type { Remembered } from "@/lib/db/remembered";
 import type { Run } from "@/lib/generated/prisma/client";
 import { runColumn, runColumnValue, type PlanWrite } from "@/lib/contracts/run-columns";
 import type { CallTool, Envelope, JsonValue, RunRequest } from "@/lib/sandbox";
@@ -62,6 +63,8 @@ export type PreviewDeps = {
   executorId: string;
   /** Tells reviewers that the run now waits for them (lib/runs/notify.ts, passed in). */
   onPendingReview?(runId: string): Promise<void>;
+  /** Settings remembered until they change (lib/db/remembered.ts): the published policy release decides on. */
+  remembered?: Remembered;
   heartbeatMs?: number;
 };
 
@@ -150,7 +153,7 @@ async function previewClaimed(deps: PreviewDeps, run: Run, span: Span, shutdown?
   // Reads were real: whether the plan's arguments (or why the preview failed) reach the agent is the
   // release policies' to decide, as for a result (./release-decision.ts).
   const flags = [...(upstreamInstructions ? [UPSTREAM_INSTRUCTIONS_FLAG] : []), ...(personalRead ? [UNREVIEWED_PERSONAL_DATA_FLAG] : [])];
-  const release = await decideResultRelease(db, run, { flags, result: writes as JsonValue });
+  const release = await decideResultRelease(db, run, { flags, result: writes as JsonValue }, deps.remembered);
   const ended = await db.$transaction(async (tx) => {
     const held = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM "Run" WHERE id = ${runId}::uuid AND status = 'previewing' AND "executorId" = ${deps.executorId} FOR UPDATE`;

@@ -22,6 +22,7 @@
  */
 import { runColumn, type RunColumnValue } from "@/lib/contracts/run-columns";
 import type { Db } from "@/lib/db";
+import type { Remembered } from "@/lib/db/remembered";
 import type { Run } from "@/lib/generated/prisma/client";
 import { BUILTIN_REASONS, decideRelease } from "@/lib/policy/decide";
 import { buildReleaseRequest } from "@/lib/policy/request";
@@ -77,13 +78,15 @@ export async function decideResultRelease(
   db: Db,
   run: Pick<Run, "id" | "agentId" | "policyRequest">,
   envelope: Pick<Envelope, "flags" | "result">,
+  /** The runtime's settings remembered until they change (lib/db/remembered.ts); without it, the published policy is read. */
+  remembered?: Remembered,
 ): Promise<ReleaseDecision> {
   const flags = envelope.flags;
   const bytes = Buffer.byteLength(JSON.stringify(envelope.result ?? null), "utf8");
   let built = buildReleaseRequest({ agent: { id: run.agentId, ownerId: "" }, flags, bytes, dataClasses: [] });
   try {
     const request = runColumn(run, "policyRequest");
-    const [agent, published] = await Promise.all([runAgent(db, run, request), publishedPolicy(db)]);
+    const [agent, published] = await Promise.all([runAgent(db, run, request), publishedPolicy(db, remembered)]);
     built = buildReleaseRequest({ agent, flags, bytes, dataClasses: decidedDataClasses(request) });
     if (!published) throw new Error("no policy version is published");
     const decided = decideRelease(built, published.prepared);

@@ -25,6 +25,7 @@ import { notifyEscalation } from "./notify";
 import { checkIsolation, type IsolationCheck } from "./isolation";
 import { listenRunChanges, type RunChanges } from "./run-changes";
 import { listenTokenChanges, type TokenCache } from "@/lib/auth/token-cache";
+import { listenSettingsChanges } from "@/lib/db/remembered";
 import { startAuditSequencer } from "@/lib/audit/sequencer";
 import { EXECUTE_RUN, PREVIEW_RUN, startRunQueue, type MaintenanceOptions, type RunQueue } from "./queue";
 import { quietQueueLogger } from "@/lib/db/queue-logger";
@@ -129,6 +130,8 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
   // Pushed run changes; set once the start succeeded, before any wait can arm (runs the queue ends
   // earlier have nobody in this process waiting for them).
   let changes: RunChanges | null = null;
+  // The published policy, remembered until the policy versions change (intake, release decisions).
+  const remembered = listenSettingsChanges(options.databaseUrl);
   try {
     await syncRegistry(db, broker.tools());
     // The queue's own schema (graphile_worker) is installed by the migrate step, as the owner
@@ -159,6 +162,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
           argumentsProblem: (server, name, args, ignore) => broker.argumentsProblem(server, name, args, ignore),
           onPendingReview: (runId) => notifyEscalation(runId, db),
           handOver: (run) => changes?.handOver(run),
+          remembered,
         },
       });
     }
@@ -166,6 +170,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
     // A failed start leaves nothing running (the web process retries it on its next request).
     await pool?.close().catch((closing: unknown) => console.error("closing the sandbox pool of a failed start failed", closing));
     await broker.close();
+    await remembered.close();
     throw error;
   }
   for (const [server, reason] of broker.unavailableServers()) {
@@ -189,6 +194,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
     config,
     sandbox,
     tokens,
+    remembered,
     isolation: sandbox.level,
     registry: {
       toolFacts: () =>
@@ -229,6 +235,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
       await broker.close();
       await changes.close();
       await tokens.close();
+      await remembered.close();
       await auditSequencer.close();
     },
   };

@@ -19,6 +19,7 @@ import type { Finding } from "@/lib/contracts/analysis";
 import { EXECUTED_STATUSES, IN_PROGRESS_STATUSES, shownErrorCode } from "@/lib/contracts/run-states";
 import type { ToolFacts } from "@/lib/contracts/tools";
 import type { Db } from "@/lib/db";
+import type { Remembered } from "@/lib/db/remembered";
 import { consoleBaseUrl } from "@/lib/env";
 import { AppError, FINDINGS_THAT_FAIL_A_RUN, RUN_ERROR_RULES, invalidArguments, type RunErrorCode } from "@/lib/errors";
 import type { Run } from "@/lib/generated/prisma/client";
@@ -56,6 +57,8 @@ export type RunDeps = {
   isolation: IsolationLevel;
   /** Pushed run changes (./run-changes.ts) that end a wait at once; without them, waits poll. */
   changes?: RunChanges;
+  /** Settings remembered until they change (lib/db/remembered.ts): the published policy intake decides on. */
+  remembered?: Remembered;
 };
 
 /** Bytes of result JSON an agent gets back; the audit log keeps all of it. */
