@@ -1,16 +1,18 @@
 /**
- * Reads of settings that change rarely (which policy version is published), remembered in this
+ * Reads of settings that change rarely (which policy version is published, the published skills), remembered in this
  * process until PostgreSQL says they changed, so a run's path does not read them again each time.
  *
  * Guarantees:
  * - a remembered value is used only while this process listens on `airlock_settings_changed`
  *   (./listener.ts), on which a trigger announces every committed insert, update, delete or
- *   truncate of a table a remembered read depends on (migration 20261205215554_settings_changed_notify:
- *   "PolicyVersion"). Any announcement, forged ones included, forgets every value; so does
+ *   truncate of a table a remembered read depends on (migrations 20261205215554_settings_changed_notify,
+ *   "PolicyVersion", and 20261205220413_skills_settings_changed, "Skill" and "SkillVersion"). Any
+ *   announcement, forged ones included, forgets every value; so does
  *   losing the connection, and nothing is remembered until it is back;
  * - a read that began before an announcement is not remembered: a value read just before a change
  *   committed is used by that caller only;
- * - a value is used at most MAX_AGE_MS after its read began.
+ * - a value is used at most MAX_AGE_MS after its read began;
+ * - a remembered value is frozen, deeply, since every later caller gets the same object.
  *
  * A change made elsewhere is seen here when its announcement arrives, milliseconds after its
  * commit; a caller that started before then may still decide on the value as before it, as it
@@ -26,6 +28,14 @@ export type Remembered = {
   read<T>(key: string, load: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 };
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
 
 export function listenSettingsChanges(connectionString: string): Remembered {
   const values = new Map<string, { value: unknown; readAt: number }>();
@@ -45,7 +55,7 @@ export function listenSettingsChanges(connectionString: string): Remembered {
       const since = changes;
       const readAt = Date.now();
       const value = await load();
-      if (since === changes && listener.listening()) values.set(key, { value, readAt });
+      if (since === changes && listener.listening()) values.set(key, { value: deepFreeze(value), readAt });
       return value;
     },
     async close() {

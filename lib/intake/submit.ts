@@ -301,14 +301,14 @@ export async function submitRun(deps: RunDeps, actor: AgentActor, raw: unknown, 
     requireScope(actor, "runs:submit");
     const input = parseSubmit(raw);
     if (!mentionsSkills(input.code)) return submitProposal(deps, actor, input, options, SCRIPT_LANE);
-    const inlined = await withSkillsInlined(deps.db, input);
+    const inlined = await withSkillsInlined(deps, input);
     return submitProposal(deps, actor, inlined.input, options, { ...SCRIPT_LANE, skills: inlined.used });
   });
 }
 
 /** The script with the skills it calls inlined (lib/skills/catalog.ts), checked again as a submission: it is what runs. */
-async function withSkillsInlined(db: Db, input: ReturnType<typeof parseSubmit>) {
-  const skills = new Map((await publishedSkills(db)).map((s) => [s.name, s]));
+async function withSkillsInlined({ db, remembered }: RunDeps, input: ReturnType<typeof parseSubmit>) {
+  const skills = new Map((await publishedSkills(db, remembered)).map((s) => [s.name, s]));
   try {
     const { code, used } = inlineSkills(input.code, input.language, skills);
     return { input: parseSubmit({ ...input, code }, { text: input.code, origin: "code" }), used };

@@ -101,11 +101,11 @@ export const searchTools = defineTool({
   annotations: { readOnlyHint: true },
   textField: "declaration",
   async handler(input, { ctx, db }) {
-    const { broker } = await appRuntime(db);
+    const { broker, remembered } = await appRuntime(db);
     const query = input.query ?? "";
     const found = broker.search(query, input.detail, { limit: 50, server: input.server });
     // Skills and globals belong to no server: a search narrowed to one leaves them out.
-    const skills = input.server === undefined ? searchSkills(await publishedSkills(db), query, input.detail) : { skills: [] };
+    const skills = input.server === undefined ? searchSkills(await publishedSkills(db, remembered), query, input.detail) : { skills: [] };
     const globals = input.server === undefined ? searchScriptGlobals(query, input.detail) : { globals: [] };
     await recordAgentRead(db, ctx.agent, {
       action: "tools.searched",

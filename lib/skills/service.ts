@@ -29,6 +29,7 @@ import { compileToolSchema } from "@/lib/broker/schema-check";
 import { canonicalJson } from "@/lib/canonical-json";
 import { requireScope, type Actor } from "@/lib/contracts/scopes";
 import type { Db } from "@/lib/db";
+import type { Remembered } from "@/lib/db/remembered";
 import { jsonDigest, sha256Hex } from "@/lib/digest";
 import { AppError, invalidArguments } from "@/lib/errors";
 import type { Prisma } from "@/lib/generated/prisma/client";
@@ -533,12 +534,18 @@ export async function publishedSkill(db: Db, name: string, version?: number): Pr
   return found && published(found, name);
 }
 
-/** The newest published version of every skill, by name: one statement, as every search_tools reads it. */
-export async function publishedSkills(db: Db): Promise<PublishedSkill[]> {
-  const rows = await db.$queryRaw<(Parameters<typeof published>[0] & { name: string })[]>`
-    SELECT DISTINCT ON (s.name) v.id, s.name, v.version, v.description, v.language::text AS language, v.code, v."inputSchema", v."outputSchema"
-    FROM "SkillVersion" v JOIN "Skill" s ON s.id = v."skillId"
-    WHERE v.status = 'published'
-    ORDER BY s.name, v.version DESC`;
-  return rows.map((row) => published(row, row.name));
+/**
+ * The newest published version of every skill, by name: one statement, as every search_tools reads
+ * it; with `remembered` (the runtime's), none until the skills change (lib/db/remembered.ts).
+ */
+export async function publishedSkills(db: Db, remembered?: Remembered): Promise<readonly PublishedSkill[]> {
+  const read = async () => {
+    const rows = await db.$queryRaw<(Parameters<typeof published>[0] & { name: string })[]>`
+      SELECT DISTINCT ON (s.name) v.id, s.name, v.version, v.description, v.language::text AS language, v.code, v."inputSchema", v."outputSchema"
+      FROM "SkillVersion" v JOIN "Skill" s ON s.id = v."skillId"
+      WHERE v.status = 'published'
+      ORDER BY s.name, v.version DESC`;
+    return rows.map((row) => published(row, row.name));
+  };
+  return remembered ? remembered.read("skills:published", read) : read();
 }

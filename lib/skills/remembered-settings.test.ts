@@ -1,7 +1,9 @@
 /**
- * The published policy remembered until the policy versions change (lib/db/remembered.ts), on a
+ * The published policy and skills remembered until they change (lib/db/remembered.ts), on a
  * real PostgreSQL: a second decision does not read which version is published; a version published
- * through the service or changed in SQL decides from the moment its announcement arrives; a read
+ * through the service or changed in SQL decides from the moment its announcement arrives; a skill
+ * version published in SQL is what the next search sees; a remembered value cannot be changed
+ * by a caller; a read
  * that raced a change is not remembered; a lost listening connection means every read goes to the
  * database until it is back.
  */
@@ -9,11 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Actor } from "@/lib/contracts/scopes";
 import { listenSettingsChanges, type Remembered } from "@/lib/db/remembered";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { publishedPolicy, publishPolicyText } from "./store";
+import { publishedPolicy, publishPolicyText } from "@/lib/policy/store";
+import { createUser } from "@/lib/auth/users";
+import { publishedSkills } from "./service";
 
 const system: Actor = { type: "system", name: "test" };
 let db: TestDatabase;
 let remembered: Remembered;
+let author: string;
 
 const policyText = (id: string) => `@id("${id}")\n@reason("test")\npermit (principal, action == Action::"run", resource);\n`;
 
@@ -40,6 +45,7 @@ function counted() {
 beforeAll(async () => {
   db = await createTestDatabase();
   await db.prisma.$transaction((tx) => publishPolicyText(tx, system, policyText("first")));
+  ({ id: author } = await db.prisma.$transaction((tx) => createUser(tx, system, { email: "author@example.com", role: "admin" })));
   remembered = listenSettingsChanges(db.url);
   await until(async () => (await listening()).length > 0, "the listener is up", 10_000);
   // Up is announced to the listener after LISTEN returns: one read proves it (remembered from then on).
@@ -75,6 +81,22 @@ describe("remembered settings", () => {
     // Retired in SQL, nothing published: every proposal is denied again (fail closed), not decided by the remembered version.
     await db.prisma.$executeRaw`UPDATE "PolicyVersion" SET status = 'retired' WHERE status = 'published'`;
     await until(async () => (await publishedPolicy(db.prisma, remembered)) === null, "no version is published");
+  });
+
+  it("attack: a skill version published in SQL is what the next search sees, and nobody can change the list remembered", async () => {
+    const [skill] = await db.prisma.$queryRaw<{ id: string }[]>`INSERT INTO "Skill" (id, name) VALUES (gen_random_uuid(), 'net-revenue') RETURNING id`;
+    await db.prisma.$executeRaw`
+      INSERT INTO "SkillVersion" (id, "skillId", version, status, description, language, code, "inputSchema", "outputSchema", fingerprint, "contentDigest", "draftedById")
+      VALUES (gen_random_uuid(), ${skill!.id}::uuid, 1, 'published', 'Net revenue', 'javascript', 'async (args) => 1', '{"type":"object"}', '{}', 'f', 'd', ${author}::uuid)`;
+    await until(async () => (await publishedSkills(db.prisma, remembered)).length === 1, "the published skill is seen");
+    const list = await publishedSkills(db.prisma, remembered);
+    expect(await publishedSkills(db.prisma, remembered)).toBe(list);
+    expect(() => (list as unknown[]).push({})).toThrow(TypeError);
+    expect(() => ((list[0] as { description: string }).description = "changed")).toThrow(TypeError);
+    await db.prisma.$executeRaw`
+      INSERT INTO "SkillVersion" (id, "skillId", version, status, description, language, code, "inputSchema", "outputSchema", fingerprint, "contentDigest", "draftedById")
+      VALUES (gen_random_uuid(), ${skill!.id}::uuid, 2, 'published', 'Net revenue v2', 'javascript', 'async (args) => 2', '{"type":"object"}', '{}', 'f', 'd2', ${author}::uuid)`;
+    await until(async () => (await publishedSkills(db.prisma, remembered))[0]?.version === 2, "the new version is seen");
   });
 
   it("a read that began before a change is not remembered", async () => {
