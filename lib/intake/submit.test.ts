@@ -139,6 +139,54 @@ describe("budgets in a race", () => {
   });
 });
 
+describe("the budget lock", () => {
+  it("attack: a submission waits for another holding the agent's budget lock, then counts the runs it committed", async () => {
+    expect(env().AIRLOCK_BUDGET_CONCURRENT_RUNS).toBe(4);
+    const agent = await makeAgent("locked-out");
+    const holder = createPrismaClient(db.url);
+    clients.push(holder);
+    let commit!: () => void;
+    const committing = new Promise<void>((resolve) => (commit = resolve));
+    let locked!: () => void;
+    const lockHeld = new Promise<void>((resolve) => (locked = resolve));
+    // Another submission's transaction: the agent's budget lock, then four runs in flight, committed later.
+    const other = holder.$transaction(
+      async (tx) => {
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`budget:${agent.id}`}))`;
+        for (let n = 0; n < 4; n++) {
+          await tx.run.create({
+            data: {
+              agentId: agent.id,
+              status: "queued",
+              language: "javascript",
+              code: `return ${n};`,
+              codeSha256: `c${n}`,
+              purpose: "held",
+              inputsDigest: "x",
+              requestDigest: `r${n}`,
+            },
+          });
+        }
+        locked();
+        await committing;
+      },
+      { timeout: 20_000 },
+    );
+    await lockHeld;
+    let settled = false;
+    const submission = submitRun(deps(), agent, { code: "return 1;", purpose: "after the lock", language: "javascript" }).finally(() => (settled = true));
+    submission.catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Its checks before the transaction saw no run in flight; it waits for the lock, not past it.
+    expect(settled).toBe(false);
+    commit();
+    await other;
+    // The figures are read once the lock is held: the four runs committed meanwhile count.
+    await expect(submission).rejects.toMatchObject({ runCode: "BUDGET_EXCEEDED", message: expect.stringContaining("4 runs queued or running") });
+    expect(await db.prisma.run.count({ where: { agentId: agent.id } })).toBe(4);
+  });
+});
+
 describe("the reads before the decision, made at once", () => {
   it("refuse as they would one by one: budgets first, then the scope to read inputs, then unknown inputs", async () => {
     const body = { code: `return inputs.list();`, purpose: "reads an input", language: "javascript", inputs: ["no-such-dataset"] };

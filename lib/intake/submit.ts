@@ -59,7 +59,7 @@ import type { Db, Tx } from "@/lib/db";
 import { jsonDigest, sha256Hex } from "@/lib/digest";
 import { env } from "@/lib/env";
 import { AppError, invalidArguments, isAppError, type AppErrorCode } from "@/lib/errors";
-import { Prisma, type Run } from "@/lib/generated/prisma/client";
+import type { Run } from "@/lib/generated/prisma/client";
 import { analyzeAgainst } from "@/lib/intake/analyze";
 import { redactedProvenance, refuseCredentials, type CodeOrigin } from "@/lib/intake/credentials";
 import { SkillUseError, inlineSkills, mentionsSkills, type SkillRef } from "@/lib/skills/catalog";
@@ -196,42 +196,33 @@ const FAILED = ["denied", "failed", "timed_out", "check_failed", "withheld", "re
 type BudgetFigures = { lastHour: number; active: number; pending: number; failures: number; usedMs: number; reservedMs: number };
 
 /**
- * The statuses of a run not finished, and as one SQL list: the predicate of the partial index
- * "Run_agentId_open_idx" (migration 20261203142757_budget_figures_by_index), which the planner uses
- * only for this very list. Constants, never input.
+ * The statuses of a run not finished: the predicate of the partial index "Run_agentId_open_idx"
+ * (migration 20261203142757_budget_figures_by_index), which airlock_budget_figures' WHERE spells out
+ * so that the planner uses it (bench/history.ts explains that WHERE with this list).
  */
 export const OPEN_RUN_STATUSES = [...IN_FLIGHT, ...PENDING] as const;
-const OPEN_STATUSES_SQL = Prisma.raw(OPEN_RUN_STATUSES.map((status) => `'${status}'`).join(", "));
 
 /**
- * Every figure the budgets need, in one statement over the agent's runs: inside intake's
- * transaction each statement is a round trip of its own. The three parts of its WHERE (created in
- * the window, not finished, finished in the last day) are each served by an index, so the
- * statement reads those runs and not the agent's whole history.
+ * Every figure the budgets need, in one statement over the agent's runs (the database function
+ * airlock_budget_figures, migration 20261205221743_budget_figures_under_lock). With `lock`, inside
+ * intake's transaction, the agent's budget lock is taken first in the same round trip, and the
+ * figures are read once it is held. The three parts of its WHERE (created in the window, not
+ * finished, finished in the last day) are each served by an index, so the statement reads those
+ * runs and not the agent's whole history.
  */
-async function budgetFigures(db: Db | Tx, agentId: string, codeSha256: string): Promise<BudgetFigures> {
+async function budgetFigures(db: Db | Tx, agentId: string, codeSha256: string, lock: boolean): Promise<BudgetFigures> {
   const hourAgo = new Date(Date.now() - 3_600_000);
   const loopWindowStart = new Date(Date.now() - env().AIRLOCK_LOOP_BREAKER_WINDOW_MINUTES * 60_000);
   const [figures] = await db.$queryRaw<BudgetFigures[]>`
-    SELECT
-      count(*) FILTER (WHERE "createdAt" >= ${hourAgo}::timestamptz)::int AS "lastHour",
-      count(*) FILTER (WHERE status::text = ANY(${[...IN_FLIGHT]}::text[]))::int AS active,
-      count(*) FILTER (WHERE status::text = ANY(${[...PENDING]}::text[]))::int AS pending,
-      count(*) FILTER (WHERE "codeSha256" = ${codeSha256} AND status::text = ANY(${[...FAILED]}::text[]) AND "createdAt" >= ${loopWindowStart}::timestamptz)::int AS failures,
-      -- Finished runs count what they used; runs in flight reserve their whole CPU limit.
-      COALESCE(SUM((execution->>'cpuMs')::numeric)
-        FILTER (WHERE NOT status::text = ANY(${[...IN_FLIGHT]}::text[]) AND "finishedAt" >= now() - interval '1 day'), 0)::float8 AS "usedMs",
-      COALESCE(SUM(COALESCE((limits->>'cpuSeconds')::numeric, ${RUN_LIMIT_DEFAULTS.cpuSeconds}) * 1000)
-        FILTER (WHERE status::text = ANY(${[...IN_FLIGHT]}::text[])), 0)::float8 AS "reservedMs"
-    FROM "Run"
-    WHERE "agentId" = ${agentId}::uuid
-      AND ("createdAt" >= LEAST(${hourAgo}::timestamptz, ${loopWindowStart}::timestamptz) OR status IN (${OPEN_STATUSES_SQL}) OR "finishedAt" >= now() - interval '1 day')`;
+    SELECT * FROM "airlock_budget_figures"(${agentId}::uuid, ${lock}, ${codeSha256}, ${hourAgo}::timestamptz, ${loopWindowStart}::timestamptz,
+      ${[...IN_FLIGHT]}::text[], ${[...PENDING]}::text[], ${[...FAILED]}::text[], ${RUN_LIMIT_DEFAULTS.cpuSeconds}::numeric)`;
   return figures!;
 }
 
-async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, proposed: Proposed): Promise<void> {
+/** Refuses with BudgetExceeded when the proposed run would overrun a budget; with `lock` (in a transaction), under the agent's budget lock. */
+async function enforceBudgets(db: Db | Tx, agentId: string, codeSha256: string, proposed: Proposed, lock = false): Promise<void> {
   const config = env();
-  const { lastHour, active, pending, failures, usedMs, reservedMs } = await budgetFigures(db, agentId, codeSha256);
+  const { lastHour, active, pending, failures, usedMs, reservedMs } = await budgetFigures(db, agentId, codeSha256, lock);
   if (lastHour >= config.AIRLOCK_BUDGET_RUNS_PER_HOUR) {
     throw new BudgetExceeded(`This agent submitted ${lastHour} runs in the last hour; the budget is ${config.AIRLOCK_BUDGET_RUNS_PER_HOUR}.`);
   }
@@ -471,8 +462,10 @@ async function storeProposal(
   const local = mayQueue ? (deps.reserveStart?.() ?? null) : null;
   const storing = db.$transaction(async (tx) => {
     // Checked again under a per-agent lock, so parallel submissions cannot overrun the budgets
-    // or store a run under a key another submission has just used.
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`budget:${actor.id}`}))`;
+    // or store a run under a key another submission has just used, or claim a standing approval
+    // another has just used. The lock is taken with the budgets' figures, in one round trip; first,
+    // on its own, when a key is looked up or an approval claimed before them.
+    if (input.idempotencyKey || lane.skill) await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`budget:${actor.id}`}))`;
     if (input.idempotencyKey) {
       const existing = await tx.run.findUnique({ where: { agentId_idempotencyKey: { agentId: actor.id, idempotencyKey: input.idempotencyKey } } });
       if (existing) return { run: sameRequest(existing, requestDigest), created: false, deferred: false };
@@ -483,10 +476,13 @@ async function storeProposal(
         ? await claimStandingApproval(tx, { skillVersionId: lane.skill.versionId, agentId: actor.id, arguments: lane.skill.arguments, runId })
         : null;
     const status = standing ? "pending_review" : decided;
-    await enforceBudgets(tx, actor.id, codeSha256, {
-      cpuSeconds: limits.cpuSeconds,
-      escalates: !standing && (status === "pending_review" || status === "previewing"),
-    });
+    await enforceBudgets(
+      tx,
+      actor.id,
+      codeSha256,
+      { cpuSeconds: limits.cpuSeconds, escalates: !standing && (status === "pending_review" || status === "previewing") },
+      true,
+    );
     const steps: CreationStep[] = [
       {
         actor: { type: "system", name: "analysis" },
