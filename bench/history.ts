@@ -8,8 +8,8 @@
  * agent's runs so far (the baseline, in the same run), then after HISTORY old runs of that agent
  * are added (finished 30 days ago, copies of one of its runs with their search documents standing
  * built, inserted in SQL, then vacuumed and analyzed as autovacuum leaves old rows). Each step also
- * prints the plan of the budgets' statement shape (lib/intake/submit.ts budgetFigures), EXPLAIN
- * ANALYZE: which scans it used, how long it took.
+ * prints the plan of the budgets' statement shape (the WHERE of airlock_budget_figures, which
+ * lib/intake/submit.ts budgetFigures calls), EXPLAIN ANALYZE: which scans it used, how long it took.
  *
  * Each step also times (p50 of CONSOLE_READS, after one untimed) the console's reads of the run
  * history: the runs list unfiltered and for the agent, the dashboard, the review queue and the
@@ -80,7 +80,7 @@ async function main() {
     }
     return summarize(ms);
   };
-  // The shape of budgetFigures' WHERE (lib/intake/submit.ts), on this agent.
+  // The shape of airlock_budget_figures' WHERE (lib/intake/submit.ts budgetFigures), on this agent.
   const plan = async () => {
     const rows = await db.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(
       `EXPLAIN ANALYZE SELECT count(*) FROM "Run" WHERE "agentId" = $1::uuid AND ("createdAt" >= now() - interval '1 hour'

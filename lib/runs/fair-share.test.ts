@@ -16,7 +16,7 @@ import { submitRun } from "@/lib/intake/submit";
 import { defaultPolicyText } from "@/lib/policy/policy-set";
 import { publishPolicyText } from "@/lib/policy/store";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
-import { registerExecutor, releaseSlot, takeSlot } from "./fair-share";
+import { registerExecutor, releaseSlot, takeSlot, takeSlotAtIntake } from "./fair-share";
 import { createRuntime, demoConfig, type Runtime } from "./runtime";
 import type { AgentActor } from "./service";
 
@@ -162,6 +162,44 @@ describe("the decision is made in PostgreSQL, once for the cluster", () => {
   afterAll(async () => {
     await runtime?.close();
     await db?.drop();
+  });
+
+  it("intake's slot is taken by the decision itself and stands only with its run: a transaction that stores no run commits no slot", async () => {
+    const agent = await makeAgent(db, "slotted");
+    const executor = { id: randomUUID(), name: "intake-slot", slots: 1 };
+    await registerExecutor(db.prisma, executor);
+    const orphan = randomUUID();
+    await expect(db.prisma.$transaction((tx) => takeSlotAtIntake(tx, executor.id, { id: orphan, agentId: agent.id }, async (held) => held))).rejects.toThrow(
+      /ForeignKeyConstraintViolation|RunSlot_runId_fkey|foreign key/,
+    );
+    expect(await db.prisma.runSlot.count({ where: { runId: orphan } })).toBe(0);
+
+    const runId = randomUUID();
+    const taken = await db.prisma.$transaction((tx) =>
+      takeSlotAtIntake(tx, executor.id, { id: runId, agentId: agent.id }, async (held) => {
+        // The slot is there before the run is: taken by the decision's own statement.
+        expect(await tx.runSlot.findUnique({ where: { runId } })).toMatchObject({ executorId: executor.id });
+        await tx.run.create({
+          data: {
+            id: runId,
+            agentId: agent.id,
+            status: "queued",
+            language: "javascript",
+            code: "return 1;",
+            codeSha256: "s",
+            purpose: "slot",
+            inputsDigest: "x",
+            requestDigest: "r",
+          },
+        });
+        return held;
+      }),
+    );
+    expect(taken).toMatchObject({ stored: true, slot: { outcome: "held" } });
+    expect(await db.prisma.runSlot.findUnique({ where: { runId } })).toMatchObject({ executorId: executor.id });
+    // Left queued, the run would wait for a slot and change the next test's decisions.
+    await db.prisma.run.delete({ where: { id: runId } });
+    await db.prisma.executor.deleteMany({ where: { id: executor.id } });
   });
 
   it("four executors taking slots for one agent at the same instant give it its share (2 of 4 slots) while another agent waits, not more", async () => {

@@ -55,7 +55,7 @@ type SlotState = {
   othersWait: boolean;
   /** Other agents' runs waiting for a slot, oldest first (woken when this one takes a slot). */
   wake: string[];
-  /** The decision; `held`: the slot is taken (by the statement for a stored run, by takeSlotAtIntake for a new one). */
+  /** The decision; `held`: the slot is taken (by the statement, for a stored run and a new one alike). */
   outcome: SlotOutcome["outcome"];
 };
 
@@ -131,8 +131,9 @@ export async function takeSlot(db: Db, executorId: string, runId: string): Promi
 
 /**
  * For a run intake is storing `queued`, in intake's transaction: the same decision as takeSlot's
- * for a run nothing holds or awaits a slot for yet. `store(held)` stores the run (claimed by the
- * caller when `held`); then the slot is taken, or the run waits for one, deferred. `gone` when
+ * for a run nothing holds or awaits a slot for yet, its slot taken by the decision when `held`.
+ * `store(held)` then stores the run (claimed by the caller when `held`), or, deferred, the run
+ * waits for a slot. `gone` when
  * this executor is not registered (another process pruned it while its heartbeat stalled): the
  * run is stored queued, for the queue.
  */
@@ -142,7 +143,8 @@ export async function takeSlotAtIntake<T>(
   run: { id: string; agentId: string },
   store: (held: boolean) => Promise<T>,
 ): Promise<{ stored: T; slot: SlotOutcome }> {
-  // The slot's row follows the run's (its foreign key), so it is inserted after `store`.
+  // A slot `held` is taken by the decision's own statement, before the run's row is stored: the
+  // slot's foreign key is checked at commit (migration 20261205223943_slot_taken_with_new_run).
   const state = (await decideSlot(tx, executorId, run.id, run.agentId))!;
   const held = state.outcome === "held";
   const stored = await store(held);
@@ -151,7 +153,6 @@ export async function takeSlotAtIntake<T>(
     await deferRun(tx, run.id, state);
     return { stored, slot: { outcome: "deferred" } };
   }
-  await tx.$executeRaw`INSERT INTO "RunSlot" ("runId", "executorId") VALUES (${run.id}::uuid, ${executorId}::uuid)`;
   return { stored, slot: { outcome: "held", wake: state.wake } };
 }
 
