@@ -130,7 +130,7 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
   // Pushed run changes; set once the start succeeded, before any wait can arm (runs the queue ends
   // earlier have nobody in this process waiting for them).
   let changes: RunChanges | null = null;
-  // The published policy, remembered until the policy versions change (intake, release decisions).
+  // Settings remembered until they change: the published policy (intake, release decisions) and skills (search_tools).
   const remembered = listenSettingsChanges(options.databaseUrl);
   try {
     await syncRegistry(db, broker.tools());
