@@ -22,6 +22,9 @@ let refundId: string;
 /** An address in full-width forms, which reads as one (NFKC) though the plain detector does not see it. */
 const FULLWIDTH = "dave＠example.com";
 let fullwidthRefund: { id: string; invoiceId: string };
+/** A card and an IBAN in the separators people also write them with (dots, hyphens), each on an invoice of its own. */
+const LOOK_ALIKES = { dotted: "card 4111.1111.1111.1111 on file", hyphenated: "refund to DE89-3704-0044-0532-0130-00" } as const;
+const lookAlikeRefunds: Record<keyof typeof LOOK_ALIKES, { id: string; invoiceId: string }> = {} as never;
 
 /** The run once it has run (a held one waits for people, as the agent's get_run would). */
 async function ran(runId: string): Promise<RunView> {
@@ -50,6 +53,13 @@ beforeAll(async () => {
       const other = data.refunds.find((r) => r.invoiceId !== data.refunds[1]!.invoiceId)!;
       other.reason = `write to ${FULLWIDTH}`;
       fullwidthRefund = { id: other.id, invoiceId: other.invoiceId };
+      const used = new Set([data.refunds[1]!.invoiceId, other.invoiceId]);
+      for (const [form, reason] of Object.entries(LOOK_ALIKES) as [keyof typeof LOOK_ALIKES, string][]) {
+        const refund = data.refunds.find((r) => !used.has(r.invoiceId))!;
+        used.add(refund.invoiceId);
+        refund.reason = reason;
+        lookAlikeRefunds[form] = { id: refund.id, invoiceId: refund.invoiceId };
+      }
     },
   });
 }, 90_000);
@@ -80,6 +90,15 @@ describe("personal data in look-alike forms", () => {
   it("attack: a full-width address is held as a plain one is", async () => {
     const { view, flags } = await script(`const { refunds } = await tools.ledger.listRefunds({ invoiceId: "${fullwidthRefund.invoiceId}", limit: 50 });
 const s = refunds.find((r) => r.id === "${fullwidthRefund.id}").reason;
+return { n: [...s].map((c) => c.charCodeAt(0)) };`);
+    expect(flags).toContain("unreviewed_personal_data");
+    expect(view.status).toBe("pending_release");
+  });
+
+  it.each(["dotted", "hyphenated"] as const)("attack: a %s card or IBAN is held as a spaced one is", async (form) => {
+    const { id, invoiceId } = lookAlikeRefunds[form];
+    const { view, flags } = await script(`const { refunds } = await tools.ledger.listRefunds({ invoiceId: "${invoiceId}", limit: 50 });
+const s = refunds.find((r) => r.id === "${id}").reason;
 return { n: [...s].map((c) => c.charCodeAt(0)) };`);
     expect(flags).toContain("unreviewed_personal_data");
     expect(view.status).toBe("pending_release");

@@ -116,6 +116,8 @@ describe("IBANs", () => {
     "NO9386011117947",
     "PL61109010140000071219812874",
     "de89370400440532013000",
+    "DE89-3704-0044-0532-0130-00",
+    "GB82-WEST-1234-5698-7654-32",
     iban("AT", "1904300234573201"),
   ])("finds %j alone and inside text", (value) => {
     expect(found(value)).toEqual([["IBAN", value]]);
@@ -125,6 +127,7 @@ describe("IBANs", () => {
   it("stops at the country's length, so a currency or a word after it is not swallowed", () => {
     expect(found("IBAN DE89 3704 0044 0532 0130 00 EUR")).toEqual([["IBAN", "DE89 3704 0044 0532 0130 00"]]);
     expect(found("iban:CH9300762011623852957.")).toEqual([["IBAN", "CH9300762011623852957"]]);
+    expect(found("IBAN DE89-3704-0044-0532-0130-00-EUR")).toEqual([["IBAN", "DE89-3704-0044-0532-0130-00"]]);
     expect(found("DE89370400440532013000 and NL91ABNA0417164300")).toEqual([
       ["IBAN", "DE89370400440532013000"],
       ["IBAN", "NL91ABNA0417164300"],
@@ -148,12 +151,14 @@ describe("card numbers", () => {
     "4111111111111111",
     "4111 1111 1111 1111",
     "4111-1111-1111-1111",
+    "4111.1111.1111.1111",
     "4242424242424242",
     "5555 5555 5555 4444",
     "5555-5555-5555-4444",
     "2223003122003222",
     "378282246310005",
     "3782 822463 10005",
+    "3782.822463.10005",
     "6011111111111117",
     "3530111333300000",
     "30569309025904",
@@ -168,6 +173,8 @@ describe("card numbers", () => {
   it.each([
     "4111111111111112", // fails Luhn
     "4111 1111 1111 1112",
+    "4111.1111.1111.1112",
+    "4111.1111-1111 1111", // separators mixed
     "1234567812345678", // no issuer starts with 1
     "9999999999999995", // Luhn-valid, no issuer
     "0.4532015112830366", // a probability, not a card

@@ -153,8 +153,9 @@ function findEmails(text: string, out: Span[]): void {
   }
 }
 
-// Two letters, two digits, then 11 to 30 letters or digits, single spaces allowed between them.
-const IBAN = /(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ \u00a0]?[A-Za-z0-9]){11,30}(?![A-Za-z0-9])/g;
+// Two letters, two digits, then 11 to 30 letters or digits, a single space or hyphen allowed between them.
+const IBAN = /(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ \u00a0-]?[A-Za-z0-9]){11,30}(?![A-Za-z0-9])/g;
+const IBAN_SEPARATORS = new Set([" ", "\u00a0", "-"]);
 const IBAN_HINT = /[A-Za-z]{2}\d{2}/;
 
 function findIbans(text: string, out: Span[]): void {
@@ -169,14 +170,14 @@ function findIbans(text: string, out: Span[]): void {
       IBAN.lastIndex = nextStart;
       continue;
     }
-    // Take exactly `length` characters; what follows must be the end or a space.
+    // Take exactly `length` characters; what follows must be the end or a separator.
     let compact = "";
     let i = 0;
     for (; i < raw.length && compact.length < length; i++) {
       const ch = raw[i]!;
-      if (ch !== " " && ch !== "\u00a0") compact += ch;
+      if (!IBAN_SEPARATORS.has(ch)) compact += ch;
     }
-    const boundary = i === raw.length || raw[i] === " " || raw[i] === "\u00a0";
+    const boundary = i === raw.length || IBAN_SEPARATORS.has(raw[i]!);
     const upper = compact.toUpperCase();
     if (compact.length === length && boundary && /^[A-Z]{2}\d{2}[A-Z0-9]+$/.test(upper) && ibanChecksumOk(upper)) {
       out.push({ kind: "IBAN", start: m.index, end: m.index + i });
@@ -187,13 +188,14 @@ function findIbans(text: string, out: Span[]): void {
   }
 }
 
-// Compact 12-19 digits, groups of four (the last 1-4, optionally a fifth of up to 3), or 4-6-4/5.
+// Compact 12-19 digits, groups of four (the last 1-4, optionally a fifth of up to 3), or 4-6-4/5,
+// the groups separated by spaces, hyphens or dots.
 // Not next to a letter or digit, nor after `.`/`,` (the fraction of a decimal number) or `+` (a
 // phone number in E.164 form can pass Luhn). The `(?=\d)`
 // lets the engine skip non-digits before it evaluates the lookbehind.
 const CARD =
-  /(?=\d)(?<![A-Za-z0-9.,+])(?:\d{12,19}|\d{4}([ \u00a0-])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{4}([ \u00a0-])\d{6}\2\d{4,5})(?![A-Za-z0-9]|[.,]\d)/g;
-const CARD_HINT = /\d{4}[ \u00a0-]?\d{4}/;
+  /(?=\d)(?<![A-Za-z0-9.,+])(?:\d{12,19}|\d{4}([ \u00a0.-])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{4}([ \u00a0.-])\d{6}\2\d{4,5})(?![A-Za-z0-9]|[.,]\d)/g;
+const CARD_HINT = /\d{4}[ \u00a0.-]?\d{4}/;
 
 function findCards(text: string, out: Span[]): void {
   CARD.lastIndex = 0;
