@@ -5,7 +5,9 @@
  *
  * Guarantees:
  * - the connection opens at once; a lost one (an error, its end, a failed LISTEN) is reopened with
- *   backoff from 100 ms up to 5 s, and keepAlive lets the OS find one that died silently;
+ *   backoff from 100 ms up to 5 s; one that died silently (a partition, a failover that reset
+ *   nothing) is found by a ping every PING_MS that must be answered within PING_TIMEOUT_MS (the
+ *   OS's keepAlive alone takes hours), so `listening()` is never true for long on a dead one;
  * - `onDown` is called when a listening connection is lost (or a connection attempt fails), before
  *   anything else; `onUp` once LISTEN succeeded, so notifications missed in between can be made up
  *   for there; `listening()` is true between the two;
@@ -17,6 +19,9 @@ import pg from "pg";
 
 const FIRST_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 5_000;
+/** How often a listening connection is asked to answer, and how long it has to: one that does not is lost. */
+export const PING_MS = 5_000;
+export const PING_TIMEOUT_MS = 5_000;
 
 export type ListenerHandlers = {
   onNotification(payload: string): void;
@@ -43,6 +48,11 @@ export function listen({ connectionString, channel, applicationName, whileDown }
   let closed = false;
   let backoff = FIRST_BACKOFF_MS;
   let retry: NodeJS.Timeout | null = null;
+  let pinging: NodeJS.Timeout | null = null;
+  const stopPinging = () => {
+    if (pinging) clearInterval(pinging);
+    pinging = null;
+  };
 
   const schedule = () => {
     if (closed || retry) return;
@@ -61,6 +71,9 @@ export function listen({ connectionString, channel, applicationName, whileDown }
       if (client !== next) return;
       client = null;
       up = false;
+      stopPinging();
+      // A connection that stopped answering may never finish a polite end: its socket is destroyed.
+      (next as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
       next.end().catch(() => undefined);
       handlers.onDown();
       schedule();
@@ -78,6 +91,25 @@ export function listen({ connectionString, channel, applicationName, whileDown }
       up = true;
       failing = false;
       backoff = FIRST_BACKOFF_MS;
+      stopPinging();
+      let awaiting = false;
+      pinging = setInterval(() => {
+        if (client !== next || awaiting) return;
+        awaiting = true;
+        const timeout = setTimeout(lost, PING_TIMEOUT_MS);
+        timeout.unref();
+        next.query("SELECT 1").then(
+          () => {
+            clearTimeout(timeout);
+            awaiting = false;
+          },
+          () => {
+            clearTimeout(timeout);
+            lost();
+          },
+        );
+      }, PING_MS);
+      pinging.unref();
       handlers.onUp();
     } catch (error) {
       if (client !== next) return;
@@ -92,6 +124,7 @@ export function listen({ connectionString, channel, applicationName, whileDown }
     listening: () => up,
     async close() {
       closed = true;
+      stopPinging();
       if (retry) clearTimeout(retry);
       const current = client;
       client = null;
