@@ -12,7 +12,7 @@
  * - a read that began before an announcement is not remembered: a value read just before a change
  *   committed is used by that caller only;
  * - a value is used at most MAX_AGE_MS after its read began;
- * - a remembered value is frozen, deeply, since every later caller gets the same object.
+ * - a value is frozen, deeply, remembered or not, since every later caller may get the same object.
  *
  * A change made elsewhere is seen here when its announcement arrives, milliseconds after its
  * commit; a caller that started before then may still decide on the value as before it, as it
@@ -54,8 +54,9 @@ export function listenSettingsChanges(connectionString: string): Remembered {
       if (kept && listener.listening() && Date.now() - kept.readAt < MAX_AGE_MS) return kept.value as T;
       const since = changes;
       const readAt = Date.now();
-      const value = await load();
-      if (since === changes && listener.listening()) values.set(key, { value: deepFreeze(value), readAt });
+      // Frozen whether remembered or not, so no caller's behaviour depends on the timing of a change.
+      const value = deepFreeze(await load());
+      if (since === changes && listener.listening()) values.set(key, { value, readAt });
       return value;
     },
     async close() {

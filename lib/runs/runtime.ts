@@ -230,13 +230,17 @@ export async function createRuntime(db: Db, config: AirlockConfig, options: Runt
     },
     async close() {
       clearInterval(retrying);
-      await queue?.stop();
-      await pool?.close();
-      await broker.close();
-      await changes.close();
-      await tokens.close();
-      await remembered.close();
-      await auditSequencer.close();
+      try {
+        await queue?.stop();
+        await pool?.close();
+        await broker.close();
+        await changes.close();
+      } finally {
+        // The listeners go whatever failed before them: a LISTEN connection left open keeps its process alive.
+        await tokens.close();
+        await remembered.close();
+        await auditSequencer.close();
+      }
     },
   };
   return runtime;
