@@ -1,7 +1,7 @@
 /**
  * One PostgreSQL connection that LISTENs on one channel and keeps listening: the transport of
- * everything PostgreSQL pushes to a process (run changes, lib/runs/run-changes.ts; changes of
- * agents and their tokens, lib/auth/token-cache.ts).
+ * everything PostgreSQL pushes to a process (run changes, lib/runs/run-changes.ts; the changes
+ * that end what ./remembered.ts remembers: agents and their tokens, policy versions and skills).
  *
  * Guarantees:
  * - the connection opens at once; a lost one (an error, its end, a failed LISTEN) is reopened with
