@@ -2,7 +2,8 @@
  * `npm start`'s sandbox check (scripts/start.ts `checkSandbox`), in a real process that really
  * exits: on a host where strict cannot be met it refuses with one line and exit 1; with
  * `allowDegraded` it says it starts degraded; and `npm start` itself refuses a config whose
- * sandbox section is invalid before it starts anything. Bubblewrap cannot be uninstalled for a
+ * sandbox section is invalid before it starts anything, and a data directory it cannot make (under
+ * /proc, where Node's recursive mkdir used to spin forever) with one line. Bubblewrap cannot be uninstalled for a
  * test, so the check is given this host's probed facts without it.
  */
 import { spawn } from "node:child_process";
@@ -70,5 +71,16 @@ describe("npm start's sandbox check", () => {
     expect(code).toBe(1);
     expect(stderr).toBe(`airlock: ${config} is invalid:\n  - sandbox: Unrecognized key: "allowDegrade"\n`);
     expect(stdout).not.toContain("PostgreSQL");
+  }, 60_000);
+
+  it("npm start refuses a data directory it cannot make with one line, exit 1", async () => {
+    const env: NodeJS.ProcessEnv = { ...childProcessEnv(), AIRLOCK_DATA_DIR: "/proc/airlock-data", PORT: String(await freePort()) };
+    delete env.DATABASE_URL;
+    const { code, stdout, stderr } = await run(["scripts/start.ts"], env);
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      "airlock: AIRLOCK_DATA_DIR=/proc/airlock-data cannot be used as the data directory: ENOENT: no such file or directory, mkdir '/proc/airlock-data'. Point it at a directory this user may create and write.\n",
+    );
+    expect(stdout).toBe("");
   }, 60_000);
 });

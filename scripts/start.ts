@@ -18,10 +18,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
+import { makeDirectory } from "@/lib/make-directory";
 import { assertDatabaseReachable } from "@/lib/db/migrate";
 import { checkpointConfigFromEnv } from "@/lib/audit/checkpoints";
 import { signCheckpoint } from "@/lib/audit/service";
@@ -170,7 +171,7 @@ async function main() {
     throw error;
   }
   const dataDir = resolve(config.AIRLOCK_DATA_DIR);
-  await mkdir(dataDir, { recursive: true, mode: 0o711 }).catch((error: Error) =>
+  await makeDirectory(dataDir, 0o711).catch((error: Error) =>
     fail(`AIRLOCK_DATA_DIR=${dataDir} cannot be used as the data directory: ${error.message}. Point it at a directory this user may create and write.`),
   );
   // Another start on this data directory first: its port would be taken too, and that is the cause to name.

@@ -32,8 +32,9 @@
  * is covered by none.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
+import { makeDirectory } from "@/lib/make-directory";
 import { z } from "zod";
 import { env } from "@/lib/env";
 import { canonicalJson } from "@/lib/canonical-json";
@@ -74,7 +75,7 @@ export async function loadSigningKey(keyFile: string): Promise<SigningKey> {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw unusable(`cannot be read (${(error as Error).message})`, error);
     const { privateKey } = generateKeyPairSync("ed25519");
-    await mkdir(dirname(keyFile), { recursive: true, mode: 0o700 });
+    await makeDirectory(dirname(keyFile), 0o700);
     try {
       await writeFile(keyFile, privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600, flag: "wx" });
     } catch (writeError) {
@@ -199,7 +200,7 @@ export async function writeCheckpoint(
     signature: sign(null, signedPayload(unsigned), key.privateKey).toString("base64"),
     frontier: tree.frontier.map((h) => h.toString("hex")),
   };
-  await mkdir(config.dir, { recursive: true, mode: 0o700 });
+  await makeDirectory(config.dir, 0o700);
   const file = join(config.dir, `checkpoint-${unsigned.eventId.padStart(20, "0")}-${unsigned.signedAt.replace(/[-:.]/g, "")}.json`);
   await writeFile(file, JSON.stringify(checkpoint, null, 2) + "\n", { mode: 0o644, flag: "wx" });
   return { file, checkpoint };

@@ -24,9 +24,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { appendFile, chmod, chown, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { appendFile, chmod, chown, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { makeDirectory } from "@/lib/make-directory";
 import {
   chownToPostgres,
   freePort,
@@ -203,9 +204,9 @@ function startWatchdog(dataDir: string, data: "delete" | "keep", postmasterPid?:
 
 async function prepareDataDir(dataDir: string, persistent: boolean): Promise<void> {
   // Missing parents are made traversable-but-not-listable (0711) for the postgres user; the data
-  // directory itself is private to its owner. (A recursive mkdir gives every level the same mode.)
-  await mkdir(dirname(dataDir), { recursive: true, mode: 0o711 });
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // directory itself is private to its owner. (makeDirectory gives every level it makes the same mode.)
+  await makeDirectory(dirname(dataDir), 0o711);
+  await makeDirectory(dataDir, 0o700);
   if (!persistent && (await readdir(dataDir)).length > 0) {
     throw new Error(`A throwaway PostgreSQL needs a new or empty folder; ${dataDir} is not empty`);
   }
@@ -238,7 +239,7 @@ async function prepareDataDir(dataDir: string, persistent: boolean): Promise<voi
 export async function clusterDirFor(dataDir: string): Promise<{ dir: string; relocated: boolean }> {
   const preferred = join(resolve(dataDir), "postgres");
   if (!isRoot() || existsSync(join(preferred, "pgdata")) || !(await postgresIds())) return { dir: preferred, relocated: false };
-  await mkdir(dataDir, { recursive: true, mode: 0o711 });
+  await makeDirectory(dataDir, 0o711);
   if ((await run("runuser", ["-u", "postgres", "--", "test", "-x", resolve(dataDir)])).code === 0) return { dir: preferred, relocated: false };
   return { dir: relocatedClusterDir(dataDir), relocated: true };
 }

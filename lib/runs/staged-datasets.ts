@@ -19,8 +19,9 @@
  * Refuses: a name that is not a sha256 in hex (never used as a path).
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, readFile, readdir, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
+import { readFile, readdir, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { makeDirectory } from "@/lib/make-directory";
 import type { Db } from "@/lib/db";
 import { sha256Hex } from "@/lib/digest";
 import { env } from "@/lib/env";
@@ -46,7 +47,7 @@ export async function stagedDatasets(db: Db, inputs: readonly { name: string; da
 async function datasetFile(db: Db, input: { name: string; datasetId: string; sha256: string }): Promise<string> {
   if (!SHA256.test(input.sha256)) throw new Error(`dataset ${input.name}: its approved digest is not a sha256`);
   // Its real path: the sandbox's staging refuses a path through a symlink.
-  await mkdir(cacheDir(), { recursive: true, mode: 0o700 });
+  await makeDirectory(cacheDir(), 0o700);
   const dir = await realpath(cacheDir());
   const path = join(dir, input.sha256);
   const kept = await readFile(path).catch(() => null);
