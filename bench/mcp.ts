@@ -8,7 +8,9 @@
  *   search answer whole (text and structuredContent), its text alone (the declaration, unescaped)
  *   and its structuredContent alone;
  * - submit → decision latency through the MCP endpoint (SDK client → HTTP → auth → intake →
- *   analysis → Cedar → PostgreSQL), p50/p95, for a script that policy escalates (no execution);
+ *   analysis → Cedar → PostgreSQL), p50/p95, for a script that policy escalates (no execution): a
+ *   read of a customer (pii), which goes to reviewers at once (a write would first be previewed,
+ *   and submit_run waits for its plan);
  *   the baseline in the same run is a `tools/list` round trip over the same connection, so the
  *   difference is what intake, analysis and policy cost;
  * - what the plan preview adds before reviewers are asked: submit → pending_review (plan ready,
@@ -280,7 +282,6 @@ async function main() {
 
   const baseline: number[] = [];
   const submits: number[] = [];
-  const escalated: string[] = [];
   for (let i = 0; i < SUBMITS; i++) {
     let t = performance.now();
     await client.listTools();
@@ -288,17 +289,12 @@ async function main() {
     t = performance.now();
     const result = await client.callTool({
       name: "submit_run",
-      arguments: { code: `// attempt ${i}\nawait tools.ledger.sendReminderEmail({ invoiceId: "inv_0001", message: "Please pay" });`, purpose: "bench" },
+      arguments: { code: `// attempt ${i}\nreturn await tools.ledger.getCustomer({ customerId: "cus_001" });`, purpose: "bench" },
     });
     submits.push(performance.now() - t);
-    if (i === 0 && !JSON.stringify(result).includes("previewing")) throw new Error(`unexpected submit result: ${JSON.stringify(result)}`);
-    escalated.push((result.structuredContent as { runId: string }).runId);
+    // Every sample is a decision: a submit that waited for something else would not be one.
+    if ((result.structuredContent as { status?: string }).status !== "pending_review") throw new Error(`unexpected submit result: ${JSON.stringify(result)}`);
   }
-  // Their previews would be the next runtime's backlog, taking its slots while it is measured.
-  const { cancelRun } = await import("@/lib/runs/cancel");
-  const agentRow = await db.agent.findFirstOrThrow({ where: { name: agentName } });
-  const owner = { type: "agent", id: agentRow.id, name: agentRow.name, ownerId: agentRow.ownerId, scopes: DEFAULT_AGENT_SCOPES } as const;
-  for (const runId of escalated) await cancelRun({ db }, owner, runId);
   const { preview, directLane, standingApproval } = await measurePreview(db, agentName);
   const gate = await measureGate(db, agentName);
 
