@@ -413,7 +413,11 @@ describe("airlock audit purge / hold / release", () => {
     const sink = { out: "", err: "", stdout: (t: string) => void (sink.out += t), stderr: (t: string) => void (sink.err += t), readStdin: async () => "" };
     return sink;
   }
-  const deps = { withDatabase: <T>(fn: (db: PrismaClient) => Promise<T>) => fn(app), checkpoints: () => ({ keyFile: "", dir: "" }), retention: () => days };
+  const deps = {
+    withDatabase: <T>(fn: (db: PrismaClient) => Promise<T>) => fn(app),
+    checkpoints: () => ({ keyFile: "", dir: "" }),
+    retention: async () => days,
+  };
 
   it("an --as-of not of its form is a usage error (exit 2); one in the future is a refused value (exit 1, one line)", async () => {
     for (const asOf of ["yesterday", "2026-13-01T00:00:00Z", "2026-01-01"]) {

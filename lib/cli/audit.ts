@@ -46,7 +46,6 @@ import { AppError } from "@/lib/errors";
 import { withCliDatabase } from "./database";
 import { emailFlag, exitOnUsageError, namingFlags, parseCliArgs, typed, UsageError, uuidFlag, type CliIo } from "./io";
 import { cliActor } from "./person";
-import { loadCliConfig } from "./upstreams";
 
 export const AUDIT_USAGE = `Usage:
   airlock audit verify [--from ID] [--json] [--as EMAIL]
@@ -86,10 +85,12 @@ export type AuditCommandDeps = {
   withDatabase: <T>(fn: (db: Db) => Promise<T>) => Promise<T>;
   checkpoints: () => CheckpointConfig;
   /** The retention windows (the config's `retention.days`); null when the config cannot be used. */
-  retention?: (io: CliIo) => RetentionDays | null;
+  retention?: (io: CliIo) => Promise<RetentionDays | null>;
 };
 
-const configRetention = (io: CliIo) => loadCliConfig(undefined, io, "audit purge")?.retention.days ?? null;
+// Loaded when purge needs it: the config's reader brings the runtime's modules, a second of start-up
+// every other audit command (verify above all) would pay.
+const configRetention = async (io: CliIo) => (await import("./upstreams")).loadCliConfig(undefined, io, "audit purge")?.retention.days ?? null;
 
 const defaultDeps: AuditCommandDeps = {
   // Reading the log never creates a database: no database where it looks is an error naming the place.
@@ -243,7 +244,7 @@ async function purge(args: string[], io: CliIo, deps: AuditCommandDeps): Promise
   }
   // Well formed, and refused for what it says: a value the command refuses (exit 1), not a usage error.
   if (asOf.getTime() > Date.now()) throw new AppError("bad_request", "--as-of must not be in the future: retention purges what a past instant allows.");
-  const days = (deps.retention ?? configRetention)(io);
+  const days = await (deps.retention ?? configRetention)(io);
   if (!days) return 1;
   const summary = await deps.withDatabase((db) => purgeExpired(db, { asOf, days }));
   if (values.json) io.stdout(JSON.stringify(summary, null, 2) + "\n");

@@ -9,7 +9,6 @@
  * named by --as EMAIL instead (./person.ts). The shared pieces are in ./io.ts.
  */
 import { AGENT_SCOPES, createAgent, listAgents } from "@/lib/auth/agents";
-import { revokeAgentAndStopRuns } from "@/lib/runs/cancel";
 import { generatePassword } from "@/lib/auth/passwords";
 import { ROLES, type Role } from "@/lib/contracts/scopes";
 import { createUser } from "@/lib/auth/users";
@@ -106,6 +105,8 @@ const agentRevoke: Command = async (args, io) => {
   const usage = "Usage: airlock agent revoke --name N\n";
   const { values } = parseCliArgs(args, { name: { type: "string" } }, usage);
   const name = requiredFlag(values.name, "--name", usage);
+  // Loaded here: the runs' modules are start-up time every other command would pay.
+  const { revokeAgentAndStopRuns } = await import("@/lib/runs/cancel");
   const result = await withCliDatabase((db) => db.$transaction((tx) => revokeAgentAndStopRuns(tx, CLI_ACTOR, name)));
   io.stdout(`Revoked agent ${name} and ${result.revokedTokens} token(s).\n`);
   return 0;
