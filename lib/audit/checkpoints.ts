@@ -206,6 +206,40 @@ export async function writeCheckpoint(
   return { file, checkpoint };
 }
 
+/**
+ * One checkpoint file's text, checked against `publicKey`: it parses as a checkpoint, is signed by
+ * that key (its key id matches) with a signature that verifies, and (version 2) its frontier folds
+ * to its signed root; otherwise the problem, with the event id the file claims.
+ */
+export function checkCheckpoint(
+  text: string,
+  publicKey: KeyObject,
+): { valid: true; checkpoint: Checkpoint } | { valid: false; eventId: string | null; problem: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { valid: false, eventId: null, problem: "not valid JSON" };
+  }
+  const parsed = fileSchema.safeParse(raw);
+  const claimedId = typeof (raw as { eventId?: unknown })?.eventId === "string" ? String((raw as { eventId: string }).eventId) : null;
+  if (!parsed.success) return { valid: false, eventId: claimedId, problem: "not a checkpoint file" };
+  const checkpoint = parsed.data;
+  const keyId = keyIdOf(publicKey);
+  if (checkpoint.keyId !== keyId)
+    return { valid: false, eventId: checkpoint.eventId, problem: `signed by another key (${checkpoint.keyId}, expected ${keyId})` };
+  let signed = false;
+  try {
+    signed = verify(null, signedPayload(checkpoint), publicKey, Buffer.from(checkpoint.signature, "base64"));
+  } catch {
+    // A key of another type than Ed25519: no signature of ours verifies with it.
+  }
+  if (!signed) return { valid: false, eventId: checkpoint.eventId, problem: "signature does not verify" };
+  if (checkpoint.version === 2 && !treeStateOf(checkpoint))
+    return { valid: false, eventId: checkpoint.eventId, problem: "its frontier does not fold to its signed root" };
+  return { valid: true, checkpoint };
+}
+
 /** Every checkpoint file in the directory, ordered by event id; invalid ones are returned as such. */
 export async function loadCheckpoints(config: CheckpointConfig): Promise<LoadedCheckpoint[]> {
   let names: string[];
@@ -221,29 +255,8 @@ export async function loadCheckpoints(config: CheckpointConfig): Promise<LoadedC
   const loaded: LoadedCheckpoint[] = [];
   for (const name of names) {
     const file = join(config.dir, name);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(await readFile(file, "utf8"));
-    } catch {
-      loaded.push({ file, valid: false, eventId: null, problem: "not valid JSON" });
-      continue;
-    }
-    const parsed = fileSchema.safeParse(raw);
-    const claimedId = typeof (raw as { eventId?: unknown })?.eventId === "string" ? String((raw as { eventId: string }).eventId) : null;
-    if (!parsed.success) {
-      loaded.push({ file, valid: false, eventId: claimedId, problem: "not a checkpoint file" });
-      continue;
-    }
-    const checkpoint = parsed.data;
-    if (checkpoint.keyId !== key.keyId) {
-      loaded.push({ file, valid: false, eventId: checkpoint.eventId, problem: `signed by another key (${checkpoint.keyId}, expected ${key.keyId})` });
-      continue;
-    }
-    const ok = verify(null, signedPayload(checkpoint), key.publicKey, Buffer.from(checkpoint.signature, "base64"));
-    if (!ok) loaded.push({ file, valid: false, eventId: checkpoint.eventId, problem: "signature does not verify" });
-    else if (checkpoint.version === 2 && !treeStateOf(checkpoint)) {
-      loaded.push({ file, valid: false, eventId: checkpoint.eventId, problem: "its frontier does not fold to its signed root" });
-    } else loaded.push({ file, valid: true, checkpoint });
+    const text = await readFile(file, "utf8").catch(() => null);
+    loaded.push({ file, ...(text === null ? { valid: false, eventId: null, problem: "cannot be read" } : checkCheckpoint(text, key.publicKey)) });
   }
   const idOf = (c: LoadedCheckpoint) => BigInt(c.valid ? c.checkpoint.eventId : (c.eventId ?? "0"));
   return loaded.sort((a, b) => (idOf(a) < idOf(b) ? -1 : idOf(a) > idOf(b) ? 1 : 0));

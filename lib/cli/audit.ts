@@ -15,9 +15,14 @@
  *                                                one run's evidence file (lib/audit/evidence.ts), after a checkpoint
  *   airlock audit public-key > airlock-audit.pub.pem  the signing key's public half, to hand to whoever checks evidence
  *   airlock audit verify-evidence FILE [--public-key PEM]
+  airlock audit verify-export FILE [--checkpoint FILE] [--public-key PEM]
  *                                                checks that file offline (lib/audit/evidence-verify.ts): never
  *                                                opens the database; exit 0 OK or UNANCHORED (no key), exit 1
  *                                                naming every value that does not match
+ *   airlock audit verify-export FILE [--checkpoint FILE] [--public-key PEM]
+ *                                                checks a JSONL events export offline (lib/audit/export-verify.ts);
+ *                                                with a signed checkpoint, anchored: exit 0 OK or UNANCHORED,
+ *                                                exit 1 naming every event that does not match
  *
  * Arguments are parsed strictly (parseCliArgs); anything unknown or malformed prints usage and
  * exits 2: a value not of its flag's form (an id that is no UUID, an --as that is no email, a
@@ -29,12 +34,13 @@
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { constants } from "node:fs";
-import { access, readFile, writeFile } from "node:fs/promises";
+import { access, open, readFile, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { checkpointConfigFromEnv, loadSigningKey, type CheckpointConfig } from "@/lib/audit/checkpoints";
+import { checkCheckpoint, checkpointConfigFromEnv, loadSigningKey, type CheckpointConfig } from "@/lib/audit/checkpoints";
 import { EXPORT_FORMATS, type ExportFormat } from "@/lib/audit/export";
 import { auditFiltersSchema } from "@/lib/audit/filters";
 import { EvidenceFormatError, parseEvidence, verifyRunEvidence, type EvidenceVerdict } from "@/lib/audit/evidence-verify";
+import { ExportFormatError, verifyAuditExport, type Anchor, type ExportVerdict } from "@/lib/audit/export-verify";
 import { checkpointAudited, exportAudited, exportEvidenceAudited, runVerification, type VerificationOutcome } from "@/lib/audit/service";
 import { placeHold, releaseHold } from "@/lib/audit/holds";
 import { purgeExpired } from "@/lib/audit/retention";
@@ -79,6 +85,12 @@ public-key prints the public half of the signing key (AIRLOCK_AUDIT_KEY_FILE) fo
 verify-evidence checks such a file without the database, with the public key in PEM (default: the
 key of AIRLOCK_AUDIT_KEY_FILE, when that file is here): exit 0 printing OK, or UNANCHORED when there
 is no key; exit 1 naming each value that does not match.
+verify-export checks a JSONL events export the same way, line by line: each event's hash, the chain
+between them, the manifest, and the code, purpose, result, error and tool calls shown against the
+digests the events carry. With --checkpoint (a file of AIRLOCK_AUDIT_CHECKPOINT_DIR) and the public
+key, the events from genesis to the checkpoint's are anchored to the signing key: exit 0 printing
+OK; UNANCHORED without a checkpoint the file's events reach; exit 1 naming each event that does not
+match.
 `;
 
 export type AuditCommandDeps = {
@@ -400,6 +412,65 @@ async function verifyEvidence(args: string[], io: CliIo, deps: AuditCommandDeps)
   }
 }
 
+/** The checkpoint that anchors an export, checked against the key; a file that is not one is refused (exit 1). */
+async function exportAnchor(checkpointFile: string | undefined, pemFile: string | undefined, deps: AuditCommandDeps): Promise<Anchor | null> {
+  if (checkpointFile === undefined) {
+    if (pemFile !== undefined) throw new UsageError("--public-key checks the signature of a --checkpoint FILE; give one", AUDIT_USAGE);
+    return null;
+  }
+  const text = await readFile(checkpointFile, "utf8").catch((error: Error) => {
+    throw new AppError("bad_request", `cannot read ${checkpointFile}: ${error.message}`);
+  });
+  const publicKey = await evidenceKey(pemFile, deps);
+  if (!publicKey)
+    throw new UsageError("a checkpoint is checked with the signing key's public half: pass --public-key PEM (airlock audit public-key prints it)", AUDIT_USAGE);
+  const checked = checkCheckpoint(text, publicKey);
+  if (!checked.valid) throw new AppError("bad_request", `the checkpoint ${checkpointFile} cannot anchor anything: ${checked.problem}`);
+  return { checkpoint: checked.checkpoint, publicKey };
+}
+
+function printExportVerdict(io: CliIo, path: string, verdict: ExportVerdict): number {
+  const { problems, notes, events, gaps } = verdict;
+  const lines = notes.map((note) => `note: ${note}\n`).join("");
+  if (verdict.status === "mismatch") {
+    io.stderr(`MISMATCH: ${path}: ${problems.length} problem(s):\n${problems.map((p) => `  ${p}\n`).join("")}${lines}`);
+    return 1;
+  }
+  const checked =
+    `${events} event(s): hashes, ${gaps === 0 ? "one unbroken chain" : `the chain between them (${gaps} gap(s): a filtered export)`}, ` +
+    `the manifest, and ${verdict.toolCallSeals} tool-call seal(s) and the runs' content against their digests`;
+  const anchored = verdict.anchoredThrough;
+  io.stdout(
+    anchored
+      ? `OK: ${path}: ${checked}; every event from genesis to #${anchored.eventId} is the log the checkpoint of ${anchored.signedAt} signed (key ${anchored.keyId}).\n${lines}`
+      : `UNANCHORED: ${path}: ${checked} — but no signed checkpoint ties them to Airlock's signing key (pass --checkpoint FILE and --public-key PEM): the file is consistent with itself, which anyone could have made so.\n${lines}`,
+  );
+  return 0;
+}
+
+/** Offline: reads the export, a checkpoint and a key, never the database. */
+async function verifyExport(args: string[], io: CliIo, deps: AuditCommandDeps): Promise<number> {
+  const { values, positionals } = parseCliArgs(args, { checkpoint: { type: "string" }, "public-key": { type: "string" } }, AUDIT_USAGE, {
+    allowPositionals: true,
+  });
+  if (positionals.length !== 1) throw new UsageError("give exactly one export FILE", AUDIT_USAGE);
+  const path = positionals[0]!;
+  // Opened first, so a file that cannot be read is named before anything else is checked.
+  const file = await open(path).catch((error: Error) => {
+    throw new AppError("bad_request", `cannot read ${path}: ${error.message}`);
+  });
+  try {
+    const anchor = await exportAnchor(values.checkpoint, values["public-key"], deps);
+    return printExportVerdict(io, path, await verifyAuditExport(file.createReadStream({ encoding: "utf8", autoClose: false }), anchor));
+  } catch (error) {
+    if (!(error instanceof ExportFormatError)) throw error;
+    io.stderr(`NOT AN EXPORT: ${path}: ${error.message}\n`);
+    return 1;
+  } finally {
+    await file.close();
+  }
+}
+
 const SUBCOMMANDS = {
   verify,
   checkpoint,
@@ -410,6 +481,7 @@ const SUBCOMMANDS = {
   evidence,
   "public-key": publicKey,
   "verify-evidence": verifyEvidence,
+  "verify-export": verifyExport,
 } as const satisfies Record<string, (args: string[], io: CliIo, deps: AuditCommandDeps) => Promise<number>>;
 
 export async function auditCommand(argv: string[], io: CliIo, deps: AuditCommandDeps = defaultDeps): Promise<number> {

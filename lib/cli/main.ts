@@ -36,6 +36,7 @@ Commands:
   audit verify [--from ID] [--json] | audit checkpoint | audit export --format jsonl|csv [filters]
   audit purge [--as-of TIME] | audit hold --run ID|--agent NAME --reason TEXT | audit release --hold ID --reason TEXT
   audit evidence RUN_ID > run.evidence.json | audit verify-evidence FILE [--public-key PEM]   (offline)
+  audit verify-export FILE [--checkpoint FILE --public-key PEM]             (offline: a JSONL events export)
   doctor [--json]                                                             (checks this deployment; exit 1 on a FAIL)
   skills patterns [--min N] [--json]                                          (runs grouped by script structure)
   skills list [--json] | skills revoke --standing ID --as ADMIN_EMAIL         (skills, standing approvals; revoke at once)
