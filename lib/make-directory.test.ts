@@ -27,7 +27,7 @@ describe("makeDirectory", () => {
     const root = await mkdtemp(join(tmpdir(), "airlock-mkdir-"));
     await writeFile(join(root, "file"), "x");
     await expect(makeDirectory(join(root, "file"), 0o700)).rejects.toMatchObject({ code: "ENOTDIR", path: join(root, "file") });
-    await expect(makeDirectory(join(root, "file", "below"), 0o700)).rejects.toMatchObject({ code: "ENOTDIR" });
+    await expect(makeDirectory(join(root, "file", "below"), 0o700)).rejects.toThrow(`ENOTDIR: not a directory, mkdir '${join(root, "file", "below")}'`);
   });
 
   it("ends with ENOENT under /proc, which refuses new entries", async () => {

@@ -14,14 +14,17 @@ import { mkdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 
 export async function makeDirectory(path: string, mode: number): Promise<void> {
+  const target = resolve(path);
+  // As Node's recursive mkdir says it, naming the path asked for.
+  const notADirectory = () => Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${target}'`), { code: "ENOTDIR", path: target });
   const missing: string[] = [];
-  for (let dir = resolve(path); ; dir = dirname(dir)) {
+  for (let dir = target; ; dir = dirname(dir)) {
     const found = await stat(dir).catch((error: NodeJS.ErrnoException) => {
       if (error.code === "ENOENT") return null;
-      throw error;
+      throw error.code === "ENOTDIR" ? notADirectory() : error;
     });
     if (found) {
-      if (!found.isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${dir}'`), { code: "ENOTDIR", path: dir });
+      if (!found.isDirectory()) throw notADirectory();
       break;
     }
     missing.unshift(dir);
