@@ -19,11 +19,16 @@
  *    the one before, so none of them was added, removed or changed since it was signed (and its
  *    signed Merkle tree is the tree of those events). Whoever rewrites the whole file, hashes
  *    recomputed, cannot sign a checkpoint for it without the key;
- * 5. what the export shows beside the events, against the digests they carry: a run's code and
- *    purpose (run.submitted: its content digests, and codeSha256), its result and error (a terminal
- *    event's content digests) and its tool calls (toolCallsDigest). A value shown as purged must be
- *    named by a run.purged event of that run in the file; a tool call kept truncated (over 64 KiB)
- *    cannot be recomputed, and the run's seal is noted unchecked.
+ * 5. what the export shows beside the events, against the digests they carry: a run's code
+ *    (run.submitted: its content digest and codeSha256), its purpose on every line of the run
+ *    (run.submitted's digest; noted when the file lacks that event), its result and error (a
+ *    terminal event's content digests) and its tool calls (toolCallsDigest). A value shown as
+ *    purged must be named by a run.purged event of that run in the file; a tool call kept
+ *    truncated (over 64 KiB) cannot be recomputed, and the run's seal is noted unchecked.
+ *
+ * Not proven, and said so in every verdict: the names beside the ids (actorName, actorEmail,
+ * subjectName), which the export reads from the user and agent directory when it is made, and a
+ * tool call's phase and error text, which its seal does not cover.
  *
  * Every mismatch is reported, naming the event. Refuses (ExportFormatError, naming the line): a
  * file that is not such an export (a CSV or per-run export carries no hashes), a line that is not
@@ -173,6 +178,9 @@ class Checks {
   readonly problems: string[] = [];
   readonly notes: string[] = [];
   private readonly purges = new Map<string, PurgeClaims>();
+  /** Each run's purpose digest, from its run.submitted event. */
+  private readonly purposes = new Map<string, string>();
+  private purposeUnchecked = 0;
   seals = 0;
   private uncheckableSeals = 0;
 
@@ -205,6 +213,8 @@ class Checks {
     if (event.action === "run.submitted") {
       this.field(event, runId, "code", event.code);
       this.field(event, runId, "purpose", event.purpose);
+      const digests = event.data.contentDigests as Record<string, unknown> | undefined;
+      if (typeof digests?.purpose === "string") this.purposes.set(runId, digests.purpose);
       if (
         typeof event.data.codeSha256 === "string" &&
         typeof event.code === "string" &&
@@ -213,12 +223,22 @@ class Checks {
       ) {
         this.problems.push(`${label(event)}: the code shown does not match the codeSha256 the event carries`);
       }
+    } else {
+      this.shownPurpose(event, runId);
     }
     if (TERMINAL_ACTIONS.has(event.action)) {
       this.field(event, runId, "result", event.result);
       this.field(event, runId, "error", event.error);
     }
     if (typeof event.data.toolCallsDigest === "string") this.seal(event, runId, event.data.toolCallsDigest);
+  }
+
+  /** The purpose every line of a run shows, against its submission's digest. */
+  private shownPurpose(event: ExportEvent, runId: string): void {
+    const digest = this.purposes.get(runId);
+    if (digest === undefined) this.purposeUnchecked++;
+    else if (isPurgedText(event.purpose)) this.claimsOf(runId).fields.set("purpose", label(event));
+    else if (jsonDigest(event.purpose) !== digest) this.problems.push(`${label(event)}: the purpose shown is not the one its run was submitted with`);
   }
 
   private seal(event: ExportEvent, runId: string, digest: string): void {
@@ -268,6 +288,10 @@ class Checks {
           this.problems.push(`${where}: tool call ${seq} is shown as purged, but no run.purged event of run ${runId} in the file names it`);
       }
     }
+    if (this.purposeUnchecked > 0) {
+      this.notes.push(`${this.purposeUnchecked} line(s) show a run's purpose whose submission is not in the file: not checked`);
+    }
+    this.notes.push("not proven by the log: the names beside the ids (read from the directory when the file was made) and tool calls' phase and error text");
     if (this.uncheckableSeals > 0) {
       this.notes.push(`${this.uncheckableSeals} tool-call seal(s) not recomputed: a call's arguments or result were purged or kept truncated (over 64 KiB)`);
     }

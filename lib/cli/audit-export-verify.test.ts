@@ -132,6 +132,8 @@ describe("airlock audit verify-export", () => {
       ),
     );
     expect(anchored.stdout).toMatch(/note: the events after #\d+ are protected by the hash chain only/);
+    // What the log cannot prove is said, not implied.
+    expect(anchored.stdout).toMatch(/note: not proven by the log: the names beside the ids .* and tool calls' phase and error text/);
 
     const unanchored = await airlock(["audit", "verify-export", path], offline());
     expect(unanchored.code).toBe(0);
@@ -173,6 +175,14 @@ describe("airlock audit verify-export", () => {
     expect(code).toBe(1);
     expect(stderr).toMatch(/event #\d+ \(run\.submitted\): the code shown does not match the digest the event carries/);
     expect(stderr).toMatch(/the code shown does not match the codeSha256 the event carries/);
+  }, 30_000);
+
+  it("attack: a run's purpose changed on a later line than its submission is named", async () => {
+    const { code, stderr } = await verifyEdited("purpose", ({ events }) => {
+      events.find((event) => event.action === "run.succeeded")!.purpose = "routine cleanup";
+    });
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/event #\d+ \(run\.succeeded\): the purpose shown is not the one its run was submitted with/);
   }, 30_000);
 
   it("attack: an event's data changed without its hash is named", async () => {
