@@ -23,8 +23,12 @@
  *    (run.submitted: its content digest and codeSha256), its purpose on every line of the run
  *    (run.submitted's digest; noted when the file lacks that event), its result and error (a
  *    terminal event's content digests) and its tool calls (toolCallsDigest). A value shown as
- *    purged must be named by a run.purged event of that run in the file; a tool call kept
- *    truncated (over 64 KiB) cannot be recomputed, and the run's seal is noted unchecked.
+ *    purged must be named by a run.purged event of that run in the file (noted when that event is
+ *    after the checkpoint and the value before it: the chain alone protects it); a tool call kept
+ *    truncated (over 64 KiB) cannot be recomputed, and the run's seal is noted unchecked. A run's
+ *    content shown where export.ts writes none (beside an event not a run's, code beside another
+ *    event than run.submitted, result or error beside a non-terminal one, tool calls beside no
+ *    seal) is a mismatch.
  *
  * Not proven, and said so in every verdict: the names beside the ids (actorName, actorEmail,
  * subjectName), which the export reads from the user and agent directory when it is made, and a
@@ -32,11 +36,14 @@
  *
  * Every mismatch is reported, naming the event. Refuses (ExportFormatError, naming the line): a
  * file that is not such an export (a CSV or per-run export carries no hashes), a line that is not
- * strict JSON or is off the schema. Never throws on a file it parsed.
+ * strict JSON or is off the schema, a manifest whose columns are not an events export's, a line
+ * longer than JavaScript's longest string (read in pieces, refused before it is built). Never
+ * throws on a file it parsed.
  */
 import type { KeyObject } from "node:crypto";
 import type { Readable } from "node:stream";
-import { createInterface } from "node:readline";
+import { constants } from "node:buffer";
+import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
 import { jsonDigest, sha256Hex } from "@/lib/digest";
 import { TERMINAL_STATUSES } from "@/lib/contracts/run-states";
@@ -46,6 +53,7 @@ import { CompactRange, eventLeafHash } from "./merkle";
 import { chainHash, GENESIS_HASH } from "./record";
 import { RUN_PURGED } from "./run-content";
 import { toolCallsDigest, type SealedCall } from "./seal";
+import { MAX_STORED_CALL_BYTES } from "./stored-calls";
 
 export class ExportFormatError extends Error {
   constructor(message: string) {
@@ -123,6 +131,11 @@ const eventSchema = z.strictObject({
 });
 
 type Manifest = z.infer<typeof manifestSchema>;
+
+/** The columns export.ts writes, in its order. */
+const EVENT_COLUMNS = Object.keys(eventSchema.shape);
+/** The longest line read: JavaScript's longest string (a longer one would throw a RangeError mid-read). */
+const MAX_LINE_CHARS = constants.MAX_STRING_LENGTH;
 type ExportEvent = z.infer<typeof eventSchema>;
 
 const TERMINAL_ACTIONS = new Set(TERMINAL_STATUSES.map((status) => `run.${status}`));
@@ -157,7 +170,52 @@ function parseManifest(text: string): Manifest {
   if (inner?.rows === "runs")
     throw new ExportFormatError("a per-run export (--per-run) carries no hashes; export the events (without --per-run) to verify them");
   if (inner?.format === "csv") throw new ExportFormatError("a CSV export cannot be verified; export --format jsonl");
-  return parseLine(text, 1, z.strictObject({ manifest: manifestSchema }), "the manifest of an events export (airlock.audit-export version 2)").manifest;
+  const manifest = parseLine(
+    text,
+    1,
+    z.strictObject({ manifest: manifestSchema }),
+    "the manifest of an events export (airlock.audit-export version 2)",
+  ).manifest;
+  if (manifest.columns.join(",") !== EVENT_COLUMNS.join(","))
+    throw new ExportFormatError(`line 1: the manifest's columns are not those of an events export (${EVENT_COLUMNS.join(", ")})`);
+  return manifest;
+}
+
+/**
+ * The lines of `input` (LF or CRLF), one at a time. A line longer than MAX_LINE_CHARS is refused
+ * (ExportFormatError) before it is built: readline would throw a RangeError from inside the stream.
+ */
+async function* linesOf(input: Readable, maxChars = MAX_LINE_CHARS): AsyncGenerator<string> {
+  const decoder = new StringDecoder("utf8");
+  let parts: string[] = [];
+  let length = 0;
+  let lineNumber = 1;
+  const add = (piece: string) => {
+    if (length + piece.length > maxChars)
+      throw new ExportFormatError(`line ${lineNumber}: longer than ${maxChars} characters, more than any export writes on one line`);
+    if (piece !== "") parts.push(piece);
+    length += piece.length;
+  };
+  const take = () => {
+    let line = parts.join("");
+    if (line.endsWith("\r")) line = line.slice(0, -1);
+    parts = [];
+    length = 0;
+    lineNumber++;
+    return line;
+  };
+  for await (const chunk of input as AsyncIterable<string | Buffer>) {
+    const text = typeof chunk === "string" ? chunk : decoder.write(chunk);
+    let start = 0;
+    for (let newline = text.indexOf("\n"); newline !== -1; newline = text.indexOf("\n", start)) {
+      add(text.slice(start, newline));
+      yield take();
+      start = newline + 1;
+    }
+    add(text.slice(start));
+  }
+  add(decoder.end());
+  if (length > 0) yield take();
 }
 
 const label = (event: ExportEvent) => `event #${event.id} (${event.action})`;
@@ -166,13 +224,31 @@ const label = (event: ExportEvent) => `event #${event.id} (${event.action})`;
 function isTruncationMarker(value: unknown): boolean {
   if (!value || typeof value !== "object" || Array.isArray(value)) return false;
   const keys = Object.keys(value).sort();
-  return keys.length === 2 && keys[0] === "bytes" && keys[1] === "truncated" && (value as { truncated: unknown }).truncated === true;
+  const { bytes, truncated } = value as { bytes: unknown; truncated: unknown };
+  // Only a value over the cap is kept as the marker: a smaller `bytes` is a value, or a forged marker.
+  return (
+    keys.length === 2 &&
+    keys[0] === "bytes" &&
+    keys[1] === "truncated" &&
+    truncated === true &&
+    Number.isSafeInteger(bytes) &&
+    (bytes as number) > MAX_STORED_CALL_BYTES
+  );
 }
 
 const isPurgedText = (value: unknown): boolean => typeof value === "string" && PURGED.test(value);
 
-/** What one run's lines claim was purged (checked against its run.purged events at the end). */
-type PurgeClaims = { fields: Map<string, string>; calls: Map<number, string>; purgedFields: Set<string>; purgedCalls: Set<number> };
+/** Where a line shows a value as purged: its label and event id. */
+type Claim = { where: string; id: bigint };
+/**
+ * What one run's lines claim was purged (checked against its run.purged events at the end), and
+ * what its run.purged events name, with the first of them to name each.
+ */
+type PurgeClaims = { fields: Map<string, Claim>; calls: Map<number, Claim>; purgedFields: Map<string, bigint>; purgedCalls: Map<number, bigint> };
+
+/** The columns of a run's content, which export.ts fills on a run's events only. */
+const RUN_COLUMNS = ["purpose", "code", "result", "error", "toolCalls"] as const;
+const shown = (value: unknown) => value !== null && value !== undefined;
 
 class Checks {
   readonly problems: string[] = [];
@@ -183,10 +259,12 @@ class Checks {
   private purposeUnchecked = 0;
   seals = 0;
   private uncheckableSeals = 0;
+  /** Values shown whose event carries no digest of them (an event written before content digests). */
+  private undigested = 0;
 
   private claimsOf(runId: string): PurgeClaims {
     let claims = this.purges.get(runId);
-    if (!claims) this.purges.set(runId, (claims = { fields: new Map(), calls: new Map(), purgedFields: new Set(), purgedCalls: new Set() }));
+    if (!claims) this.purges.set(runId, (claims = { fields: new Map(), calls: new Map(), purgedFields: new Map(), purgedCalls: new Map() }));
     return claims;
   }
 
@@ -194,21 +272,39 @@ class Checks {
   private field(event: ExportEvent, runId: string, field: string, value: unknown): void {
     const digests = event.data.contentDigests as Record<string, unknown> | undefined;
     const digest = digests && typeof digests === "object" ? digests[field] : undefined;
-    if (typeof digest !== "string") return;
+    if (typeof digest !== "string") {
+      if (shown(value) && !(field === "code" && typeof event.data.codeSha256 === "string")) this.undigested++;
+      return;
+    }
     if (isPurgedText(value)) {
-      this.claimsOf(runId).fields.set(field, label(event));
+      this.claimsOf(runId).fields.set(field, { where: label(event), id: BigInt(event.id) });
       return;
     }
     if (jsonDigest(value) !== digest) this.problems.push(`${label(event)}: the ${field} shown does not match the digest the event carries`);
   }
 
   run(event: ExportEvent): void {
-    if (event.subjectType !== "run" || !event.subjectId) return;
+    if (event.subjectType !== "run" || !event.subjectId) {
+      // export.ts shows a run's content beside a run's events only: anything here was added to the file.
+      const added = RUN_COLUMNS.filter((column) => shown(event[column]));
+      if (added.length > 0) this.problems.push(`${label(event)}: shows a run's ${added.join(", ")}, but it is not a run's event (an export shows none there)`);
+      return;
+    }
     const runId = event.subjectId;
+    const terminal = TERMINAL_ACTIONS.has(event.action);
+    const added = [
+      ...(event.action !== "run.submitted" && shown(event.code) ? ["code (an export shows it on run.submitted only)"] : []),
+      ...(!terminal && (shown(event.result) || shown(event.error)) ? ["result or error (an export shows them on a run's terminal event only)"] : []),
+      ...(!Object.hasOwn(event.data, "toolCallsDigest") && shown(event.toolCalls) ? ["tool calls (an export shows them beside a seal only)"] : []),
+    ];
+    for (const what of added) this.problems.push(`${label(event)}: shows ${what}: they were added to the file`);
     if (event.action === RUN_PURGED) {
       const claims = this.claimsOf(runId);
-      for (const field of Array.isArray(event.data.fields) ? event.data.fields : []) if (typeof field === "string") claims.purgedFields.add(field);
-      for (const seq of Array.isArray(event.data.purgedToolCalls) ? event.data.purgedToolCalls : []) if (typeof seq === "number") claims.purgedCalls.add(seq);
+      const id = BigInt(event.id);
+      for (const field of Array.isArray(event.data.fields) ? event.data.fields : [])
+        if (typeof field === "string" && !claims.purgedFields.has(field)) claims.purgedFields.set(field, id);
+      for (const seq of Array.isArray(event.data.purgedToolCalls) ? event.data.purgedToolCalls : [])
+        if (typeof seq === "number" && !claims.purgedCalls.has(seq)) claims.purgedCalls.set(seq, id);
     }
     if (event.action === "run.submitted") {
       this.field(event, runId, "code", event.code);
@@ -226,7 +322,7 @@ class Checks {
     } else {
       this.shownPurpose(event, runId);
     }
-    if (TERMINAL_ACTIONS.has(event.action)) {
+    if (terminal) {
       this.field(event, runId, "result", event.result);
       this.field(event, runId, "error", event.error);
     }
@@ -237,7 +333,7 @@ class Checks {
   private shownPurpose(event: ExportEvent, runId: string): void {
     const digest = this.purposes.get(runId);
     if (digest === undefined) this.purposeUnchecked++;
-    else if (isPurgedText(event.purpose)) this.claimsOf(runId).fields.set("purpose", label(event));
+    else if (isPurgedText(event.purpose)) this.claimsOf(runId).fields.set("purpose", { where: label(event), id: BigInt(event.id) });
     else if (jsonDigest(event.purpose) !== digest) this.problems.push(`${label(event)}: the purpose shown is not the one its run was submitted with`);
   }
 
@@ -252,7 +348,7 @@ class Checks {
     for (const call of calls) {
       const dot = call.tool.indexOf(".");
       if (isPurgedText(call.args) || isPurgedText(call.result)) {
-        this.claimsOf(runId).calls.set(call.seq, label(event));
+        this.claimsOf(runId).calls.set(call.seq, { where: label(event), id: BigInt(event.id) });
         checkable = false;
         continue;
       }
@@ -277,16 +373,27 @@ class Checks {
     }
   }
 
-  finish(): void {
+  /** `anchoredThrough`: the checkpoint's event, when it anchored the events up to it. */
+  finish(anchoredThrough: string | null): void {
+    const anchor = anchoredThrough === null ? null : BigInt(anchoredThrough);
+    /** Lines up to the checkpoint that show a value as purged on the word of a run.purged event after it. */
+    const unanchoredPurges: string[] = [];
+    const check = (claim: Claim, purgedBy: bigint | undefined, what: string, runId: string) => {
+      if (purgedBy === undefined)
+        this.problems.push(`${claim.where}: ${what} is shown as purged, but no run.purged event of run ${runId} in the file names it`);
+      else if (anchor !== null && claim.id <= anchor && purgedBy > anchor) unanchoredPurges.push(`${claim.where}: ${what}`);
+    };
     for (const [runId, claims] of this.purges) {
-      for (const [field, where] of claims.fields) {
-        if (!claims.purgedFields.has(field))
-          this.problems.push(`${where}: the ${field} is shown as purged, but no run.purged event of run ${runId} in the file names it`);
-      }
-      for (const [seq, where] of claims.calls) {
-        if (!claims.purgedCalls.has(seq))
-          this.problems.push(`${where}: tool call ${seq} is shown as purged, but no run.purged event of run ${runId} in the file names it`);
-      }
+      for (const [field, claim] of claims.fields) check(claim, claims.purgedFields.get(field), `the ${field}`, runId);
+      for (const [seq, claim] of claims.calls) check(claim, claims.purgedCalls.get(seq), `tool call ${seq}`, runId);
+    }
+    if (unanchoredPurges.length > 0) {
+      this.notes.push(
+        `${unanchoredPurges.length} value(s) up to #${anchoredThrough} are shown as purged on the word of run.purged events after it, which the hash chain alone protects (${unanchoredPurges.slice(0, 5).join("; ")}${unanchoredPurges.length > 5 ? "; …" : ""})`,
+      );
+    }
+    if (this.undigested > 0) {
+      this.notes.push(`${this.undigested} value(s) of runs shown beside events that carry no digest of them: not checked`);
     }
     if (this.purposeUnchecked > 0) {
       this.notes.push(`${this.purposeUnchecked} line(s) show a run's purpose whose submission is not in the file: not checked`);
@@ -302,7 +409,7 @@ class Checks {
 export type Anchor = { checkpoint: Checkpoint; publicKey: KeyObject };
 
 /** Verifies the export read from `input`; with `anchor`, ties the events up to its checkpoint to the signing key. */
-export async function verifyAuditExport(input: Readable, anchor: Anchor | null): Promise<ExportVerdict> {
+export async function verifyAuditExport(input: Readable, anchor: Anchor | null, lineLimit = MAX_LINE_CHARS): Promise<ExportVerdict> {
   const checks = new Checks();
   const { problems, notes } = checks;
   let manifest: Manifest | null = null;
@@ -316,7 +423,8 @@ export async function verifyAuditExport(input: Readable, anchor: Anchor | null):
   let anchorSeen = false;
   let anchoredThrough: ExportVerdict["anchoredThrough"] = null;
 
-  for await (const text of createInterface({ input, crlfDelay: Infinity })) {
+  let first: ExportEvent | null = null;
+  for await (const text of linesOf(input, lineLimit)) {
     lineNumber++;
     if (!manifest) {
       manifest = parseManifest(text);
@@ -339,11 +447,14 @@ export async function verifyAuditExport(input: Readable, anchor: Anchor | null):
       anchoredThrough = anchorAt(event, anchor, fromGenesis, tree, problems, notes);
     }
     checks.run(event);
+    first ??= event;
     last = event;
   }
   if (!manifest) throw new ExportFormatError("the file is empty; an audit export starts with its manifest");
 
   if (events !== manifest.rowCount) problems.push(`the manifest counts ${manifest.rowCount} event(s), the file holds ${events} (lines were added or removed)`);
+  if ((first?.id ?? null) !== manifest.firstEventId)
+    problems.push(`the manifest's first event is #${manifest.firstEventId ?? "none"}, the file's is #${first?.id ?? "none"}`);
   if ((last?.id ?? null) !== manifest.lastEventId)
     problems.push(`the manifest's last event is #${manifest.lastEventId ?? "none"}, the file's is #${last?.id ?? "none"}`);
   const head = manifest.chainHead;
@@ -360,7 +471,7 @@ export async function verifyAuditExport(input: Readable, anchor: Anchor | null):
   if (anchoredThrough && last && last.id !== anchoredThrough.eventId) {
     notes.push(`the events after #${anchoredThrough.eventId} are protected by the hash chain only (the checkpoint given does not cover them)`);
   }
-  checks.finish();
+  checks.finish(anchoredThrough?.eventId ?? null);
   const status = problems.length > 0 ? "mismatch" : anchoredThrough ? "ok" : "unanchored";
   return { status, problems, notes, events, gaps, anchoredThrough, toolCallSeals: checks.seals };
 }

@@ -11,7 +11,9 @@ import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Readable } from "node:stream";
 import { chainHash } from "@/lib/audit/record";
+import { ExportFormatError, verifyAuditExport } from "@/lib/audit/export-verify";
 import { tempCheckpoints } from "@/lib/audit/testing";
 import type { CheckpointConfig } from "@/lib/audit/checkpoints";
 import { childProcessEnv } from "@/lib/env";
@@ -269,4 +271,72 @@ describe("airlock audit verify-export", () => {
       expect(answer.stderr).toMatch(why);
     }
   }, 90_000);
+});
+
+describe("verify-export: what a file may not show, and hostile input", () => {
+  it("attack: a run's content shown beside an event the export leaves it off is named", async () => {
+    const { code, stderr } = await verifyEdited("added-content", ({ events }) => {
+      events.find((event) => event.action === "user.created")!.purpose = "approve every refund";
+      events.find((event) => event.action === "run.running")!.result = { n: 0 };
+      events.find((event) => event.action === "run.analyzed")!.code = "await tools.ledger.issueRefund({});";
+      events.find((event) => event.action === "run.queued")!.toolCalls = [];
+    });
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/event #\d+ \(user\.created\): shows a run's purpose, but it is not a run's event/);
+    expect(stderr).toMatch(/event #\d+ \(run\.running\): shows result or error/);
+    expect(stderr).toMatch(/event #\d+ \(run\.analyzed\): shows code/);
+    expect(stderr).toMatch(/event #\d+ \(run\.queued\): shows tool calls/);
+  }, 30_000);
+
+  it("attack: a result up to the checkpoint hidden behind a run.purged event forged after it is said, and a forged truncation marker named", async () => {
+    const checkpoint = JSON.parse(await readFile(checkpointFile, "utf8")) as { eventId: string };
+    const { code, stdout } = await verifyEdited("late-purge", ({ events, manifest }) => {
+      const end = events.find((event) => event.action === "run.succeeded" && BigInt(event.id) < BigInt(checkpoint.eventId))!;
+      end.result = "purged on 2026-12-06 by retention";
+      const last = events.at(-1)!;
+      events.push({
+        ...last,
+        id: String(BigInt(last.id) + 1n),
+        action: "run.purged",
+        subjectId: end.subjectId,
+        prevHash: last.hash,
+        result: null,
+        error: null,
+        toolCalls: null,
+        data: { fields: ["result"], purgedToolCalls: [] },
+      });
+      rehashFrom({ events, manifest }, events.length - 1);
+      Object.assign(manifest, {
+        rowCount: events.length,
+        lastEventId: events.at(-1)!.id,
+        chainHead: { ...(manifest.chainHead as object), id: events.at(-1)!.id },
+      });
+    });
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /note: 1 value\(s\) up to #\d+ are shown as purged on the word of run\.purged events after it, .*\(event #\d+ \(run\.succeeded\): the result\)/,
+    );
+
+    const forged = await verifyEdited("forged-marker", ({ events }) => {
+      const [call] = events.find((event) => Array.isArray(event.toolCalls) && event.toolCalls.length > 0)!.toolCalls as { args: unknown }[];
+      call!.args = { truncated: true, bytes: 12 };
+    });
+    expect(forged.code).toBe(1);
+    expect(forged.stderr).toMatch(/the tool calls shown do not match the digest it seals/);
+  }, 30_000);
+
+  it("refuses a line longer than it reads, and a manifest whose first event or columns are not the file's", async () => {
+    const [manifestLine] = exportText.split("\n");
+    // A line past the limit is refused while it is read (at JavaScript's longest string, readline threw a RangeError from the stream).
+    const limit = manifestLine!.length;
+    const long = verifyAuditExport(Readable.from([`${manifestLine}\n{"id":"1",`, "x".repeat(limit)]), null, limit);
+    await expect(long).rejects.toThrow(ExportFormatError);
+    await expect(long).rejects.toThrow(`line 2: longer than ${limit} characters, more than any export writes on one line`);
+    const first = await verifyEdited("first", ({ manifest }) => (manifest.firstEventId = "7"), false);
+    expect(first.code).toBe(1);
+    expect(first.stderr).toMatch(/the manifest's first event is #7, the file's is #1/);
+    const columns = await verifyEdited("columns", ({ manifest }) => (manifest.columns = ["id"]), false);
+    expect(columns.code).toBe(1);
+    expect(columns.stderr).toMatch(/^NOT AN EXPORT: .*the manifest's columns are not those of an events export/);
+  }, 30_000);
 });
