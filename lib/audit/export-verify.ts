@@ -1,7 +1,7 @@
 /**
  * Checks an audit export offline (JSONL, one row per event, as export.ts writes it): no database,
- * no network. The file is read line by line, so an export of a million events is checked in the
- * memory of a few runs.
+ * no network. The file is read line by line: its memory grows with the number of runs (a digest
+ * and a few ids each), not with the file (a million events, 1.6 GB, in about a minute).
  *
  * What it proves, in order:
  * 1. the file is an events export: the manifest line (airlock.audit-export version 2), then exactly
@@ -236,6 +236,14 @@ function isTruncationMarker(value: unknown): boolean {
   );
 }
 
+/**
+ * A call that answered JSON null is stored as the text `null` with its digest, and the export shows
+ * it as it shows no answer at all: a seal that does not match as shown is tried once with every
+ * answered call's missing result read as that null (the same value shown, so nothing else can pass).
+ */
+const answeredNull = (call: SealedCall): SealedCall =>
+  call.outcome === "ok" && call.resultDigest === null ? { ...call, resultDigest: jsonDigest(null) } : call;
+
 const isPurgedText = (value: unknown): boolean => typeof value === "string" && PURGED.test(value);
 
 /** Where a line shows a value as purged: its label and event id. */
@@ -366,7 +374,7 @@ class Checks {
       this.problems.push(`${label(event)}: it seals ${event.data.toolCalls} tool call(s), the line shows ${calls.length}`);
     } else if (!checkable) {
       this.uncheckableSeals++;
-    } else if (toolCallsDigest(sealed) !== digest) {
+    } else if (toolCallsDigest(sealed) !== digest && toolCallsDigest(sealed.map(answeredNull)) !== digest) {
       this.problems.push(`${label(event)}: the tool calls shown do not match the digest it seals`);
     } else {
       this.seals++;
