@@ -120,11 +120,20 @@ export async function withCliDatabase<T>(
   const dataDir = resolve(config.AIRLOCK_DATA_DIR);
   let server: PostgresServer | null = null;
   let starting: Promise<PostgresServer> | null = null;
+  let clusterDir: string | null = null;
+  /** Set by a signal: the database's stop, then the exit (130 or 143); the command's own end waits for it. */
+  let interruption: Promise<void> | null = null;
   const interrupted = (signal: NodeJS.Signals) => {
     const exit = () => process.exit(signal === "SIGINT" ? 130 : 143);
     if (!starting) return exit();
     console.error("airlock: interrupted; stopping the database this command started.");
-    void starting.then((started) => started.stop()).then(exit, exit);
+    // A start the signal broke off (Ctrl-C reaches the postmaster too) leaves a server shutting
+    // down that no handle stands for: it is waited for on its cluster, or the exit would come first.
+    const stopped = starting.then<unknown, unknown>(
+      (started) => started.stop(),
+      () => clusterDir && stopLeftoverServer(clusterDir),
+    );
+    interruption = stopped.then(exit, exit);
   };
   process.once("SIGINT", interrupted);
   process.once("SIGTERM", interrupted);
@@ -153,7 +162,8 @@ export async function withCliDatabase<T>(
         if (leftover !== null) console.error(`airlock: stopped the embedded PostgreSQL (process ${leftover}) that an earlier npm start left running.`);
       }
       // Stopped with this command even if it is killed outright (SIGKILL): a watchdog shuts it down.
-      starting = startPostgres({ persistent: true, dataDir: existing ?? (await clusterDirFor(dataDir)).dir, stopWithOwner: true });
+      clusterDir = existing ?? (await clusterDirFor(dataDir)).dir;
+      starting = startPostgres({ persistent: true, dataDir: clusterDir, stopWithOwner: true });
       server = await starting;
       const prepared = await prepareEmbeddedDatabase(server);
       urls = prepared;
@@ -166,6 +176,8 @@ export async function withCliDatabase<T>(
       await db.$disconnect();
     }
   } finally {
+    // A start the signal broke off fails here first: the exit is the interruption's, once the database is down.
+    if (interruption) await interruption;
     process.off("SIGINT", interrupted);
     process.off("SIGTERM", interrupted);
     await server?.stop();
