@@ -269,6 +269,8 @@ describe("airlock audit verify-export", () => {
       const answer = await airlock(["audit", ...args], offline());
       expect({ args, code: answer.code }).toEqual({ args, code });
       expect(answer.stderr).toMatch(why);
+      // A usage error prints the usage, which names the command.
+      if (code === 2) expect(answer.stderr).toContain("airlock audit verify-export FILE [--checkpoint FILE] [--public-key PEM]");
     }
   }, 90_000);
 });

@@ -15,7 +15,6 @@
  *                                                one run's evidence file (lib/audit/evidence.ts), after a checkpoint
  *   airlock audit public-key > airlock-audit.pub.pem  the signing key's public half, to hand to whoever checks evidence
  *   airlock audit verify-evidence FILE [--public-key PEM]
-  airlock audit verify-export FILE [--checkpoint FILE] [--public-key PEM]
  *                                                checks that file offline (lib/audit/evidence-verify.ts): never
  *                                                opens the database; exit 0 OK or UNANCHORED (no key), exit 1
  *                                                naming every value that does not match
@@ -66,6 +65,7 @@ export const AUDIT_USAGE = `Usage:
   airlock audit evidence RUN_ID [--as EMAIL] > run.evidence.json
   airlock audit public-key > airlock-audit.pub.pem
   airlock audit verify-evidence FILE [--public-key PEM]
+  airlock audit verify-export FILE [--checkpoint FILE] [--public-key PEM]
 
 verify recomputes the hash chain, the tool-call seals, each run's content against the digests in
 its events (naming the run and field that differ) and the signed checkpoints: exit 0 with the
