@@ -40,6 +40,7 @@ import { strictJsonProblem } from "@/lib/untrusted/strict-json";
 import { chainHash } from "./record";
 import { RUN_CONTENT_FIELDS, RUN_PURGED, isRunContentField } from "./run-content";
 import { toolCallsDigest } from "./seal";
+import { isTruncationMarker } from "./stored-calls";
 
 export class EvidenceFormatError extends Error {
   constructor(message: string) {
@@ -79,13 +80,6 @@ export function parseEvidence(text: string): RunEvidence {
 
 const buffers = (hashes: readonly string[]) => hashes.map((h) => Buffer.from(h, "hex"));
 const label = (event: EvidenceEvent) => `event #${event.id} (${event.action})`;
-
-/** The executor keeps `{truncated: true, bytes}` instead of values over its size cap (as verify.ts accepts). */
-function isTruncationMarker(value: unknown): boolean {
-  if (!value || typeof value !== "object" || Array.isArray(value)) return false;
-  const keys = Object.keys(value).sort();
-  return keys.length === 2 && keys[0] === "bytes" && keys[1] === "truncated" && (value as { truncated: unknown }).truncated === true;
-}
 
 function fileSignatureValid(unsigned: Omit<RunEvidence, "fileSignature">, signature: string, publicKey: KeyObject): boolean {
   try {

@@ -172,6 +172,12 @@ describe("run evidence", () => {
     ]);
   });
 
+  it("tamper: a tool argument replaced by a forged truncation marker (a size within the cap) is named, not taken for a kept one", () => {
+    const verdict = changed((e) => (e.content.toolCalls[2]!.args = { truncated: true, bytes: 12 }));
+    expect(verdict.status).toBe("mismatch");
+    expect(verdict.problems).toEqual([`tool call ${evidence.content.toolCalls[2]!.seq} arguments: digest does not match the sealed digest`]);
+  });
+
   it("tamper: a changed verdict or comment is named against the run.reviewed event", () => {
     const reviewed = evidence.events.find((e) => e.action === "run.reviewed" && e.actorId === alice.id)!;
     const verdict = changed((e) => (e.content.reviews[0]!.verdict = "reject"));

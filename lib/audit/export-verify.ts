@@ -53,7 +53,7 @@ import { CompactRange, eventLeafHash } from "./merkle";
 import { chainHash, GENESIS_HASH } from "./record";
 import { RUN_PURGED } from "./run-content";
 import { toolCallsDigest, type SealedCall } from "./seal";
-import { MAX_STORED_CALL_BYTES } from "./stored-calls";
+import { isTruncationMarker } from "./stored-calls";
 
 export class ExportFormatError extends Error {
   constructor(message: string) {
@@ -219,22 +219,6 @@ async function* linesOf(input: Readable, maxChars = MAX_LINE_CHARS): AsyncGenera
 }
 
 const label = (event: ExportEvent) => `event #${event.id} (${event.action})`;
-
-/** The executor keeps `{truncated: true, bytes}` instead of a value over its size cap (stored-calls.ts). */
-function isTruncationMarker(value: unknown): boolean {
-  if (!value || typeof value !== "object" || Array.isArray(value)) return false;
-  const keys = Object.keys(value).sort();
-  const { bytes, truncated } = value as { bytes: unknown; truncated: unknown };
-  // Only a value over the cap is kept as the marker: a smaller `bytes` is a value, or a forged marker.
-  return (
-    keys.length === 2 &&
-    keys[0] === "bytes" &&
-    keys[1] === "truncated" &&
-    truncated === true &&
-    Number.isSafeInteger(bytes) &&
-    (bytes as number) > MAX_STORED_CALL_BYTES
-  );
-}
 
 /**
  * A call that answered JSON null is stored as the text `null` with its digest, and the export shows

@@ -20,6 +20,16 @@ import { sha256Hex } from "@/lib/digest";
 /** Bytes of one call's args or result kept in RunToolCall; digests always cover all of it. */
 export const MAX_STORED_CALL_BYTES = 64 * 1024;
 
+/**
+ * Is `value` the marker storedJson keeps instead of a value past MAX_STORED_CALL_BYTES? Only a
+ * `bytes` past the cap: a smaller one is a value, or a forged marker standing for any digest.
+ */
+export function isTruncationMarker(value: unknown): boolean {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return false;
+  const { bytes, truncated, ...rest } = value as Record<string, unknown>;
+  return truncated === true && Number.isSafeInteger(bytes) && (bytes as number) > MAX_STORED_CALL_BYTES && Object.keys(rest).length === 0;
+}
+
 /** A call's arguments or result as stored: the text kept, and the digest of the whole value. */
 export type StoredJson = { text: string; digest: string };
 

@@ -63,7 +63,7 @@ import { RUN_CONTENT_FIELDS, isRunContentField, purgeRecords, type PurgeRecord, 
 import { findRecordMismatch } from "./run-record";
 import { artifactsProblem, loadArtifactEvidence, type ArtifactEvidence } from "./artifact-evidence";
 import { isJsonbText } from "./jsonb-text";
-import { MAX_STORED_CALL_BYTES } from "./stored-calls";
+import { isTruncationMarker } from "./stored-calls";
 import { parsedCanonicalJson, parsedChainHash, parsedJsonDigest } from "./verify-digest";
 
 export const BREAK_REASONS = [
@@ -327,13 +327,6 @@ function storedValueMatches(stored: string | null, digest: string): boolean {
   const value: unknown = JSON.parse(stored);
   if (isTruncationMarker(value)) return stored === parsedCanonicalJson(value) || isJsonbText(stored, value);
   return isJsonbText(stored, value) && parsedJsonDigest(value) === digest;
-}
-
-/** The marker the recorder keeps instead of a value past MAX_STORED_CALL_BYTES. */
-function isTruncationMarker(value: unknown): boolean {
-  if (!value || typeof value !== "object" || Array.isArray(value)) return false;
-  const { bytes, truncated, ...rest } = value as Record<string, unknown>;
-  return truncated === true && Number.isSafeInteger(bytes) && (bytes as number) > MAX_STORED_CALL_BYTES && Object.keys(rest).length === 0;
 }
 
 /** `calls` counts the tool calls of the sealed runs (each run once), as they were read. */
