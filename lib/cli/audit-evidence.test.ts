@@ -3,7 +3,6 @@
  * (bin/airlock.mjs, a child process). verify-evidence is given a DATABASE_URL that points nowhere:
  * it must not need one; and it is run from another directory than the project's, as a third party would.
  */
-import { spawn } from "node:child_process";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CheckpointConfig } from "@/lib/audit/checkpoints";
 import type { RunEvidence } from "@/lib/audit/evidence-schema";
 import { append, seedRun, tempCheckpoints } from "@/lib/audit/testing";
-import { childProcessEnv } from "@/lib/env";
 import { REPO_ROOT } from "@/lib/sandbox/host";
+import { runCli } from "@/lib/testing/cli";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 
 let db: TestDatabase;
@@ -20,18 +19,7 @@ let checkpoints: CheckpointConfig;
 let dir: string;
 let runId: string;
 
-function airlock(args: string[], settings: Record<string, string>, cwd = REPO_ROOT): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = Object.fromEntries(Object.entries(childProcessEnv()).filter(([key]) => !key.startsWith("AIRLOCK_") && key !== "DATABASE_URL"));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), ...args], { cwd, env: { ...env, ...settings } as NodeJS.ProcessEnv });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const airlock = (args: string[], settings: Record<string, string>, cwd = REPO_ROOT) => runCli(args, settings, cwd);
 
 /** Offline: no database anywhere, and no data directory with a key in it. */
 const offline = () => ({ DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none", AIRLOCK_DATA_DIR: join(dir, "empty") });

@@ -6,7 +6,6 @@
  * written by `airlock audit export --format jsonl`. Each attack edits the export as whoever holds
  * the file could, and must be named.
  */
-import { spawn } from "node:child_process";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,10 +15,9 @@ import { chainHash } from "@/lib/audit/record";
 import { ExportFormatError, verifyAuditExport } from "@/lib/audit/export-verify";
 import { tempCheckpoints } from "@/lib/audit/testing";
 import type { CheckpointConfig } from "@/lib/audit/checkpoints";
-import { childProcessEnv } from "@/lib/env";
 import { submitRun } from "@/lib/intake/submit";
 import { getRun } from "@/lib/runs/service";
-import { REPO_ROOT } from "@/lib/sandbox/host";
+import { runCli } from "@/lib/testing/cli";
 import { startLedgerRuntime, type LedgerRuntime } from "@/lib/testing/ledger-runtime";
 
 let ledger: LedgerRuntime;
@@ -31,18 +29,8 @@ let pub: string;
 
 type Line = Record<string, unknown> & { id: string; action: string; data: Record<string, unknown>; prevHash: string; hash: string };
 
-function airlock(args: string[], settings: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = Object.fromEntries(Object.entries(childProcessEnv()).filter(([key]) => !key.startsWith("AIRLOCK_") && key !== "DATABASE_URL"));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), ...args], { cwd: dir, env: { ...env, ...settings } as NodeJS.ProcessEnv });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** From the reviewer's own directory. */
+const airlock = (args: string[], settings: Record<string, string>) => runCli(args, settings, dir);
 
 /** Where the reviewer is: no database, no key of their own. */
 const offline = () => ({ DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none", AIRLOCK_DATA_DIR: join(dir, "empty") });

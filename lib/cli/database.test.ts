@@ -5,18 +5,17 @@
  * no folder, no PostgreSQL cluster, no database, no schema. Before, `audit verify` on an empty data
  * directory made a cluster and reported "OK: 0 event(s) verified".
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { isAlive } from "@/lib/db/postgres-process";
 import { existingClusterDir, startPostgres } from "@/lib/db/postgres-server";
-import { childProcessEnv } from "@/lib/env";
-import { REPO_ROOT } from "@/lib/sandbox/host";
 import { createTestDatabase, type TestDatabase } from "@/lib/testing/db";
 import { databaseWithAgent, insertRun } from "@/lib/testing/run-rows";
 import { withAdminClient, withDatabase } from "@/lib/testing/database-url";
+import { runCli, startCli as startTestCli } from "@/lib/testing/cli";
 
 const dir = mkdtempSync(join(tmpdir(), "airlock-cli-db-test-"));
 // Reachable by the postgres OS user (mkdtemp makes it 0700), so the clusters made here live under
@@ -31,27 +30,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Starts the CLI as a user would, with only these Airlock settings in its environment; `job`: in a process group of its own, as a terminal's foreground job. */
-function startCli(args: string[], settings: Record<string, string>, job = false) {
-  const env = childProcessEnv();
-  for (const key of Object.keys(env)) if (key.startsWith("AIRLOCK_") || key === "DATABASE_URL") delete env[key];
-  const child = spawn(process.execPath, [join(REPO_ROOT, "bin/airlock.mjs"), ...args], { cwd: REPO_ROOT, env: { ...env, ...settings }, detached: job });
-  const output = { stdout: "", stderr: "" };
-  child.stdout.on("data", (chunk: Buffer) => (output.stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (output.stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", resolve);
-  });
-  return { child, output, exited };
-}
-
-/** Runs the CLI as a user would, with only these Airlock settings in its environment. */
-async function airlock(args: string[], settings: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const { output, exited } = startCli(args, settings);
-  const code = await exited;
-  return { code, ...output };
-}
+/** The CLI as a user runs it; `job`: as a terminal's foreground job. */
+const startCli = (args: string[], settings: Record<string, string>, job = false) => startTestCli(args, settings, { job });
+const airlock = (args: string[], settings: Record<string, string>) => runCli(args, settings);
 
 /**
  * `audit verify` on a migrated data directory, started as a terminal's foreground job and caught

@@ -127,8 +127,9 @@ export async function withCliDatabase<T>(
     const exit = () => process.exit(signal === "SIGINT" ? 130 : 143);
     if (!starting) return exit();
     console.error("airlock: interrupted; stopping the database this command started.");
-    // A start the signal broke off (Ctrl-C reaches the postmaster too) leaves a server shutting
-    // down that no handle stands for: it is waited for on its cluster, or the exit would come first.
+    // A start the signal broke off (it reaches pg_ctl, in the job, while the postmaster runs on in a
+    // session of its own) leaves a server no handle stands for: it is stopped and waited for on its
+    // cluster, or the exit would come first.
     const stopped = starting.then<unknown, unknown>(
       (started) => started.stop(),
       () => clusterDir && stopLeftoverServer(clusterDir),
