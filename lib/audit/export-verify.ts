@@ -51,7 +51,7 @@ import { strictJsonProblem } from "@/lib/untrusted/strict-json";
 import { keyIdOf, treeHeadOf, type Checkpoint } from "./checkpoints";
 import { CompactRange, eventLeafHash } from "./merkle";
 import { chainHash, GENESIS_HASH } from "./record";
-import { RUN_PURGED } from "./run-content";
+import { RUN_PURGED, isPurgeNotice } from "./run-content";
 import { toolCallsDigest, type SealedCall } from "./seal";
 import { isTruncationMarker } from "./stored-calls";
 
@@ -139,7 +139,6 @@ const MAX_LINE_CHARS = constants.MAX_STRING_LENGTH;
 type ExportEvent = z.infer<typeof eventSchema>;
 
 const TERMINAL_ACTIONS = new Set(TERMINAL_STATUSES.map((status) => `run.${status}`));
-const PURGED = /^purged on \d{4}-\d{2}-\d{2} by retention$/;
 
 /** One line as strict JSON of `schema`, or an ExportFormatError naming the line. */
 function parseLine<T>(text: string, lineNumber: number, schema: z.ZodType<T>, what: string): T {
@@ -228,8 +227,6 @@ const label = (event: ExportEvent) => `event #${event.id} (${event.action})`;
 const answeredNull = (call: SealedCall): SealedCall =>
   call.outcome === "ok" && call.resultDigest === null ? { ...call, resultDigest: jsonDigest(null) } : call;
 
-const isPurgedText = (value: unknown): boolean => typeof value === "string" && PURGED.test(value);
-
 /** Where a line shows a value as purged: its label and event id. */
 type Claim = { where: string; id: bigint };
 /**
@@ -268,7 +265,7 @@ class Checks {
       if (shown(value) && !(field === "code" && typeof event.data.codeSha256 === "string")) this.undigested++;
       return;
     }
-    if (isPurgedText(value)) {
+    if (isPurgeNotice(value)) {
       this.claimsOf(runId).fields.set(field, { where: label(event), id: BigInt(event.id) });
       return;
     }
@@ -306,7 +303,7 @@ class Checks {
       if (
         typeof event.data.codeSha256 === "string" &&
         typeof event.code === "string" &&
-        !isPurgedText(event.code) &&
+        !isPurgeNotice(event.code) &&
         sha256Hex(event.code) !== event.data.codeSha256
       ) {
         this.problems.push(`${label(event)}: the code shown does not match the codeSha256 the event carries`);
@@ -325,7 +322,7 @@ class Checks {
   private shownPurpose(event: ExportEvent, runId: string): void {
     const digest = this.purposes.get(runId);
     if (digest === undefined) this.purposeUnchecked++;
-    else if (isPurgedText(event.purpose)) this.claimsOf(runId).fields.set("purpose", { where: label(event), id: BigInt(event.id) });
+    else if (isPurgeNotice(event.purpose)) this.claimsOf(runId).fields.set("purpose", { where: label(event), id: BigInt(event.id) });
     else if (jsonDigest(event.purpose) !== digest) this.problems.push(`${label(event)}: the purpose shown is not the one its run was submitted with`);
   }
 
@@ -339,7 +336,7 @@ class Checks {
     let checkable = true;
     for (const call of calls) {
       const dot = call.tool.indexOf(".");
-      if (isPurgedText(call.args) || isPurgedText(call.result)) {
+      if (isPurgeNotice(call.args) || isPurgeNotice(call.result)) {
         this.claimsOf(runId).calls.set(call.seq, { where: label(event), id: BigInt(event.id) });
         checkable = false;
         continue;

@@ -76,3 +76,8 @@ export function purgeNotice(purged: unknown, field: string): string | null {
   const at = (purged as Record<string, unknown>)[field];
   return typeof at === "string" ? `purged on ${at.slice(0, 10)} by retention` : null;
 }
+
+/** Whether `value` reads as a purge notice (purgeNotice's text, which export.ts writes too). */
+export function isPurgeNotice(value: unknown): boolean {
+  return typeof value === "string" && /^purged on \d{4}-\d{2}-\d{2} by retention$/.test(value);
+}
